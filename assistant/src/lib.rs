@@ -1,0 +1,2 @@
+//! The Fleetwatch assistant.
+#![forbid(unsafe_code)]

@@ -1,0 +1,2 @@
+//! The Fleetwatch executor.
+#![forbid(unsafe_code)]

@@ -1,0 +1,198 @@
+//! The approval claims, their Ed25519 signature and the approver key file.
+//!
+//! The signature covers [`SIGNING_DOMAIN`] followed by the exact postcard bytes of the claims.
+//! A verifier checks those bytes with `verify_strict` **before** decoding anything from them
+//! and never re-encodes them; decoding refuses trailing bytes. The signature list leaves room
+//! for a second signer (for example the operator's passkey) without a format break.
+
+use serde::{Deserialize, Serialize};
+
+/// The only claims version this build speaks. It is the first field of the encoding, so an
+/// unknown version is recognised before the rest is decoded.
+pub const CLAIMS_VERSION: u16 = 1;
+
+/// Domain-separation prefix signed before the claims bytes.
+pub const SIGNING_DOMAIN: &[u8] = b"fleetwatch approval claims v1\0";
+
+/// Longest lifetime an approval may have: five minutes.
+pub const MAX_LIFETIME_SECS: i64 = 300;
+
+/// Clock skew tolerated between the two processes.
+pub const CLOCK_SKEW_SECS: i64 = 60;
+
+/// Which sign-in an approval is for. Only the sandbox slot can write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Slot {
+    /// The executor's sandbox sign-in.
+    Sandbox,
+}
+
+/// What a person approved, exactly. Built by the assistant from the stored proposal and the
+/// values the card showed; checked field by field by the executor.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApprovalClaims {
+    /// Always [`CLAIMS_VERSION`]; first so it decodes first.
+    pub version: u16,
+    /// Random 128-bit approval nonce; single use.
+    pub approval_id: [u8; 16],
+    /// The proposal this approval is for.
+    pub proposal_id: u64,
+    /// The write tool.
+    pub tool: String,
+    /// The canonical JSON arguments (see [`crate::canonical`]).
+    pub arguments: String,
+    /// Device IDs the arguments resolve to, sorted, no duplicates.
+    pub targets: Vec<String>,
+    /// Canonical JSON of the targets' fingerprint (see [`crate::fleet::Fingerprint`]).
+    pub fingerprint: String,
+    /// The tool's argument schema version.
+    pub schema_version: u32,
+    /// SHA-256 of the tool's canonical policy entry.
+    pub policy_digest: [u8; 32],
+    /// The sign-in slot the write uses.
+    pub slot: Slot,
+    /// Unix seconds when the person approved (database clock).
+    pub approved_at: i64,
+    /// Unix seconds after which the approval is void (strict).
+    pub expires_at: i64,
+    /// Tag of the page session that approved (a hash of the session ID, never the ID).
+    pub page_session: [u8; 16],
+}
+
+/// Why claims bytes did not decode.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ClaimsError {
+    /// The version field is not [`CLAIMS_VERSION`].
+    #[error("unknown claims version")]
+    UnknownVersion,
+    /// The bytes are not valid claims.
+    #[error("claims do not decode")]
+    Malformed,
+    /// Bytes remain after the claims.
+    #[error("trailing bytes after the claims")]
+    TrailingBytes,
+}
+
+impl ApprovalClaims {
+    /// Encodes the claims (postcard).
+    pub fn encode(&self) -> Result<Vec<u8>, ClaimsError> {
+        todo!()
+    }
+
+    /// Decodes verified claims bytes: the version first, then the rest, every byte consumed.
+    pub fn decode(bytes: &[u8]) -> Result<ApprovalClaims, ClaimsError> {
+        let _ = bytes;
+        todo!()
+    }
+}
+
+/// First 8 bytes of SHA-256 of a raw 32-byte public key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct KeyId(pub [u8; 8]);
+
+impl KeyId {
+    /// The key ID of a public key.
+    pub fn of(key: &ed25519_dalek::VerifyingKey) -> KeyId {
+        let _ = key;
+        todo!()
+    }
+    /// Lower-case hex.
+    pub fn to_hex(&self) -> String {
+        todo!()
+    }
+}
+
+/// One signature over the claims.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApprovalSignature {
+    /// Which key signed.
+    pub key_id: KeyId,
+    /// The 64-byte Ed25519 signature (a `Vec` so serde can carry it; length checked).
+    pub signature: Vec<u8>,
+}
+
+/// The claims bytes exactly as signed, plus their signatures.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SignedApproval {
+    /// Postcard encoding of [`ApprovalClaims`], never re-encoded after signing.
+    pub claims: Vec<u8>,
+    /// At least one signature from an installed approver key.
+    pub signatures: Vec<ApprovalSignature>,
+}
+
+/// Why a signed approval did not verify.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum SignatureError {
+    /// The signature list is empty.
+    #[error("no signature")]
+    NoSignature,
+    /// No signature names an installed key.
+    #[error("no signature from an installed key")]
+    UnknownKey,
+    /// A signature from an installed key failed `verify_strict` (or has the wrong length).
+    #[error("signature does not verify")]
+    BadSignature,
+}
+
+/// Signs encoded claims bytes with the assistant's key.
+pub fn sign(claims_bytes: Vec<u8>, key: &ed25519_dalek::SigningKey) -> SignedApproval {
+    let _ = (claims_bytes, key);
+    todo!()
+}
+
+/// The approver public keys an administrator installed.
+#[derive(Debug, Clone, Default)]
+pub struct TrustedKeys {
+    keys: Vec<(KeyId, ed25519_dalek::VerifyingKey)>,
+}
+
+/// Why a key file was refused. Names the line.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum KeyFileError {
+    /// A line is not `ed25519 <base64 of 32 bytes> [comment]`.
+    #[error("line {line}: {reason}")]
+    Line {
+        /// 1-based line number.
+        line: usize,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// The file holds no key.
+    #[error("no approver key in the file")]
+    Empty,
+}
+
+impl TrustedKeys {
+    /// Parses a key file: one key per line, `ed25519 <base64> [comment]`; blank lines and lines
+    /// starting with `#` are ignored; anything else is refused. Weak (small-order) keys and
+    /// duplicates are refused.
+    pub fn parse(text: &str) -> Result<TrustedKeys, KeyFileError> {
+        let _ = text;
+        todo!()
+    }
+
+    /// A set holding the given keys (tests and the demo).
+    pub fn from_keys(keys: impl IntoIterator<Item = ed25519_dalek::VerifyingKey>) -> TrustedKeys {
+        let _ = keys;
+        todo!()
+    }
+
+    /// The installed key IDs, in file order.
+    pub fn key_ids(&self) -> Vec<KeyId> {
+        self.keys.iter().map(|(id, _)| *id).collect()
+    }
+
+    /// Verifies the signatures over the raw claims bytes. Every signature naming an installed
+    /// key must verify strictly and at least one must; signatures from other keys are ignored.
+    /// Returns the verified claims bytes, still undecoded.
+    pub fn verify<'a>(&self, signed: &'a SignedApproval) -> Result<&'a [u8], SignatureError> {
+        let _ = signed;
+        todo!()
+    }
+}
+
+/// The line to install in the executor's approver key file for a public key.
+pub fn key_line(key: &ed25519_dalek::VerifyingKey, comment: &str) -> String {
+    let _ = (key, comment);
+    todo!()
+}

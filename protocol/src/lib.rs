@@ -1,0 +1,20 @@
+//! The contract between the Fleetwatch assistant and the executor.
+//!
+//! Everything both processes must judge identically lives here, once: canonical JSON
+//! ([`canonical`]), the signed approval ([`claims`]), the socket messages ([`wire`]), the tool
+//! registry ([`policy`]), the fleet-state model and fingerprint ([`fleet`]), the ID patterns
+//! ([`ids`]) and the redaction rules ([`redact`]). This crate does no I/O and runs no async
+//! runtime, so both sides can call it from anywhere and a reviewer can read it in isolation.
+#![forbid(unsafe_code)]
+
+pub mod canonical;
+pub mod claims;
+pub mod fleet;
+pub mod ids;
+pub mod policy;
+pub mod redact;
+pub mod refusal;
+pub mod wire;
+
+pub use canonical::Canonical;
+pub use refusal::Refusal;

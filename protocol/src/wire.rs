@@ -1,0 +1,244 @@
+//! Messages on the executor's Unix socket: one request frame in, one response frame out, then
+//! the connection closes. Frames are length-delimited (4-byte big-endian length, as tokio-util's
+//! `LengthDelimitedCodec` writes by default) and capped at [`MAX_FRAME`] before any allocation.
+//! The body is a postcard-encoded [`RequestEnvelope`] / [`ResponseEnvelope`] whose first field
+//! is the wire version.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::claims::SignedApproval;
+use crate::fleet::RoomBlock;
+use crate::refusal::Refusal;
+
+/// The only wire version this build speaks.
+pub const WIRE_VERSION: u16 = 1;
+
+/// Largest frame either side accepts, in bytes (the length prefix excluded).
+pub const MAX_FRAME: usize = 64 * 1024;
+
+/// A request with its version.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RequestEnvelope {
+    /// Always [`WIRE_VERSION`]; first so it decodes first.
+    pub version: u16,
+    /// The request.
+    pub request: Request,
+}
+
+/// A response with its version.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResponseEnvelope {
+    /// Always [`WIRE_VERSION`].
+    pub version: u16,
+    /// The response.
+    pub response: Response,
+}
+
+/// What the assistant can ask.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Request {
+    /// Read-only facts about a proposed change's targets, through the sandbox sign-in.
+    Describe(DescribeRequest),
+    /// Run one approved change.
+    Execute(SignedApproval),
+    /// Version and configuration facts.
+    Status,
+}
+
+/// A proposed change to describe. The executor validates it against its own policy and reads
+/// what the arguments name (devices, channels, a stream destination, an event).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DescribeRequest {
+    /// The write tool.
+    pub tool: String,
+    /// Canonical JSON arguments.
+    pub arguments: String,
+}
+
+/// The answer to each request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Response {
+    /// Facts for a proposal or a card.
+    Described(Description),
+    /// What happened to an `Execute`.
+    Executed(Outcome),
+    /// Configuration facts.
+    Status(StatusReport),
+    /// Nothing ran; the first failed check.
+    Refused(Refusal),
+}
+
+/// Facts about a proposed change's targets, read fresh through the sandbox sign-in.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Description {
+    /// Device IDs the arguments resolve to, sorted.
+    pub targets: Vec<String>,
+    /// One entry per target, in `targets` order.
+    pub devices: Vec<DeviceFacts>,
+    /// The stream destination the arguments name, if any.
+    pub stream: Option<StreamFacts>,
+    /// The event the arguments name, if any, and whether it matches the device's.
+    pub event_matches: Option<bool>,
+    /// Canonical JSON of the fingerprint of the targets found (see [`crate::fleet::Fingerprint`]).
+    pub fingerprint: String,
+    /// The sandbox team's ID, when reported.
+    pub team_id: Option<String>,
+    /// Whether the tool is disruptive for these arguments (executor's policy).
+    pub disruptive: bool,
+    /// SHA-256 of the executor's policy entry for the tool.
+    pub policy_digest: [u8; 32],
+    /// The tool's schema version in the executor's policy.
+    pub schema_version: u32,
+}
+
+/// One target device.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeviceFacts {
+    /// Master ID.
+    pub id: String,
+    /// On the sandbox team's device list now.
+    pub on_team: bool,
+    /// On `FLEETWATCH_WRITE_DEVICE_IDS` (true when no allowlist is set but a team ID is).
+    pub allowlisted: bool,
+    /// Current name (redacted, as reported).
+    pub name: String,
+    /// Model.
+    pub model: String,
+    /// Online now.
+    pub online: bool,
+    /// Any channel recording now.
+    pub recording: bool,
+    /// Channels: number and name and whether recording.
+    pub channels: Vec<ChannelFacts>,
+    /// Current or next event.
+    pub event: Option<EventFacts>,
+    /// Disruptive-window verdict for this tool and target.
+    pub block: RoomBlock,
+}
+
+/// One channel of a target.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChannelFacts {
+    /// Channel number as a string (`"1"`).
+    pub number: String,
+    /// Name.
+    pub name: String,
+    /// Recording now.
+    pub recording: bool,
+}
+
+/// An event on a target.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EventFacts {
+    /// Event ID.
+    pub id: String,
+    /// Title.
+    pub title: String,
+    /// Start, RFC 3339 UTC.
+    pub start: String,
+    /// End, RFC 3339 UTC, when known.
+    pub end: Option<String>,
+}
+
+/// A stream destination, without its key or full URL.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StreamFacts {
+    /// Stream endpoint ID (UUID).
+    pub id: String,
+    /// On the sandbox team's list.
+    pub found: bool,
+    /// Name.
+    pub name: String,
+    /// Host of its URL only.
+    pub host: String,
+}
+
+/// What happened to an approved change.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum OutcomeKind {
+    /// Epiphan answered with an empty error map: every device worked.
+    Done,
+    /// Epiphan answered with per-device errors (redacted).
+    Error(BTreeMap<String, String>),
+    /// The write was sent but no trustworthy answer came back. Never retried.
+    Unknown,
+}
+
+/// The outcome of an `Execute` that passed every check.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Outcome {
+    /// What happened.
+    pub kind: OutcomeKind,
+    /// The executor's audit chain head after recording the outcome.
+    pub chain_head: [u8; 32],
+}
+
+/// The executor's configuration facts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StatusReport {
+    /// `fleetwatch-executor` version.
+    pub version: String,
+    /// An allowlist or team ID is configured.
+    pub fence_configured: bool,
+    /// A sandbox sign-in is stored.
+    pub sandbox_sign_in: bool,
+    /// Installed approver key IDs.
+    pub key_ids: Vec<crate::claims::KeyId>,
+    /// SHA-256 of the executor's whole canonical policy.
+    pub policy_digest: [u8; 32],
+    /// The executor's audit chain head.
+    pub chain_head: [u8; 32],
+}
+
+/// Why a frame body did not decode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum DecodeError {
+    /// Empty frame.
+    #[error("empty frame")]
+    Empty,
+    /// Above [`MAX_FRAME`].
+    #[error("frame too large")]
+    TooLarge,
+    /// The version is not [`WIRE_VERSION`].
+    #[error("unknown wire version")]
+    UnknownVersion,
+    /// Not a valid message.
+    #[error("malformed frame")]
+    Malformed,
+    /// Bytes left over.
+    #[error("trailing bytes")]
+    TrailingBytes,
+}
+
+impl DecodeError {
+    /// The matching refusal.
+    pub fn refusal(self) -> Refusal {
+        todo!()
+    }
+}
+
+/// Encodes a request body (without the length prefix).
+pub fn encode_request(request: &Request) -> Result<Vec<u8>, DecodeError> {
+    let _ = request;
+    todo!()
+}
+
+/// Decodes a request body: version first, every byte consumed.
+pub fn decode_request(body: &[u8]) -> Result<Request, DecodeError> {
+    let _ = body;
+    todo!()
+}
+
+/// Encodes a response body (without the length prefix).
+pub fn encode_response(response: &Response) -> Result<Vec<u8>, DecodeError> {
+    let _ = response;
+    todo!()
+}
+
+/// Decodes a response body: version first, every byte consumed.
+pub fn decode_response(body: &[u8]) -> Result<Response, DecodeError> {
+    let _ = body;
+    todo!()
+}

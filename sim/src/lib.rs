@@ -1,0 +1,2 @@
+//! Fleetwatch's simulator of the outside world.
+#![forbid(unsafe_code)]

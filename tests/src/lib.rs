@@ -1,0 +1,2 @@
+//! Helpers shared by the cross-process tests.
+#![forbid(unsafe_code)]
