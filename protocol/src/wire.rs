@@ -42,9 +42,19 @@ pub enum Request {
     /// Read-only facts about a proposed change's targets, through the sandbox sign-in.
     Describe(DescribeRequest),
     /// Run one approved change.
-    Execute(SignedApproval),
+    Execute(ExecuteRequest),
     /// Version and configuration facts.
     Status,
+}
+
+/// An approved change to run, with the assistant's audit chain head at the moment it sent
+/// the request, so the executor's audit row anchors the other side's chain.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExecuteRequest {
+    /// The signed approval.
+    pub approval: SignedApproval,
+    /// The assistant's audit chain head (not signed; recorded, never trusted for a decision).
+    pub assistant_chain_head: [u8; 32],
 }
 
 /// A proposed change to describe. The executor validates it against its own policy and reads
