@@ -1,2 +1,14 @@
-//! The Fleetwatch assistant.
+//! The Fleetwatch assistant: the unprivileged process that reads the fleet through guarded
+//! read tools, runs the model loop, stores proposals and (later) serves the approval page. It
+//! never holds the sandbox sign-in and has no code path that calls a write tool.
 #![forbid(unsafe_code)]
+
+pub mod grants;
+pub mod keyword;
+pub mod lang;
+pub mod snapshot;
+
+pub mod datablock;
+pub mod model;
+pub mod prompt;
+pub mod toolspec;
