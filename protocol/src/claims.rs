@@ -5,7 +5,10 @@
 //! and never re-encodes them; decoding refuses trailing bytes. The signature list leaves room
 //! for a second signer (for example the operator's passkey) without a format break.
 
+use base64::Engine as _;
+use ed25519_dalek::{Signature, Signer as _, VerifyingKey};
 use serde::{Deserialize, Serialize};
+use sha2::{Digest as _, Sha256};
 
 /// The only claims version this build speaks. It is the first field of the encoding, so an
 /// unknown version is recognised before the rest is decoded.
@@ -76,13 +79,24 @@ pub enum ClaimsError {
 impl ApprovalClaims {
     /// Encodes the claims (postcard).
     pub fn encode(&self) -> Result<Vec<u8>, ClaimsError> {
-        todo!()
+        postcard::to_stdvec(self).map_err(|_| ClaimsError::Malformed)
     }
 
     /// Decodes verified claims bytes: the version first, then the rest, every byte consumed.
     pub fn decode(bytes: &[u8]) -> Result<ApprovalClaims, ClaimsError> {
-        let _ = bytes;
-        todo!()
+        // The version alone first: a later version may lay out the rest differently, so
+        // nothing past it is interpreted until it is known.
+        let (version, _) =
+            postcard::take_from_bytes::<u16>(bytes).map_err(|_| ClaimsError::Malformed)?;
+        if version != CLAIMS_VERSION {
+            return Err(ClaimsError::UnknownVersion);
+        }
+        let (claims, rest) = postcard::take_from_bytes::<ApprovalClaims>(bytes)
+            .map_err(|_| ClaimsError::Malformed)?;
+        if !rest.is_empty() {
+            return Err(ClaimsError::TrailingBytes);
+        }
+        Ok(claims)
     }
 }
 
@@ -93,12 +107,16 @@ pub struct KeyId(pub [u8; 8]);
 impl KeyId {
     /// The key ID of a public key.
     pub fn of(key: &ed25519_dalek::VerifyingKey) -> KeyId {
-        let _ = key;
-        todo!()
+        let digest = Sha256::digest(key.as_bytes());
+        let mut id = [0u8; 8];
+        for (out, byte) in id.iter_mut().zip(digest.iter()) {
+            *out = *byte;
+        }
+        KeyId(id)
     }
     /// Lower-case hex.
     pub fn to_hex(&self) -> String {
-        todo!()
+        self.0.iter().map(|b| format!("{b:02x}")).collect()
     }
 }
 
@@ -136,8 +154,35 @@ pub enum SignatureError {
 
 /// Signs encoded claims bytes with the assistant's key.
 pub fn sign(claims_bytes: Vec<u8>, key: &ed25519_dalek::SigningKey) -> SignedApproval {
-    let _ = (claims_bytes, key);
-    todo!()
+    let signature = key.sign(&signed_message(&claims_bytes));
+    SignedApproval {
+        claims: claims_bytes,
+        signatures: vec![ApprovalSignature {
+            key_id: KeyId::of(&key.verifying_key()),
+            signature: signature.to_bytes().to_vec(),
+        }],
+    }
+}
+
+/// The bytes a signature covers: the domain prefix, then the claims bytes untouched.
+fn signed_message(claims_bytes: &[u8]) -> Vec<u8> {
+    let mut message = Vec::with_capacity(SIGNING_DOMAIN.len() + claims_bytes.len());
+    message.extend_from_slice(SIGNING_DOMAIN);
+    message.extend_from_slice(claims_bytes);
+    message
+}
+
+/// The one signature check: a 64-byte signature verified with `verify_strict`, which refuses
+/// a non-canonical `S`, a small-order `R` and a small-order (weak) public key. Takes the raw
+/// message, so known-answer vectors can drive exactly the check [`TrustedKeys::verify`] runs.
+pub fn verify_strict_raw(key: &VerifyingKey, message: &[u8], signature: &[u8]) -> bool {
+    let Ok(bytes) = <[u8; 64]>::try_from(signature) else {
+        return false;
+    };
+    !key.is_weak()
+        && key
+            .verify_strict(message, &Signature::from_bytes(&bytes))
+            .is_ok()
 }
 
 /// The approver public keys an administrator installed.
@@ -167,14 +212,55 @@ impl TrustedKeys {
     /// starting with `#` are ignored; anything else is refused. Weak (small-order) keys and
     /// duplicates are refused.
     pub fn parse(text: &str) -> Result<TrustedKeys, KeyFileError> {
-        let _ = text;
-        todo!()
+        let mut keys: Vec<(KeyId, VerifyingKey)> = Vec::new();
+        for (index, raw) in text.lines().enumerate() {
+            let line = index + 1;
+            let refuse = |reason| KeyFileError::Line { line, reason };
+            let trimmed = raw.trim();
+            if trimmed.is_empty() || trimmed.starts_with('#') {
+                continue;
+            }
+            let mut fields = trimmed.split_whitespace();
+            match fields.next() {
+                Some("ed25519") => {}
+                _ => return Err(refuse("unknown key algorithm (expected `ed25519`)")),
+            }
+            let encoded = fields
+                .next()
+                .ok_or_else(|| refuse("missing the base64 public key"))?;
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(encoded)
+                .map_err(|_| refuse("the public key is not valid standard base64"))?;
+            let bytes = <[u8; 32]>::try_from(bytes.as_slice())
+                .map_err(|_| refuse("the public key is not 32 bytes"))?;
+            let key = VerifyingKey::from_bytes(&bytes)
+                .map_err(|_| refuse("the public key is not a valid Ed25519 point"))?;
+            if key.is_weak() {
+                return Err(refuse("the public key is a weak (small-order) point"));
+            }
+            let id = KeyId::of(&key);
+            // Equal key IDs from different keys would make a signature's key ambiguous.
+            if keys.iter().any(|(known, _)| *known == id) {
+                return Err(refuse("the same key is listed twice"));
+            }
+            keys.push((id, key));
+        }
+        if keys.is_empty() {
+            return Err(KeyFileError::Empty);
+        }
+        Ok(TrustedKeys { keys })
     }
 
     /// A set holding the given keys (tests and the demo).
     pub fn from_keys(keys: impl IntoIterator<Item = ed25519_dalek::VerifyingKey>) -> TrustedKeys {
-        let _ = keys;
-        todo!()
+        let mut out: Vec<(KeyId, VerifyingKey)> = Vec::new();
+        for key in keys {
+            let id = KeyId::of(&key);
+            if !out.iter().any(|(known, _)| *known == id) {
+                out.push((id, key));
+            }
+        }
+        TrustedKeys { keys: out }
     }
 
     /// The installed key IDs, in file order.
@@ -186,13 +272,41 @@ impl TrustedKeys {
     /// key must verify strictly and at least one must; signatures from other keys are ignored.
     /// Returns the verified claims bytes, still undecoded.
     pub fn verify<'a>(&self, signed: &'a SignedApproval) -> Result<&'a [u8], SignatureError> {
-        let _ = signed;
-        todo!()
+        if signed.signatures.is_empty() {
+            return Err(SignatureError::NoSignature);
+        }
+        let message = signed_message(&signed.claims);
+        let mut verified = false;
+        for entry in &signed.signatures {
+            // A malformed entry is refused even from an unknown key: nothing well-formed
+            // produces one.
+            if entry.signature.len() != 64 {
+                return Err(SignatureError::BadSignature);
+            }
+            let Some((_, key)) = self.keys.iter().find(|(id, _)| *id == entry.key_id) else {
+                continue;
+            };
+            if !verify_strict_raw(key, &message, &entry.signature) {
+                return Err(SignatureError::BadSignature);
+            }
+            verified = true;
+        }
+        if verified {
+            Ok(&signed.claims)
+        } else {
+            Err(SignatureError::UnknownKey)
+        }
     }
 }
 
 /// The line to install in the executor's approver key file for a public key.
 pub fn key_line(key: &ed25519_dalek::VerifyingKey, comment: &str) -> String {
-    let _ = (key, comment);
-    todo!()
+    let encoded = base64::engine::general_purpose::STANDARD.encode(key.as_bytes());
+    // A comment is one line of free text; line breaks would start a new (malformed) entry.
+    let comment = comment.split_whitespace().collect::<Vec<_>>().join(" ");
+    if comment.is_empty() {
+        format!("ed25519 {encoded}")
+    } else {
+        format!("ed25519 {encoded} {comment}")
+    }
 }

@@ -96,17 +96,334 @@ pub enum Refusal {
 impl Refusal {
     /// Stable reason code, used verbatim in audit rows.
     pub fn code(&self) -> &'static str {
-        todo!()
+        match self {
+            Refusal::PeerNotAllowed => "peer_not_allowed",
+            Refusal::FrameTooLarge => "frame_too_large",
+            Refusal::FrameEmpty => "frame_empty",
+            Refusal::FrameTruncated => "frame_truncated",
+            Refusal::Malformed => "malformed",
+            Refusal::TrailingBytes => "trailing_bytes",
+            Refusal::UnknownWireVersion => "unknown_wire_version",
+            Refusal::NoSignature => "no_signature",
+            Refusal::UnknownKey => "unknown_key",
+            Refusal::BadSignature => "bad_signature",
+            Refusal::UnknownClaimsVersion => "unknown_claims_version",
+            Refusal::ClaimsMalformed => "claims_malformed",
+            Refusal::Expired => "expired",
+            Refusal::NotYetValid => "not_yet_valid",
+            Refusal::LifetimeTooLong => "lifetime_too_long",
+            Refusal::Replayed => "replayed",
+            Refusal::NonceNotStored => "nonce_not_stored",
+            Refusal::ToolNotProposable => "tool_not_proposable",
+            Refusal::PolicyDigestMismatch => "policy_digest_mismatch",
+            Refusal::SchemaVersionMismatch => "schema_version_mismatch",
+            Refusal::ArgumentsInvalid => "arguments_invalid",
+            Refusal::NotCanonical => "not_canonical",
+            Refusal::TargetsMismatch => "targets_mismatch",
+            Refusal::TooManyTargets => "too_many_targets",
+            Refusal::NoFence => "no_fence",
+            Refusal::NotAllowlisted => "not_allowlisted",
+            Refusal::TeamMismatch => "team_mismatch",
+            Refusal::TeamNotReported => "team_not_reported",
+            Refusal::NotOnTeam => "not_on_team",
+            Refusal::StreamNotFound => "stream_not_found",
+            Refusal::EventMismatch => "event_mismatch",
+            Refusal::FingerprintMoved => "fingerprint_moved",
+            Refusal::Recording => "recording",
+            Refusal::EventLive => "event_live",
+            Refusal::EventSoon { .. } => "event_soon",
+            Refusal::ReadFailed => "read_failed",
+            Refusal::NoSignIn => "no_sign_in",
+            Refusal::SignInExpired => "sign_in_expired",
+            Refusal::Busy => "busy",
+            Refusal::Internal => "internal",
+        }
     }
 
     /// One sentence for the operator: what failed and what to do.
     pub fn message(&self) -> String {
-        todo!()
+        let text = match self {
+            Refusal::PeerNotAllowed => {
+                "The executor refused a connection from a user that is not on its allowed list. Nothing ran. Run the assistant as the configured user, or add that user to the executor's allowed list."
+            }
+            Refusal::FrameTooLarge => {
+                "The request was larger than the 64 KiB the executor accepts. Nothing ran. Propose a smaller change (fewer targets) and approve it again."
+            }
+            Refusal::FrameEmpty => {
+                "The executor received an empty request. Nothing ran. Check that the assistant and the executor are the same Fleetwatch version."
+            }
+            Refusal::FrameTruncated => {
+                "The connection closed or timed out before the whole request arrived. Nothing ran. Try the approval again; if it keeps happening, check the executor's log."
+            }
+            Refusal::Malformed => {
+                "The executor could not read the request. Nothing ran. Check that the assistant and the executor are the same Fleetwatch version."
+            }
+            Refusal::TrailingBytes => {
+                "The request had extra bytes after its end. Nothing ran. Check that the assistant and the executor are the same Fleetwatch version."
+            }
+            Refusal::UnknownWireVersion => {
+                "The request uses a message version this executor does not speak. Nothing ran. Upgrade the assistant and the executor to the same Fleetwatch version."
+            }
+            Refusal::NoSignature => {
+                "The approval carried no signature. Nothing ran. Approve the change again on the approval page."
+            }
+            Refusal::UnknownKey => {
+                "The approval was not signed by any key installed for the executor. Nothing ran. Install the assistant's public key in the executor's approver key file, then approve again."
+            }
+            Refusal::BadSignature => {
+                "The approval's signature did not verify, so it may have been altered. Nothing ran. Approve the change again, and check the executor's approver key file if this repeats."
+            }
+            Refusal::UnknownClaimsVersion => {
+                "The approval uses a format version this executor does not speak. Nothing ran. Upgrade the assistant and the executor to the same Fleetwatch version."
+            }
+            Refusal::ClaimsMalformed => {
+                "The signed approval could not be read. Nothing ran. Check that the assistant and the executor are the same Fleetwatch version, then approve again."
+            }
+            Refusal::Expired => {
+                "The approval expired before it reached the executor. Nothing ran. Ask for the change again and approve it within five minutes."
+            }
+            Refusal::NotYetValid => {
+                "The approval was issued later than the executor's clock allows. Nothing ran. Check that both machines' clocks are correct, then approve again."
+            }
+            Refusal::LifetimeTooLong => {
+                "The approval was valid for longer than five minutes. Nothing ran. Check that the assistant and the executor are the same Fleetwatch version, then approve again."
+            }
+            Refusal::Replayed => {
+                "This approval was already used once. Nothing ran. Ask for the change again if it is still needed."
+            }
+            Refusal::NonceNotStored => {
+                "The executor could not record the approval durably (for example, the disk is full). Nothing ran. Free space or fix the executor's state folder, then approve again."
+            }
+            Refusal::ToolNotProposable => {
+                "The executor's policy does not allow this change. Nothing ran. Check the executor's tool policy."
+            }
+            Refusal::PolicyDigestMismatch => {
+                "The assistant and the executor have different policies for this tool. Nothing ran. Install the same tool policy for both, then propose the change again."
+            }
+            Refusal::SchemaVersionMismatch => {
+                "The assistant and the executor disagree on this tool's argument format. Nothing ran. Install the same tool policy for both, then propose the change again."
+            }
+            Refusal::ArgumentsInvalid => {
+                "The change's arguments do not pass the executor's checks for this tool. Nothing ran. Propose the change again with valid arguments."
+            }
+            Refusal::NotCanonical => {
+                "The signed arguments were not in canonical form. Nothing ran. Check that the assistant and the executor are the same Fleetwatch version, then propose again."
+            }
+            Refusal::TargetsMismatch => {
+                "The approved devices are not the devices the arguments name. Nothing ran. Propose the change again."
+            }
+            Refusal::TooManyTargets => {
+                "The change names more devices than this tool allows at once. Nothing ran. Split it into smaller changes."
+            }
+            Refusal::NoFence => {
+                "Neither FLEETWATCH_WRITE_DEVICE_IDS nor FLEETWATCH_WRITE_TEAM_ID is set for the executor. Nothing ran. Set at least one of them and restart the executor."
+            }
+            Refusal::NotAllowlisted => {
+                "A target device is not on FLEETWATCH_WRITE_DEVICE_IDS. Nothing ran. Add the device to the allowlist if it really should be changed."
+            }
+            Refusal::TeamMismatch => {
+                "The sandbox sign-in belongs to a different team than FLEETWATCH_WRITE_TEAM_ID. Nothing ran. Sign the sandbox in to the right team, or correct the setting."
+            }
+            Refusal::TeamNotReported => {
+                "FLEETWATCH_WRITE_TEAM_ID is set but the sandbox sign-in did not report a team. Nothing ran. Sign the sandbox in again, or use FLEETWATCH_WRITE_DEVICE_IDS instead."
+            }
+            Refusal::NotOnTeam => {
+                "A target device is not on the sandbox team's device list. Nothing ran. Check that the device belongs to the sandbox team."
+            }
+            Refusal::StreamNotFound => {
+                "The stream destination is not on the sandbox team's list. Nothing ran. Check the destination and propose the change again."
+            }
+            Refusal::EventMismatch => {
+                "The event is not the device's current or next event. Nothing ran. Propose the change again for the right event."
+            }
+            Refusal::FingerprintMoved => {
+                "A target device changed (online, recording or next event) since the change was approved. Nothing ran. Review the new state and approve again."
+            }
+            Refusal::Recording => {
+                "A target device is recording, and this change would disturb it. Nothing ran. Wait until the recording ends."
+            }
+            Refusal::EventLive => {
+                "An event is on now in a target room, and this change would disturb it. Nothing ran. Wait until the event ends."
+            }
+            Refusal::EventSoon { minutes } => {
+                return format!(
+                    "An event starts in a target room in {minutes} minute{}, and this change would disturb it. Nothing ran. Wait until the event is over.",
+                    if *minutes == 1 { "" } else { "s" }
+                );
+            }
+            Refusal::ReadFailed => {
+                "The executor could not read the devices' current state through the sandbox sign-in. Nothing ran. Try again in a moment."
+            }
+            Refusal::NoSignIn => {
+                "The executor has no sandbox sign-in, so it cannot make changes. Nothing ran. Run `fleetwatch-executor login --sandbox`."
+            }
+            Refusal::SignInExpired => {
+                "Epiphan refused the sandbox sign-in (expired or revoked). Nothing ran. Run `fleetwatch-executor login --sandbox` again."
+            }
+            Refusal::Busy => {
+                "The executor is handling as many requests as it allows. Nothing ran. Try again in a moment."
+            }
+            Refusal::Internal => {
+                "The executor could not complete its checks because of an internal error. Nothing ran. See the executor's log for details."
+            }
+        };
+        text.to_owned()
     }
 }
 
 impl std::fmt::Display for Refusal {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.message())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Refusal;
+    use std::collections::BTreeSet;
+
+    /// Every variant. The exhaustive `match` below stops the build when a variant is added
+    /// without being listed here.
+    fn all() -> Vec<Refusal> {
+        let list = vec![
+            Refusal::PeerNotAllowed,
+            Refusal::FrameTooLarge,
+            Refusal::FrameEmpty,
+            Refusal::FrameTruncated,
+            Refusal::Malformed,
+            Refusal::TrailingBytes,
+            Refusal::UnknownWireVersion,
+            Refusal::NoSignature,
+            Refusal::UnknownKey,
+            Refusal::BadSignature,
+            Refusal::UnknownClaimsVersion,
+            Refusal::ClaimsMalformed,
+            Refusal::Expired,
+            Refusal::NotYetValid,
+            Refusal::LifetimeTooLong,
+            Refusal::Replayed,
+            Refusal::NonceNotStored,
+            Refusal::ToolNotProposable,
+            Refusal::PolicyDigestMismatch,
+            Refusal::SchemaVersionMismatch,
+            Refusal::ArgumentsInvalid,
+            Refusal::NotCanonical,
+            Refusal::TargetsMismatch,
+            Refusal::TooManyTargets,
+            Refusal::NoFence,
+            Refusal::NotAllowlisted,
+            Refusal::TeamMismatch,
+            Refusal::TeamNotReported,
+            Refusal::NotOnTeam,
+            Refusal::StreamNotFound,
+            Refusal::EventMismatch,
+            Refusal::FingerprintMoved,
+            Refusal::Recording,
+            Refusal::EventLive,
+            Refusal::EventSoon { minutes: 7 },
+            Refusal::ReadFailed,
+            Refusal::NoSignIn,
+            Refusal::SignInExpired,
+            Refusal::Busy,
+            Refusal::Internal,
+        ];
+        for r in &list {
+            match r {
+                Refusal::PeerNotAllowed
+                | Refusal::FrameTooLarge
+                | Refusal::FrameEmpty
+                | Refusal::FrameTruncated
+                | Refusal::Malformed
+                | Refusal::TrailingBytes
+                | Refusal::UnknownWireVersion
+                | Refusal::NoSignature
+                | Refusal::UnknownKey
+                | Refusal::BadSignature
+                | Refusal::UnknownClaimsVersion
+                | Refusal::ClaimsMalformed
+                | Refusal::Expired
+                | Refusal::NotYetValid
+                | Refusal::LifetimeTooLong
+                | Refusal::Replayed
+                | Refusal::NonceNotStored
+                | Refusal::ToolNotProposable
+                | Refusal::PolicyDigestMismatch
+                | Refusal::SchemaVersionMismatch
+                | Refusal::ArgumentsInvalid
+                | Refusal::NotCanonical
+                | Refusal::TargetsMismatch
+                | Refusal::TooManyTargets
+                | Refusal::NoFence
+                | Refusal::NotAllowlisted
+                | Refusal::TeamMismatch
+                | Refusal::TeamNotReported
+                | Refusal::NotOnTeam
+                | Refusal::StreamNotFound
+                | Refusal::EventMismatch
+                | Refusal::FingerprintMoved
+                | Refusal::Recording
+                | Refusal::EventLive
+                | Refusal::EventSoon { .. }
+                | Refusal::ReadFailed
+                | Refusal::NoSignIn
+                | Refusal::SignInExpired
+                | Refusal::Busy
+                | Refusal::Internal => {}
+            }
+        }
+        list
+    }
+
+    #[test]
+    fn codes_are_unique_snake_case() {
+        let all = all();
+        let codes: BTreeSet<&str> = all.iter().map(Refusal::code).collect();
+        assert_eq!(codes.len(), all.len(), "two variants share a code");
+        for code in codes {
+            assert!(!code.is_empty());
+            assert!(
+                code.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'),
+                "{code} is not snake_case"
+            );
+            assert!(!code.starts_with('_') && !code.ends_with('_') && !code.contains("__"));
+        }
+    }
+
+    #[test]
+    fn messages_are_sentences_that_say_nothing_ran_and_what_to_do() {
+        let all = all();
+        let messages: BTreeSet<String> = all.iter().map(Refusal::message).collect();
+        assert_eq!(messages.len(), all.len(), "two variants share a message");
+        for message in messages {
+            assert!(message.contains("Nothing ran."), "{message}");
+            assert!(message.ends_with('.'), "{message}");
+            assert!(
+                message.starts_with(|c: char| c.is_ascii_uppercase()),
+                "{message}"
+            );
+            // What to do comes after "Nothing ran.".
+            let advice = message.split("Nothing ran.").nth(1).unwrap_or_default();
+            assert!(advice.trim().len() > 10, "no advice in {message}");
+        }
+    }
+
+    #[test]
+    fn event_soon_message_names_the_minutes() {
+        assert!(
+            Refusal::EventSoon { minutes: 1 }
+                .message()
+                .contains("in 1 minute,")
+        );
+        assert!(
+            Refusal::EventSoon { minutes: 12 }
+                .message()
+                .contains("in 12 minutes,")
+        );
+        assert_eq!(Refusal::EventSoon { minutes: 3 }.code(), "event_soon");
+    }
+
+    #[test]
+    fn display_is_the_message() {
+        assert_eq!(Refusal::Replayed.to_string(), Refusal::Replayed.message());
     }
 }

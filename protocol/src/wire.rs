@@ -225,30 +225,74 @@ pub enum DecodeError {
 impl DecodeError {
     /// The matching refusal.
     pub fn refusal(self) -> Refusal {
-        todo!()
+        match self {
+            DecodeError::Empty => Refusal::FrameEmpty,
+            DecodeError::TooLarge => Refusal::FrameTooLarge,
+            DecodeError::UnknownVersion => Refusal::UnknownWireVersion,
+            DecodeError::Malformed => Refusal::Malformed,
+            DecodeError::TrailingBytes => Refusal::TrailingBytes,
+        }
     }
 }
 
 /// Encodes a request body (without the length prefix).
 pub fn encode_request(request: &Request) -> Result<Vec<u8>, DecodeError> {
-    let _ = request;
-    todo!()
+    encode(request)
 }
 
 /// Decodes a request body: version first, every byte consumed.
 pub fn decode_request(body: &[u8]) -> Result<Request, DecodeError> {
-    let _ = body;
-    todo!()
+    decode::<RequestEnvelope>(body).map(|envelope| envelope.request)
 }
 
 /// Encodes a response body (without the length prefix).
 pub fn encode_response(response: &Response) -> Result<Vec<u8>, DecodeError> {
-    let _ = response;
-    todo!()
+    encode(response)
 }
 
 /// Decodes a response body: version first, every byte consumed.
 pub fn decode_response(body: &[u8]) -> Result<Response, DecodeError> {
-    let _ = body;
-    todo!()
+    decode::<ResponseEnvelope>(body).map(|envelope| envelope.response)
+}
+
+/// Encodes like [`RequestEnvelope`] / [`ResponseEnvelope`] (postcard writes struct fields in
+/// order with no names), borrowing the message instead of cloning it.
+#[derive(Serialize)]
+struct EnvelopeRef<'a, T> {
+    version: u16,
+    message: &'a T,
+}
+
+fn encode<T: Serialize>(message: &T) -> Result<Vec<u8>, DecodeError> {
+    let body = postcard::to_stdvec(&EnvelopeRef {
+        version: WIRE_VERSION,
+        message,
+    })
+    .map_err(|_| DecodeError::Malformed)?;
+    // The peer would refuse it; say so here rather than send it.
+    if body.len() > MAX_FRAME {
+        return Err(DecodeError::TooLarge);
+    }
+    Ok(body)
+}
+
+fn decode<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, DecodeError> {
+    if body.is_empty() {
+        return Err(DecodeError::Empty);
+    }
+    if body.len() > MAX_FRAME {
+        return Err(DecodeError::TooLarge);
+    }
+    // The version alone first, so a newer peer is told so rather than "malformed".
+    let (version, _) =
+        postcard::take_from_bytes::<u16>(body).map_err(|_| DecodeError::Malformed)?;
+    if version != WIRE_VERSION {
+        return Err(DecodeError::UnknownVersion);
+    }
+    let (envelope, rest) =
+        postcard::take_from_bytes::<T>(body).map_err(|_| DecodeError::Malformed)?;
+    if !rest.is_empty() {
+        return Err(DecodeError::TrailingBytes);
+    }
+    Ok(envelope)
 }
