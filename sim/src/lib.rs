@@ -1,2 +1,138 @@
-//! Fleetwatch's simulator of the outside world.
+//! Fleetwatch's simulator of the outside world: an Epiphan MCP server (two or more teams chosen
+//! by bearer token, every call recorded, injectable faults, replay folders) and a scripted
+//! stand-in for the Anthropic Messages API ([`model`]).
+//!
+//! Nothing here is used on a production path; tests, the demo and benchmarks start it on
+//! loopback and drive it through [`SimHandle`] or its `/control/*` endpoint.
 #![forbid(unsafe_code)]
+
+use std::path::PathBuf;
+
+pub mod cli;
+pub mod model;
+
+mod demo;
+mod mcp;
+mod replay;
+mod server;
+mod state;
+mod tools;
+
+pub use server::SimHandle;
+
+/// What the simulator serves.
+#[derive(Debug, Clone)]
+pub struct SimConfig {
+    /// One entry per team; the bearer token selects the team.
+    pub teams: Vec<TeamConfig>,
+    /// The simulator clock for replay templates and event windows; `None` means the real
+    /// current time, read when the server starts (templates) and at each call (windows).
+    pub now: Option<jiff::Timestamp>,
+}
+
+/// One team behind one bearer token.
+#[derive(Debug, Clone)]
+pub struct TeamConfig {
+    /// Team name used by the control API and in call records.
+    pub name: String,
+    /// Bearer token that selects this team.
+    pub token: String,
+    /// Where the team's devices come from.
+    pub source: TeamSource,
+}
+
+/// Where a team's fleet comes from.
+#[derive(Debug, Clone)]
+pub enum TeamSource {
+    /// A replay folder of `<tool>.json` files.
+    Replay(PathBuf),
+    /// The built-in demo fleet (about 30 rooms).
+    DemoNormal,
+    /// The built-in sandbox fleet (a few rooms, no device shared with [`TeamSource::DemoNormal`]).
+    DemoSandbox,
+}
+
+impl SimConfig {
+    /// The demo setup: team `normal` (token `normal-token`) with the large fleet and team
+    /// `sandbox` (token `sandbox-token`) with the small one.
+    pub fn demo() -> SimConfig {
+        SimConfig {
+            teams: vec![
+                TeamConfig {
+                    name: "normal".to_string(),
+                    token: "normal-token".to_string(),
+                    source: TeamSource::DemoNormal,
+                },
+                TeamConfig {
+                    name: "sandbox".to_string(),
+                    token: "sandbox-token".to_string(),
+                    source: TeamSource::DemoSandbox,
+                },
+            ],
+            now: None,
+        }
+    }
+}
+
+/// Why the simulator could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum SimError {
+    /// Binding or serving the socket failed.
+    #[error("simulator I/O: {0}")]
+    Io(#[from] std::io::Error),
+    /// A replay folder could not be loaded.
+    #[error("replay folder {path}: {problem}")]
+    Replay {
+        /// The folder or file.
+        path: PathBuf,
+        /// What is wrong.
+        problem: String,
+    },
+    /// The configuration is inconsistent (duplicate team names or tokens, no team).
+    #[error("simulator configuration: {0}")]
+    Config(String),
+}
+
+/// An injected misbehaviour for one tool (all teams).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Fault {
+    /// Answer with an error result reading `Error: 500 Internal Server Error`; a write is not
+    /// applied.
+    Fail,
+    /// Never answer (until the client gives up or cancels).
+    Hang,
+    /// Answer with an in-band error result reading `Error: 401 Unauthorized`; a write is not
+    /// applied.
+    Unauthorized,
+    /// Apply the write, record it, then cut the HTTP connection without answering.
+    DropAfterWrite,
+    /// Answer with this text instead of JSON (a write is still applied).
+    Text(String),
+}
+
+/// One `tools/call` as the simulator saw it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct CallRecord {
+    /// Team selected by the bearer token.
+    pub team: String,
+    /// Tool name.
+    pub tool: String,
+    /// Arguments as sent (`{}` when none).
+    pub arguments: serde_json::Value,
+    /// Monotonic nanoseconds since the simulator started, when the call arrived.
+    pub received_ns: u64,
+    /// Monotonic nanoseconds since the simulator started, when the answer left; `None` when it
+    /// was never answered (hang, dropped connection).
+    pub answered_ns: Option<u64>,
+}
+
+/// Starts the MCP server on `127.0.0.1` (a free port), with `/mcp` and `/control/*`.
+pub async fn start(config: SimConfig) -> Result<SimHandle, SimError> {
+    server::start(config, 0).await
+}
+
+/// Like [`start`], on a chosen port (`0` picks a free one).
+pub async fn start_on_port(config: SimConfig, port: u16) -> Result<SimHandle, SimError> {
+    server::start(config, port).await
+}

@@ -1,0 +1,180 @@
+//! The `fleetwatch-sim` command line: argument parsing and the two long-running commands.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+use crate::{SimConfig, SimError, TeamConfig, TeamSource};
+
+/// Stand-ins for Epiphan's MCP server and the Anthropic Messages API, on 127.0.0.1 only.
+#[derive(Debug, Parser)]
+#[command(name = "fleetwatch-sim", version)]
+pub struct Cli {
+    /// What to serve.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The simulator's commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Serve a simulated Epiphan MCP server. Prints the MCP URL on the first line of stdout,
+    /// then the control token (header `x-control-token` for /control/*), then with --demo the
+    /// team tokens. Runs until Ctrl-C or SIGTERM.
+    Serve(ServeArgs),
+    /// Serve a scripted Anthropic Messages API (POST /v1/messages). Prints its base URL on the
+    /// first line of stdout. Runs until Ctrl-C or SIGTERM.
+    Model(ModelArgs),
+}
+
+/// Arguments of `serve`.
+#[derive(Debug, clap::Args)]
+pub struct ServeArgs {
+    /// Serve the built-in demo fleet as team `normal` (token `normal-token`) and team
+    /// `sandbox` (token `sandbox-token`).
+    #[arg(long)]
+    pub demo: bool,
+    /// Serve one team from this replay folder (needs --token).
+    #[arg(long, value_name = "DIR", requires = "token")]
+    pub replay: Option<PathBuf>,
+    /// Bearer token for the --replay team (named `replay`).
+    #[arg(long, value_name = "TOKEN", requires = "replay")]
+    pub token: Option<String>,
+    /// Serve a team from a replay folder; repeatable.
+    #[arg(long = "team", value_name = "NAME=TOKEN:DIR")]
+    pub teams: Vec<String>,
+    /// Clock for replay templates and event windows (RFC 3339); default: the current time.
+    #[arg(long, value_name = "RFC3339")]
+    pub now: Option<jiff::Timestamp>,
+    /// Port on 127.0.0.1; 0 picks a free one.
+    #[arg(long, default_value_t = 0)]
+    pub port: u16,
+}
+
+/// Arguments of `model`.
+#[derive(Debug, clap::Args)]
+pub struct ModelArgs {
+    /// JSON file holding a list of Messages API response bodies, answered in order.
+    #[arg(long, value_name = "FILE.json")]
+    pub script: PathBuf,
+    /// Port on 127.0.0.1; 0 picks a free one.
+    #[arg(long, default_value_t = 0)]
+    pub port: u16,
+}
+
+/// Parses `NAME=TOKEN:DIR`.
+pub fn parse_team(spec: &str) -> Result<TeamConfig, SimError> {
+    let bad = || SimError::Config(format!("--team {spec:?}: expected NAME=TOKEN:DIR"));
+    let (name, rest) = spec.split_once('=').ok_or_else(bad)?;
+    let (token, dir) = rest.split_once(':').ok_or_else(bad)?;
+    if name.is_empty() || token.is_empty() || dir.is_empty() {
+        return Err(bad());
+    }
+    Ok(TeamConfig {
+        name: name.to_string(),
+        token: token.to_string(),
+        source: TeamSource::Replay(PathBuf::from(dir)),
+    })
+}
+
+/// Builds the simulator configuration from `serve` arguments.
+pub fn serve_config(args: &ServeArgs) -> Result<SimConfig, SimError> {
+    let mut teams = Vec::new();
+    if args.demo {
+        teams.extend(SimConfig::demo().teams);
+    }
+    if let (Some(dir), Some(token)) = (&args.replay, &args.token) {
+        teams.push(TeamConfig {
+            name: "replay".to_string(),
+            token: token.clone(),
+            source: TeamSource::Replay(dir.clone()),
+        });
+    }
+    for spec in &args.teams {
+        teams.push(parse_team(spec)?);
+    }
+    if teams.is_empty() {
+        return Err(SimError::Config(
+            "nothing to serve: give --demo, --replay DIR --token TOKEN, or --team NAME=TOKEN:DIR"
+                .into(),
+        ));
+    }
+    Ok(SimConfig {
+        teams,
+        now: args.now,
+    })
+}
+
+async fn stop_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+fn print_lines(lines: &[String]) -> Result<(), SimError> {
+    let mut out = std::io::stdout().lock();
+    for line in lines {
+        writeln!(out, "{line}")?;
+    }
+    // Callers read the first line to find the server, so it must not sit in a buffer.
+    out.flush()?;
+    Ok(())
+}
+
+/// Runs a command until Ctrl-C or SIGTERM.
+pub async fn run(cli: Cli) -> Result<(), SimError> {
+    match cli.command {
+        Command::Serve(args) => {
+            let config = serve_config(&args)?;
+            let tokens: Vec<String> = if args.demo {
+                SimConfig::demo()
+                    .teams
+                    .iter()
+                    .map(|t| format!("team {} token: {}", t.name, t.token))
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            let handle = crate::start_on_port(config, args.port).await?;
+            let mut lines = vec![
+                handle.mcp_url(),
+                format!("control token: {}", handle.control_token()),
+            ];
+            lines.extend(tokens);
+            print_lines(&lines)?;
+            stop_signal().await;
+            handle.shutdown().await;
+        }
+        Command::Model(args) => {
+            let text = std::fs::read_to_string(&args.script)?;
+            let script: Vec<serde_json::Value> = serde_json::from_str(&text).map_err(|e| {
+                SimError::Config(format!(
+                    "{}: expected a JSON list of response bodies: {e}",
+                    args.script.display()
+                ))
+            })?;
+            let handle = crate::model::start_on_port(script, args.port).await?;
+            print_lines(&[handle.url()])?;
+            stop_signal().await;
+            handle.shutdown().await;
+        }
+    }
+    Ok(())
+}

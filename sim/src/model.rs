@@ -1,0 +1,182 @@
+//! A stand-in for the Anthropic Messages API: `POST /v1/messages` answers with the next body of
+//! a script and records every request body.
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use serde_json::{Value, json};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::SimError;
+
+struct Script {
+    replies: Mutex<VecDeque<Value>>,
+    requests: Mutex<Vec<Value>>,
+}
+
+/// A running model stand-in; stops when dropped or on [`ModelHandle::shutdown`].
+pub struct ModelHandle {
+    addr: SocketAddr,
+    script: Arc<Script>,
+    stop: CancellationToken,
+    task: Option<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for ModelHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ModelHandle")
+            .field("addr", &self.addr)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for ModelHandle {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+impl ModelHandle {
+    /// Base URL, `http://127.0.0.1:PORT` (the API path `/v1/messages` is appended by clients).
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Every request body received, in order (a body that was not JSON is kept as a string).
+    pub fn requests(&self) -> Vec<Value> {
+        self.script
+            .requests
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Stops the server.
+    pub async fn shutdown(mut self) {
+        self.stop.cancel();
+        if let Some(task) = self.task.take() {
+            let _ = tokio::time::timeout(Duration::from_secs(5), task).await;
+        }
+    }
+}
+
+/// Starts the stand-in on `127.0.0.1` (a free port).
+pub async fn start(script: Vec<Value>) -> Result<ModelHandle, SimError> {
+    start_on_port(script, 0).await
+}
+
+/// Like [`start`], on a chosen port (`0` picks a free one).
+pub async fn start_on_port(script: Vec<Value>, port: u16) -> Result<ModelHandle, SimError> {
+    let script = Arc::new(Script {
+        replies: Mutex::new(script.into()),
+        requests: Mutex::new(Vec::new()),
+    });
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
+    let addr = listener.local_addr()?;
+    let app = Router::new()
+        .route("/v1/messages", post(messages))
+        .with_state(script.clone());
+    let stop = CancellationToken::new();
+    let signal = stop.clone();
+    let task = tokio::spawn(async move {
+        let served = axum::serve(listener, app)
+            .with_graceful_shutdown(async move { signal.cancelled().await })
+            .await;
+        if let Err(e) = served {
+            tracing::warn!("model stand-in stopped: {e}");
+        }
+    });
+    Ok(ModelHandle {
+        addr,
+        script,
+        stop,
+        task: Some(task),
+    })
+}
+
+fn api_error(status: StatusCode, kind: &str, message: &str) -> Response {
+    (
+        status,
+        axum::Json(json!({"type": "error", "error": {"type": kind, "message": message}})),
+    )
+        .into_response()
+}
+
+async fn messages(State(script): State<Arc<Script>>, body: Bytes) -> Response {
+    let parsed = serde_json::from_slice::<Value>(&body);
+    let recorded = match &parsed {
+        Ok(value) => value.clone(),
+        Err(_) => Value::String(String::from_utf8_lossy(&body).into_owned()),
+    };
+    script
+        .requests
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .push(recorded);
+    if parsed.is_err() {
+        return api_error(
+            StatusCode::BAD_REQUEST,
+            "invalid_request_error",
+            "request body is not JSON",
+        );
+    }
+    let next = script
+        .replies
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .pop_front();
+    match next {
+        Some(reply) => axum::Json(reply).into_response(),
+        None => api_error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "api_error",
+            "the scripted conversation has no more replies",
+        ),
+    }
+}
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+fn message_id() -> String {
+    format!("msg_sim_{:08}", NEXT_ID.fetch_add(1, Ordering::Relaxed))
+}
+
+fn reply(content: Value, stop_reason: &str, output_tokens: u64) -> Value {
+    json!({
+        "id": message_id(),
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-sim",
+        "content": content,
+        "stop_reason": stop_reason,
+        "stop_sequence": null,
+        "usage": {"input_tokens": 100, "output_tokens": output_tokens},
+    })
+}
+
+/// A full Messages API response holding one text block, `stop_reason: end_turn`.
+pub fn text_reply(text: &str) -> Value {
+    let tokens = u64::try_from(text.split_whitespace().count())
+        .unwrap_or(u64::MAX)
+        .max(1);
+    reply(json!([{"type": "text", "text": text}]), "end_turn", tokens)
+}
+
+/// A full Messages API response asking for one tool call, `stop_reason: tool_use`.
+pub fn tool_use_reply(id: &str, name: &str, input: Value) -> Value {
+    reply(
+        json!([{"type": "tool_use", "id": id, "name": name, "input": input}]),
+        "tool_use",
+        20,
+    )
+}
