@@ -1,24 +1,853 @@
 //! Redaction of Epiphan read results and error text before anything parses, shows, logs or
 //! sends them: stream keys, credentials in URLs, tokens. Redacting twice equals redacting once,
 //! look-alike words stay, and valid proposal arguments pass through unchanged.
+//!
+//! # Rules
+//!
+//! **Secret names** ([`is_secret_key`]). A name is split into lower-case words at `_`, `-`,
+//! spaces, punctuation, camelCase humps and letter/digit boundaries (`APIKey` → `api key`,
+//! `stream_key_2` → `stream key 2`). It names a secret when
+//! * any word is, or ends with, `password(s)`, `passwd`, `passphrase`, `secret(s)`, `token(s)`,
+//!   `authorization`, `credential(s)` or `cookie(s)` (`client_secret`, `accesstoken`,
+//!   `token_type`, `input_tokens` — counts under such names are masked too; masking too much is
+//!   the safe side), or
+//! * its last word, ignoring trailing qualifiers (`value`, `data`, `string`, `hex`, `base64`,
+//!   pure digits …), is `key`, `keys`, `pass`, `pwd`, `auth` or `signature`, or a single word
+//!   made of a known prefix and `key` (`streamkey`, `apikey`, `privatekey`, `passkey` …).
+//!
+//! So `key`, `stream_key`, `StreamKey`, `api_key`, `secret_key`, `keys` are secrets, while
+//! `keyframe_interval`, `key_frame`, `key_id`, `keys_count`, `keyboard`, `monkey`, `hotkey`,
+//! `turkey`, `Id`, `GroupId`, `device_id`, `channel_id`, `event_id` are not.
+//!
+//! **JSON values** ([`redact_value`]).
+//! * A value under a secret name becomes `"[redacted]"` whatever its type; an object or array
+//!   there is replaced whole. `null` stays `null`: it hides nothing and parsers tell "no key"
+//!   from "a key".
+//! * An object with a `value` member and a label member (`name`, `id`, `key`, `title`, `label`,
+//!   `field`, `param`, `parameter`, `setting`) whose text names a secret has its `value` masked
+//!   (Epiphan publisher settings: `{id, type: {name}, title: "Stream key", value}`). A label is
+//!   judged on its text before any `(`, so `"Stream key (optional)"` counts.
+//! * A string under `key` is a label, not a secret, when the object also has a `value` member
+//!   (`{"key": "resolution", "value": "1080p"}` stays) or when it is itself the name of a secret
+//!   (`{"key": "stream_key"}`); the pair rule needs the label intact on a second pass.
+//! * Under a name ending in `stream_id` / `streamId` (or `stream_ids`), a UUID stays and
+//!   anything else is masked: that is where a stream key would be mistaken for an ID.
+//! * Every other string, object member names included, goes through [`redact_text`].
+//!
+//! **Text** ([`redact_text`]), in this order:
+//! 1. URLs. `rtmp`, `rtmps`, `rtmpe`, `rtmpt`, `srt`, `rtsp`, `rtsps`, `rist` keep scheme and
+//!    host(:port); user info becomes `[redacted]@`, a path becomes `/[redacted]`, a query
+//!    `?[redacted]`, a fragment `#[redacted]`. `http`, `https`, `ws`, `wss` drop user info and
+//!    mask query and fragment; the path is masked too when a segment equals `app`, `key` or
+//!    `keys`, or starts with `live`, `ingest`, `publish`, `stream`, `rtmp`, `whip`, `push` or
+//!    `hls` (documentation paths such as `/Streaming/` are masked as well — over-masking a
+//!    help link costs little, leaking an ingest path costs a stream). Any other scheme masks
+//!    user info, query and fragment. A scheme is classified by how its letters end, so
+//!    `xrtmp://` cannot dodge the stream rule. A URL ends at whitespace, a quote, `<`, `>`,
+//!    a backtick or a backslash.
+//! 2. Assignments: `name: value`, `name=value`, `"name": "value"` where the name (the word
+//!    right before the separator, or the last two words, or the whole quoted name) is secret.
+//!    A quoted value has its content masked and keeps its quotes (`\"` escaped quotes too, for
+//!    JSON held inside a string); an unquoted value runs to whitespace or one of
+//!    `, ; & " ' < > } )` and is masked; after a quoted (JSON-style) name it is written as
+//!    `"[redacted]"` so JSON text stays JSON. After a quoted name a value starting with `{` or
+//!    `[` is left to the nested names (parse and use [`redact_value`] for those) and `null`
+//!    stays. An authorization scheme word (`Bearer`, `Basic`, `Digest`, `Token`) at the start
+//!    of a value stays and the credential after it is masked.
+//! 3. `Bearer X` / `Basic X` anywhere: X is masked when it looks like a credential (8 or more
+//!    credential characters including a digit, or 20 or more with mixed case, `+`, `/` or
+//!    `=`), so "a bearer of good news" and "Basic information" stay.
+//! 4. Anthropic keys: `sk-ant-…` becomes `[redacted]` whole.
+//! 5. JSON Web Tokens: `eyJ…`, three dot-separated parts, becomes `[redacted]` whole.
+//!
+//! Prose such as "token ring" or "the key to success" stays; "Key: West" does not (a secret
+//! name followed by a separator is an assignment, whatever the intent).
+//!
+//! **Idempotence.** Every rule writes the exact mask, and every rule that meets text already
+//! starting with the mask leaves it as it is. Because a mask can change what a later rule sees
+//! (a masked span next to a separator), the text passes repeat until nothing changes (bounded);
+//! in practice one repetition confirms the fixed point.
+
+use serde_json::{Map, Value};
 
 /// The mask written in place of a secret.
 pub const MASK: &str = "[redacted]";
 
+/// Words that make a name secret wherever they appear (also as the end of a longer word).
+const STRONG_WORDS: &[&str] = &[
+    "password",
+    "passwords",
+    "passwd",
+    "passphrase",
+    "secret",
+    "secrets",
+    "token",
+    "tokens",
+    "authorization",
+    "credential",
+    "credentials",
+    "cookie",
+    "cookies",
+];
+
+/// Words that make a name secret when they are its last meaningful word.
+const TAIL_WORDS: &[&str] = &["key", "keys", "pass", "pwd", "auth", "signature"];
+
+/// Prefixes that turn a single word ending in `key`/`keys` into a secret (`streamkey`), chosen
+/// so that `monkey`, `hotkey`, `turkey`, `donkey` and `whiskey` stay ordinary words.
+const KEY_PREFIXES: &[&str] = &[
+    "stream",
+    "streaming",
+    "api",
+    "secret",
+    "private",
+    "access",
+    "publish",
+    "publishing",
+    "auth",
+    "encryption",
+    "signing",
+    "session",
+    "ingest",
+    "pass",
+    "client",
+    "app",
+    "shared",
+    "live",
+    "rtmp",
+    "srt",
+];
+
+/// Trailing words that describe the form of a secret rather than naming something else.
+const QUALIFIERS: &[&str] = &[
+    "value",
+    "val",
+    "data",
+    "string",
+    "str",
+    "text",
+    "b64",
+    "base64",
+    "hex",
+    "raw",
+    "plain",
+    "plaintext",
+    "material",
+    "enc",
+    "encrypted",
+];
+
+/// Member names that label a `{label, value}` settings pair.
+const LABEL_NAMES: &[&str] = &[
+    "name",
+    "id",
+    "key",
+    "title",
+    "label",
+    "field",
+    "param",
+    "parameter",
+    "setting",
+];
+
+/// Schemes whose path and query carry the stream key.
+const STREAM_SCHEMES: &[&str] = &[
+    "rtmp", "rtmps", "rtmpe", "rtmpt", "srt", "rtsp", "rtsps", "rist",
+];
+
+/// Web schemes: user info dropped, query masked, ingest-looking paths masked.
+const WEB_SCHEMES: &[&str] = &["http", "https", "ws", "wss"];
+
+/// Path segments (exact, lower-case) that mark an http path as an ingest or publish address.
+const INGEST_SEGMENTS: &[&str] = &["app", "key", "keys"];
+
+/// Path segment prefixes (lower-case) that mark an http path as an ingest or publish address.
+const INGEST_SEGMENT_PREFIXES: &[&str] = &[
+    "live", "ingest", "publish", "stream", "rtmp", "whip", "push", "hls",
+];
+
+/// Words that open an authorization value; the credential follows them.
+const AUTH_SCHEMES: &[&str] = &["bearer", "basic", "digest", "token"];
+
+/// Upper bound on text passes; each extra pass only runs when the previous one changed the
+/// text, and masks only ever replace spans, so the loop settles long before this.
+const MAX_TEXT_ROUNDS: usize = 8;
+
 /// Redacts a JSON value in place.
-pub fn redact_value(value: &mut serde_json::Value) {
-    let _ = value;
-    todo!()
+pub fn redact_value(value: &mut Value) {
+    match value {
+        Value::String(text) => {
+            let redacted = redact_text(text);
+            if redacted != *text {
+                *text = redacted;
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(redact_value),
+        Value::Object(map) => redact_object(map),
+        Value::Null | Value::Bool(_) | Value::Number(_) => {}
+    }
 }
 
 /// Redacts free text (an error message, a text result).
 pub fn redact_text(text: &str) -> String {
-    let _ = text;
-    todo!()
+    let mut current: Vec<char> = text.chars().collect();
+    for _ in 0..MAX_TEXT_ROUNDS {
+        let next = text_round(&current);
+        if next == current {
+            break;
+        }
+        current = next;
+    }
+    current.into_iter().collect()
 }
 
 /// True when a key names a secret (stream key, password, token, …), not a look-alike.
 pub fn is_secret_key(key: &str) -> bool {
-    let _ = key;
-    todo!()
+    let words = words_of(key);
+    if words.iter().any(|w| is_strong_word(w)) {
+        return true;
+    }
+    words
+        .iter()
+        .rev()
+        .find(|w| !is_qualifier(w))
+        .is_some_and(|last| is_tail_word(last))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Names
+
+/// Lower-case words of a name, split at non-alphanumerics, camelCase humps and digit runs.
+fn words_of(name: &str) -> Vec<String> {
+    let chars: Vec<char> = name.chars().collect();
+    let mut words = Vec::new();
+    let mut current = String::new();
+    let mut prev: Option<char> = None;
+    for (idx, &ch) in chars.iter().enumerate() {
+        if !ch.is_alphanumeric() {
+            flush_word(&mut words, &mut current);
+            prev = None;
+            continue;
+        }
+        if let Some(p) = prev {
+            let next = chars.get(idx.saturating_add(1)).copied();
+            let hump = p.is_lowercase() && ch.is_uppercase();
+            let acronym_end = p.is_uppercase()
+                && ch.is_uppercase()
+                && next.is_some_and(|n| n.is_lowercase());
+            let digits = p.is_numeric() != ch.is_numeric();
+            if hump || acronym_end || digits {
+                flush_word(&mut words, &mut current);
+            }
+        }
+        current.extend(ch.to_lowercase());
+        prev = Some(ch);
+    }
+    flush_word(&mut words, &mut current);
+    words
+}
+
+fn flush_word(words: &mut Vec<String>, current: &mut String) {
+    if !current.is_empty() {
+        words.push(std::mem::take(current));
+    }
+}
+
+fn is_strong_word(word: &str) -> bool {
+    STRONG_WORDS.iter().any(|s| word.ends_with(s))
+}
+
+fn is_qualifier(word: &str) -> bool {
+    QUALIFIERS.contains(&word) || word.chars().all(|c| c.is_numeric())
+}
+
+fn is_tail_word(word: &str) -> bool {
+    if TAIL_WORDS.contains(&word) {
+        return true;
+    }
+    let stem = word
+        .strip_suffix("keys")
+        .or_else(|| word.strip_suffix("key"));
+    stem.is_some_and(|prefix| KEY_PREFIXES.contains(&prefix))
+}
+
+/// A settings label naming a secret; text after `(` is a remark, not part of the name.
+fn is_secret_label(label: &str) -> bool {
+    let head = label.split('(').next().unwrap_or(label);
+    is_secret_key(head)
+}
+
+/// The name reduced to its words run together: `Value`, `VALUE`, `value` all give `value`.
+fn compact_name(name: &str) -> String {
+    words_of(name).concat()
+}
+
+fn is_key_alone(name: &str) -> bool {
+    compact_name(name) == "key"
+}
+
+fn is_stream_id_key(key: &str) -> bool {
+    let words = words_of(key);
+    let mut rev = words.iter().rev();
+    let last = rev.next().map(String::as_str);
+    let before = rev.next().map(String::as_str);
+    match (before, last) {
+        (Some("stream"), Some("id" | "ids")) => true,
+        (_, Some(w)) => w.ends_with("streamid") || w.ends_with("streamids"),
+        _ => false,
+    }
+}
+
+/// The 8-4-4-4-12 hex form, either case; kept here so redaction stands on its own.
+fn is_uuid(s: &str) -> bool {
+    let mut groups = s.split('-');
+    for expected in [8usize, 4, 4, 4, 12] {
+        match groups.next() {
+            Some(g) if g.len() == expected && g.bytes().all(|b| b.is_ascii_hexdigit()) => {}
+            _ => return false,
+        }
+    }
+    groups.next().is_none()
+}
+
+// ---------------------------------------------------------------------------------------------
+// JSON
+
+fn redact_object(map: &mut Map<String, Value>) {
+    // Decisions use the redacted member names and labels, so a second pass over the output
+    // sees exactly the names the first pass decided on.
+    let members: Vec<(String, Value)> = std::mem::take(map)
+        .into_iter()
+        .map(|(k, v)| (redact_text(&k), v))
+        .collect();
+    let has_value = members.iter().any(|(k, _)| compact_name(k) == "value");
+    let pair = has_value && is_secret_pair(&members);
+    for (key, mut value) in members {
+        redact_member(&key, &mut value, pair, has_value);
+        map.insert(key, value);
+    }
+}
+
+fn is_secret_pair(members: &[(String, Value)]) -> bool {
+    members.iter().any(|(k, v)| {
+        LABEL_NAMES.contains(&compact_name(k).as_str())
+            && v
+                .as_str()
+                .is_some_and(|label| is_secret_label(&redact_text(label)))
+    })
+}
+
+/// `pair`: the object is a `{label, value}` pair whose label names a secret. `has_value`: the
+/// object has a `value` member, which makes a string under `key` a label rather than a secret.
+fn redact_member(key: &str, value: &mut Value, pair: bool, has_value: bool) {
+    if pair && compact_name(key) == "value" {
+        mask_whole(value);
+    } else if is_stream_id_key(key) {
+        keep_only_uuids(value);
+    } else if is_secret_key(key) {
+        let is_label = is_key_alone(key)
+            && value.as_str().is_some_and(|label| {
+                has_value || is_secret_label(&redact_text(label))
+            });
+        if is_label {
+            redact_value(value);
+        } else {
+            mask_whole(value);
+        }
+    } else {
+        redact_value(value);
+    }
+}
+
+fn mask_whole(value: &mut Value) {
+    if !value.is_null() {
+        *value = Value::String(MASK.to_owned());
+    }
+}
+
+fn keep_only_uuids(value: &mut Value) {
+    match value {
+        Value::Null => {}
+        Value::String(s) if is_uuid(s) => {}
+        Value::Array(items) => items.iter_mut().for_each(keep_only_uuids),
+        _ => *value = Value::String(MASK.to_owned()),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Text: shared helpers
+
+fn at(chars: &[char], idx: usize) -> Option<char> {
+    chars.get(idx).copied()
+}
+
+fn span(chars: &[char], from: usize, to: usize) -> &[char] {
+    chars.get(from..to).unwrap_or(&[])
+}
+
+fn starts_with_at(chars: &[char], idx: usize, pattern: &str) -> bool {
+    pattern
+        .chars()
+        .enumerate()
+        .all(|(k, p)| at(chars, idx.saturating_add(k)) == Some(p))
+}
+
+fn push_str(out: &mut Vec<char>, s: &str) {
+    out.extend(s.chars());
+}
+
+fn text_of(chars: &[char]) -> String {
+    chars.iter().collect()
+}
+
+/// Index just past the run of characters satisfying `pred` starting at `from`.
+fn run_end(chars: &[char], from: usize, pred: impl Fn(char) -> bool) -> usize {
+    let mut end = from;
+    while at(chars, end).is_some_and(&pred) {
+        end = end.saturating_add(1);
+    }
+    end
+}
+
+fn prev_char(chars: &[char], idx: usize) -> Option<char> {
+    idx.checked_sub(1).and_then(|p| at(chars, p))
+}
+
+fn text_round(chars: &[char]) -> Vec<char> {
+    let chars = mask_urls(chars);
+    let chars = mask_assignments(&chars);
+    let chars = mask_auth_schemes(&chars);
+    let chars = mask_anthropic_keys(&chars);
+    mask_jwts(&chars)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Text rule 1: URLs
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum UrlKind {
+    Stream,
+    Web,
+    Other,
+}
+
+fn url_kind(scheme: &str) -> UrlKind {
+    let lower = scheme.to_ascii_lowercase();
+    if STREAM_SCHEMES.iter().any(|s| lower.ends_with(s)) {
+        UrlKind::Stream
+    } else if WEB_SCHEMES.iter().any(|s| lower.ends_with(s)) {
+        UrlKind::Web
+    } else {
+        UrlKind::Other
+    }
+}
+
+fn is_url_stop(c: char) -> bool {
+    c.is_whitespace() || c.is_control() || matches!(c, '"' | '\'' | '<' | '>' | '`' | '\\')
+}
+
+fn mask_urls(chars: &[char]) -> Vec<char> {
+    let mut out = Vec::with_capacity(chars.len());
+    let mut i = 0;
+    while let Some(ch) = at(chars, i) {
+        let starts_run = ch.is_ascii_alphanumeric()
+            && !prev_char(chars, i).is_some_and(|p| p.is_ascii_alphanumeric());
+        if !starts_run {
+            out.push(ch);
+            i = i.saturating_add(1);
+            continue;
+        }
+        let scheme_end = run_end(chars, i, |c| c.is_ascii_alphanumeric());
+        if starts_with_at(chars, scheme_end, "://") {
+            let body_start = scheme_end.saturating_add(3);
+            let url_end = run_end(chars, body_start, |c| !is_url_stop(c));
+            let scheme = span(chars, i, scheme_end);
+            out.extend_from_slice(scheme);
+            push_str(&mut out, "://");
+            rewrite_url_body(
+                &mut out,
+                url_kind(&text_of(scheme)),
+                span(chars, body_start, url_end),
+            );
+            i = url_end;
+        } else {
+            // Copy the whole run so each run is examined once (linear in the text length).
+            out.extend_from_slice(span(chars, i, scheme_end));
+            i = scheme_end;
+        }
+    }
+    out
+}
+
+fn rewrite_url_body(out: &mut Vec<char>, kind: UrlKind, body: &[char]) {
+    let authority_end = body
+        .iter()
+        .position(|c| matches!(c, '/' | '?' | '#'))
+        .unwrap_or(body.len());
+    let authority = span(body, 0, authority_end);
+    let rest = span(body, authority_end, body.len());
+
+    let host = match authority.iter().rposition(|&c| c == '@') {
+        Some(at_sign) => {
+            if kind != UrlKind::Web {
+                push_str(out, MASK);
+                out.push('@');
+            }
+            span(authority, at_sign.saturating_add(1), authority.len())
+        }
+        None => authority,
+    };
+    out.extend_from_slice(host);
+
+    let fragment_at = rest.iter().position(|&c| c == '#');
+    let before_fragment = span(rest, 0, fragment_at.unwrap_or(rest.len()));
+    let query_at = before_fragment.iter().position(|&c| c == '?');
+    let path = span(before_fragment, 0, query_at.unwrap_or(before_fragment.len()));
+
+    let mask_path = match kind {
+        UrlKind::Stream => path.len() > 1,
+        UrlKind::Web => is_ingest_path(path),
+        UrlKind::Other => false,
+    };
+    if mask_path {
+        out.push('/');
+        push_str(out, MASK);
+    } else {
+        out.extend_from_slice(path);
+    }
+    if let Some(q) = query_at {
+        out.push('?');
+        if q.saturating_add(1) < before_fragment.len() {
+            push_str(out, MASK);
+        }
+    }
+    if let Some(f) = fragment_at {
+        out.push('#');
+        if f.saturating_add(1) < rest.len() {
+            push_str(out, MASK);
+        }
+    }
+}
+
+fn is_ingest_path(path: &[char]) -> bool {
+    text_of(path).split('/').any(|segment| {
+        let segment = segment.to_ascii_lowercase();
+        INGEST_SEGMENTS.contains(&segment.as_str())
+            || INGEST_SEGMENT_PREFIXES
+                .iter()
+                .any(|p| segment.starts_with(p))
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Text rule 2: `name: value`, `name=value`, `"name": "value"`
+
+fn is_name_char(c: char) -> bool {
+    c.is_alphanumeric() || c == '_' || c == '-'
+}
+
+/// Unquoted values end here; `]` is not listed so a value cannot hide behind a bracket.
+fn is_value_stop(c: char) -> bool {
+    c.is_whitespace()
+        || c.is_control()
+        || matches!(c, ',' | ';' | '&' | '"' | '\'' | '<' | '>' | '}' | ')' | '`')
+}
+
+/// The name before a separator at `sep`: candidate spellings to test and whether it was quoted.
+struct NameBefore {
+    candidates: Vec<String>,
+    quoted: bool,
+}
+
+fn name_before(chars: &[char], sep: usize) -> Option<NameBefore> {
+    let mut k = sep;
+    while prev_char(chars, k).is_some_and(|c| c == ' ' || c == '\t') {
+        k = k.saturating_sub(1);
+    }
+    let closing = prev_char(chars, k).filter(|&c| c == '"' || c == '\'');
+    if let Some(quote) = closing {
+        // A quoted name: everything back to the opening quote. Bounded, so a stray quote in a
+        // long text cannot turn a paragraph into a "name"; `\"name\"` (JSON inside a string)
+        // drops the escaping backslash.
+        let mut end = k.saturating_sub(1);
+        if prev_char(chars, end) == Some('\\') {
+            end = end.saturating_sub(1);
+        }
+        let mut start = end;
+        loop {
+            let c = prev_char(chars, start)?;
+            if c == quote {
+                break;
+            }
+            if end.saturating_sub(start) >= 64 || c == '\n' {
+                return None;
+            }
+            start = start.saturating_sub(1);
+        }
+        let name = text_of(span(chars, start, end));
+        return (!name.is_empty()).then(|| NameBefore {
+            candidates: vec![name],
+            quoted: true,
+        });
+    }
+    let word_end = k;
+    let mut word_start = word_end;
+    while prev_char(chars, word_start).is_some_and(is_name_char) {
+        word_start = word_start.saturating_sub(1);
+    }
+    if word_start == word_end {
+        return None;
+    }
+    let word = text_of(span(chars, word_start, word_end));
+    let mut candidates = vec![word.clone()];
+    if prev_char(chars, word_start) == Some(' ') {
+        let prev_end = word_start.saturating_sub(1);
+        let mut prev_start = prev_end;
+        while prev_char(chars, prev_start).is_some_and(is_name_char) {
+            prev_start = prev_start.saturating_sub(1);
+        }
+        if prev_start < prev_end {
+            candidates.push(format!(
+                "{} {}",
+                text_of(span(chars, prev_start, prev_end)),
+                word
+            ));
+        }
+    }
+    Some(NameBefore {
+        candidates,
+        quoted: false,
+    })
+}
+
+fn mask_assignments(chars: &[char]) -> Vec<char> {
+    let mut out = Vec::with_capacity(chars.len());
+    let mut i = 0;
+    while let Some(ch) = at(chars, i) {
+        out.push(ch);
+        i = i.saturating_add(1);
+        if ch != ':' && ch != '=' {
+            continue;
+        }
+        let Some(name) = name_before(chars, i.saturating_sub(1)) else {
+            continue;
+        };
+        if !name.candidates.iter().any(|c| is_secret_key(c)) {
+            continue;
+        }
+        let key_alone = name.candidates.first().is_some_and(|c| is_key_alone(c));
+        i = mask_value_at(chars, i, &mut out, name.quoted, key_alone);
+    }
+    out
+}
+
+/// Writes the masked form of the value starting at `from` and returns where copying resumes.
+fn mask_value_at(
+    chars: &[char],
+    from: usize,
+    out: &mut Vec<char>,
+    quoted_name: bool,
+    key_alone: bool,
+) -> usize {
+    let start = run_end(chars, from, |c| c == ' ' || c == '\t');
+    out.extend_from_slice(span(chars, from, start));
+    if starts_with_at(chars, start, MASK) {
+        push_str(out, MASK);
+        return start.saturating_add(MASK.chars().count());
+    }
+    let opener: Option<&str> = if starts_with_at(chars, start, "\\\"") {
+        Some("\\\"")
+    } else if starts_with_at(chars, start, "\"") {
+        Some("\"")
+    } else if starts_with_at(chars, start, "'") {
+        Some("'")
+    } else {
+        None
+    };
+    if let Some(opener) = opener {
+        return mask_quoted_value(chars, start, opener, out, key_alone);
+    }
+    let first = at(chars, start);
+    if quoted_name && matches!(first, Some('{' | '[')) {
+        return start;
+    }
+    let end = run_end(chars, start, |c| !is_value_stop(c));
+    if end == start {
+        return start;
+    }
+    let value = text_of(span(chars, start, end));
+    if quoted_name && value == "null" {
+        push_str(out, &value);
+        return end;
+    }
+    if key_alone && is_secret_label(&value) {
+        push_str(out, &value);
+        return end;
+    }
+    if let Some(after_scheme) = auth_scheme_prefix(chars, start, end) {
+        // `Bearer abc` as a value: keep the scheme word, mask the credential.
+        out.extend_from_slice(span(chars, start, after_scheme));
+        let cred_end = if starts_with_at(chars, after_scheme, MASK) {
+            after_scheme.saturating_add(MASK.chars().count())
+        } else {
+            run_end(chars, after_scheme, |c| !is_value_stop(c))
+        };
+        push_str(out, MASK);
+        return cred_end;
+    }
+    if quoted_name {
+        out.push('"');
+        push_str(out, MASK);
+        out.push('"');
+    } else {
+        push_str(out, MASK);
+    }
+    end
+}
+
+/// When the unquoted value `start..end` is an authorization scheme word followed by spaces and
+/// a credential, the index where the credential starts.
+fn auth_scheme_prefix(chars: &[char], start: usize, end: usize) -> Option<usize> {
+    let word = text_of(span(chars, start, end)).to_ascii_lowercase();
+    if !AUTH_SCHEMES.contains(&word.as_str()) {
+        return None;
+    }
+    let cred = run_end(chars, end, |c| c == ' ' || c == '\t');
+    (cred > end && at(chars, cred).is_some_and(|c| !is_value_stop(c))).then_some(cred)
+}
+
+fn mask_quoted_value(
+    chars: &[char],
+    start: usize,
+    opener: &str,
+    out: &mut Vec<char>,
+    key_alone: bool,
+) -> usize {
+    let content_start = start.saturating_add(opener.chars().count());
+    let mut j = content_start;
+    let mut close: Option<usize> = None;
+    while let Some(c) = at(chars, j) {
+        if c == '\n' || c == '\r' {
+            break;
+        }
+        if starts_with_at(chars, j, opener) {
+            close = Some(j);
+            break;
+        }
+        if c == '\\' && opener != "\\\"" {
+            j = j.saturating_add(2);
+            continue;
+        }
+        j = j.saturating_add(1);
+    }
+    let content_end = close.unwrap_or(j).min(chars.len());
+    let content = span(chars, content_start, content_end);
+    push_str(out, opener);
+    if content.is_empty() || (key_alone && is_secret_label(&text_of(content))) {
+        out.extend_from_slice(content);
+    } else {
+        push_str(out, MASK);
+    }
+    match close {
+        Some(c) => {
+            push_str(out, opener);
+            c.saturating_add(opener.chars().count())
+        }
+        None => content_end,
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Text rule 3: `Bearer X`, `Basic X`
+
+fn is_credential_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '~' | '+' | '/' | '=' | '-')
+}
+
+fn looks_like_credential(cred: &[char]) -> bool {
+    let has_digit = cred.iter().any(|c| c.is_ascii_digit());
+    let has_upper = cred.iter().any(|c| c.is_ascii_uppercase());
+    let has_lower = cred.iter().any(|c| c.is_ascii_lowercase());
+    let has_b64_sign = cred.iter().any(|c| matches!(c, '+' | '/' | '='));
+    (cred.len() >= 8 && has_digit) || (cred.len() >= 20 && ((has_upper && has_lower) || has_b64_sign))
+}
+
+fn mask_auth_schemes(chars: &[char]) -> Vec<char> {
+    let mut out = Vec::with_capacity(chars.len());
+    let mut i = 0;
+    while let Some(ch) = at(chars, i) {
+        let word_start =
+            ch.is_ascii_alphabetic() && !prev_char(chars, i).is_some_and(char::is_alphanumeric);
+        if word_start {
+            let word_end = run_end(chars, i, |c| c.is_alphanumeric());
+            let word = text_of(span(chars, i, word_end)).to_ascii_lowercase();
+            let cred_start = run_end(chars, word_end, |c| c == ' ' || c == '\t');
+            let cred_end = run_end(chars, cred_start, is_credential_char);
+            let cred = span(chars, cred_start, cred_end);
+            let is_scheme = word == "bearer" || word == "basic";
+            if is_scheme
+                && cred_start > word_end
+                && !starts_with_at(chars, cred_start, MASK)
+                && looks_like_credential(cred)
+            {
+                out.extend_from_slice(span(chars, i, cred_start));
+                push_str(&mut out, MASK);
+                i = cred_end;
+            } else {
+                out.extend_from_slice(span(chars, i, word_end));
+                i = word_end;
+            }
+            continue;
+        }
+        out.push(ch);
+        i = i.saturating_add(1);
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------------------------
+// Text rules 4 and 5: Anthropic keys and JSON Web Tokens
+
+fn is_key_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '_' || c == '-'
+}
+
+fn mask_anthropic_keys(chars: &[char]) -> Vec<char> {
+    let mut out = Vec::with_capacity(chars.len());
+    let mut i = 0;
+    while let Some(ch) = at(chars, i) {
+        if starts_with_at(chars, i, "sk-ant-") && !prev_char(chars, i).is_some_and(is_key_char) {
+            push_str(&mut out, MASK);
+            i = run_end(chars, i, is_key_char);
+            continue;
+        }
+        out.push(ch);
+        i = i.saturating_add(1);
+    }
+    out
+}
+
+fn mask_jwts(chars: &[char]) -> Vec<char> {
+    let mut out = Vec::with_capacity(chars.len());
+    let mut i = 0;
+    while let Some(ch) = at(chars, i) {
+        let boundary = !prev_char(chars, i).is_some_and(|p| is_key_char(p) || p == '.');
+        if boundary && starts_with_at(chars, i, "eyJ") {
+            let end = run_end(chars, i, |c| is_key_char(c) || c == '.');
+            let token = text_of(span(chars, i, end));
+            let parts: Vec<&str> = token.split('.').collect();
+            let header_len = parts.first().map_or(0, |p| p.len());
+            let payload_len = parts.get(1).map_or(0, |p| p.len());
+            if parts.len() >= 3 && header_len >= 10 && payload_len >= 1 {
+                push_str(&mut out, MASK);
+            } else {
+                push_str(&mut out, &token);
+            }
+            i = end;
+            continue;
+        }
+        out.push(ch);
+        i = i.saturating_add(1);
+    }
+    out
 }
