@@ -1,6 +1,9 @@
 //! Canonical JSON: the known-answer vectors and the properties that make one function safe to
 //! use for both hashing and sending.
 
+// Test code: a panic is the failure report, and fixed-size fixtures are indexed directly.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
+
 use fleetwatch_protocol::canonical::{self, CanonicalError, MAX_DEPTH};
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -62,12 +65,21 @@ fn vector_names_are_unique_and_cover_every_error_kind() {
     let mut names = std::collections::BTreeSet::new();
     let mut kinds = std::collections::BTreeSet::new();
     for case in cases {
-        assert!(names.insert(case["name"].as_str().expect("name")), "duplicate name");
+        assert!(
+            names.insert(case["name"].as_str().expect("name")),
+            "duplicate name"
+        );
         if let Some(error) = case.get("error") {
             kinds.insert(error.as_str().expect("error"));
         }
     }
-    let expected = ["duplicate_key", "not_integer", "not_object", "syntax", "too_deep"];
+    let expected = [
+        "duplicate_key",
+        "not_integer",
+        "not_object",
+        "syntax",
+        "too_deep",
+    ];
     assert_eq!(kinds.into_iter().collect::<Vec<_>>(), expected);
 }
 
@@ -141,8 +153,8 @@ fn from_value_refuses_floats_and_non_objects() {
 
 #[test]
 fn from_value_keeps_64_bit_integers_exact() {
-    let c = canonical::from_value(&json!({"u": u64::MAX, "i": i64::MIN, "z": 0}))
-        .expect("canonical");
+    let c =
+        canonical::from_value(&json!({"u": u64::MAX, "i": i64::MIN, "z": 0})).expect("canonical");
     assert_eq!(
         c.as_str(),
         r#"{"i":-9223372036854775808,"u":18446744073709551615,"z":0}"#
@@ -157,10 +169,7 @@ fn to_value_refuses_integers_beyond_64_bits() {
     assert_eq!(low.to_value(), Err(CanonicalError::IntegerRange));
     let edge = canonical::from_str(r#"{"a":18446744073709551615,"b":-9223372036854775808}"#)
         .expect("canonical");
-    assert_eq!(
-        edge.to_value(),
-        Ok(json!({"a": u64::MAX, "b": i64::MIN}))
-    );
+    assert_eq!(edge.to_value(), Ok(json!({"a": u64::MAX, "b": i64::MIN})));
 }
 
 #[test]
