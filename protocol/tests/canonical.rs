@@ -2,7 +2,12 @@
 //! use for both hashing and sending.
 
 // Test code: a panic is the failure report, and fixed-size fixtures are indexed directly.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
 
 use fleetwatch_protocol::canonical::{self, CanonicalError, MAX_DEPTH};
 use proptest::prelude::*;

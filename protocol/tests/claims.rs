@@ -1,7 +1,12 @@
 //! Signed approvals: what the executor accepts, and the tampering it must refuse.
 
 // Test code: a panic is the failure report, and fixed-size fixtures are indexed directly.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
 
 use base64::Engine as _;
 use ed25519_dalek::{Signature, Signer as _, SigningKey, Verifier as _, VerifyingKey};

@@ -1,7 +1,12 @@
 //! Identifier checks: whole-value matches, never a prefix, never a different kind of ID.
 
 // Test code: a panic is the failure report, and fixed-size fixtures are indexed directly.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
 
 use fleetwatch_protocol::ids::{
     device_of, is_channel_id, is_channel_number, is_event_id, is_master_id, is_uuid,

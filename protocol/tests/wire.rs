@@ -1,7 +1,12 @@
 //! The socket messages: exact round trips, and refusals instead of panics for anything else.
 
 // Test code: a panic is the failure report, and fixed-size fixtures are indexed directly.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
 
 use std::collections::BTreeMap;
 
