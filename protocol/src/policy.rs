@@ -4,10 +4,116 @@
 //! Loading refuses, naming the entry, anything that would let a tool default to calm or reach
 //! further than written: see [`PolicyError`]. Both processes load their own copy and must
 //! judge a proposal identically, so every decision here is a pure function of the file.
+//!
+//! # File format
+//!
+//! ```yaml
+//! version: 1                      # the only version this build reads
+//! read:                           # tools the assistant may call, once their category is granted
+//!   get_devices_in_my_team:       # name starts with get_ or kb_, never a write tool
+//!     category: fleet             # required
+//!     description: "One plain sentence for the model."   # required
+//!     schema: {type: object, properties: {}, additionalProperties: false}   # required
+//! write: [batch_recording, …]     # known write tools: never readable, always disruptive if
+//!                                 # listed below, never callable through the read path
+//! disruptive: [batch_reboot, …]   # a propose entry named here may not say `disruptive: false`
+//! propose:                        # tools a person may approve, one card per change
+//!   batch_recording:
+//!     category: recording         # required
+//!     description: "…"            # required
+//!     disruptive: true            # required, no default
+//!     disruptive_when: {field: action, values: [stop]}   # optional narrowing
+//!     stops_recording: {field: action, values: [stop]}   # optional
+//!     lead_minutes: 30            # optional, 1..=1440, default 30
+//!     max_targets: 1              # required, positive integer
+//!     target: device_ids          # required: the argument naming devices or channels
+//!     schema_version: 1           # required, positive integer
+//!     schema: {…}                 # JSON Schema 2020-12, or the marker `pending-live-run`
+//! ```
+//!
+//! Every mapping refuses unknown keys. Duplicate keys are refused by the YAML reader.
+//!
+//! Schemas (read and propose) must compile as draft 2020-12, have `type: object` at the top,
+//! say `additionalProperties: false` on every node that could accept an object (a node with no
+//! `type`, `enum` or `const` could), avoid `patternProperties`, and anchor every `pattern` as a
+//! whole-value match (`^…$`, no top-level `|`, no inline flags). Numbers in schemas are integers
+//! so every entry has a canonical form to digest. A propose schema's `target` property is
+//! required, has no `default`, and carries the master-ID or channel-ID pattern, directly on a
+//! string or on the `items` of an array. `disruptive_when` and `stops_recording` name one
+//! property with a string `enum` and a non-empty subset of its values.
+//!
+//! An entry whose schema is `pending-live-run` is loaded (so its category and flags are
+//! checked and it counts as a write tool) but is never proposable.
+//!
+//! Independently of the file, every Epiphan write tool ([`EPIPHAN_WRITE_TOOLS`]) counts as a
+//! write tool, and every one in [`ALWAYS_DISRUPTIVE`] counts as disruptive, so deleting a line
+//! from the `write` or `disruptive` list cannot make a tool readable or calm.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
-use crate::canonical::Canonical;
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+use sha2::{Digest, Sha256};
+
+use crate::canonical::{self, Canonical};
+use crate::ids;
+
+/// Every write tool Epiphan's MCP server offers. None of them is ever a read tool.
+pub const EPIPHAN_WRITE_TOOLS: &[&str] = &[
+    "batch_recording",
+    "start_stream_endpoint",
+    "stop_stream_endpoint",
+    "create_cms_event",
+    "update_cms_event",
+    "delete_cms_event",
+    "cms_event_action",
+    "confirm_cms_event_on_device",
+    "create_stream_endpoint",
+    "update_stream_endpoint",
+    "delete_stream_endpoint",
+    "apply_team_preset",
+    "switch_device_to_cms",
+    "batch_reboot",
+    "batch_firmware_update",
+];
+
+/// Write tools that are disruptive whatever the file's `disruptive` list says. Only
+/// `start_stream_endpoint` and `confirm_cms_event_on_device` are calm; `batch_recording` is
+/// here because its `stop` ends a recording (its entry narrows with `disruptive_when`).
+pub const ALWAYS_DISRUPTIVE: &[&str] = &[
+    "batch_recording",
+    "stop_stream_endpoint",
+    "create_cms_event",
+    "update_cms_event",
+    "delete_cms_event",
+    "cms_event_action",
+    "create_stream_endpoint",
+    "update_stream_endpoint",
+    "delete_stream_endpoint",
+    "apply_team_preset",
+    "switch_device_to_cms",
+    "batch_reboot",
+    "batch_firmware_update",
+];
+
+/// Read tools that may never be listed: `get_channel_image` returns pictures, and pictures
+/// never go to the model.
+pub const NEVER_READABLE: &[&str] = &["get_channel_image"];
+
+/// The pattern a master (device) ID property must carry.
+pub const MASTER_ID_PATTERN: &str = "^[0-9a-f]{8,32}$";
+/// The pattern a channel ID property must carry.
+pub const CHANNEL_ID_PATTERN: &str = "^[0-9a-f]{8,32}-[1-9][0-9]{0,2}$";
+/// The schema marker for an entry whose arguments are not yet confirmed against a live server.
+pub const PENDING_LIVE_RUN: &str = "pending-live-run";
+/// Lead window for a disruptive change when the entry names none.
+pub const DEFAULT_LEAD_MINUTES: u32 = 30;
+/// The largest lead window an entry may name (one day).
+pub const MAX_LEAD_MINUTES: u32 = 1440;
+/// The only file version this build reads.
+pub const POLICY_VERSION: u64 = 1;
+
+const JSON_SCHEMA_2020_12: &str = "https://json-schema.org/draft/2020-12/schema";
 
 /// Why `tool_policy.yaml` was refused. The message names the entry and the problem.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -17,6 +123,13 @@ pub struct PolicyError {
     pub entry: String,
     /// What is wrong, in plain words.
     pub problem: String,
+}
+
+fn refuse(entry: &str, problem: impl Into<String>) -> PolicyError {
+    PolicyError {
+        entry: entry.to_owned(),
+        problem: problem.into(),
+    }
 }
 
 /// A read tool the assistant may call once its category is granted.
@@ -68,12 +181,25 @@ pub struct ProposeEntry {
     pub schema: Option<serde_json::Value>,
 }
 
+/// What loading derived from an entry that the entry itself does not spell out.
+#[derive(Debug, Clone)]
+struct Compiled {
+    /// `None` for a `pending-live-run` entry.
+    validator: Option<jsonschema::Validator>,
+    /// Every value the `disruptive_when` field's enum allows.
+    when_enum: Vec<String>,
+    digest: [u8; 32],
+}
+
 /// A loaded, checked registry.
 #[derive(Debug)]
 pub struct Policy {
     read: BTreeMap<String, ReadTool>,
     write: Vec<String>,
     propose: BTreeMap<String, ProposeEntry>,
+    disruptive: BTreeSet<String>,
+    compiled: BTreeMap<String, Compiled>,
+    whole: [u8; 32],
 }
 
 /// Arguments that passed the schema, in canonical form, with what they name.
@@ -131,15 +257,182 @@ pub enum ArgumentError {
 impl ArgumentError {
     /// The refusal the executor reports for this error.
     pub fn refusal(&self) -> crate::Refusal {
-        todo!()
+        match self {
+            ArgumentError::NotProposable(_) => crate::Refusal::ToolNotProposable,
+            ArgumentError::TooManyTargets { .. } => crate::Refusal::TooManyTargets,
+            ArgumentError::Schema { .. }
+            | ArgumentError::Canonical(_)
+            | ArgumentError::NoTarget(_)
+            | ArgumentError::DuplicateTarget(_) => crate::Refusal::ArgumentsInvalid,
+        }
     }
+}
+
+// ---- the file as written -------------------------------------------------------------------
+
+/// The top level. Entries stay as JSON values here so each one is decoded on its own and a
+/// decoding error can name the entry it came from.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPolicy {
+    version: Value,
+    read: BTreeMap<String, Value>,
+    write: Vec<String>,
+    disruptive: Vec<String>,
+    propose: BTreeMap<String, Value>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRead {
+    category: String,
+    description: String,
+    schema: Value,
+}
+
+/// `category`, `disruptive`, `max_targets`, `target` and `schema_version` have no serde
+/// default on purpose: an entry that forgets one must not load as calm or unlimited.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPropose {
+    category: String,
+    description: String,
+    disruptive: bool,
+    #[serde(default)]
+    disruptive_when: Option<RawFieldValues>,
+    #[serde(default)]
+    stops_recording: Option<RawFieldValues>,
+    #[serde(default)]
+    lead_minutes: Option<Value>,
+    max_targets: Value,
+    target: String,
+    schema_version: Value,
+    schema: Value,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFieldValues {
+    field: String,
+    values: Vec<String>,
+}
+
+fn decode<T: serde::de::DeserializeOwned>(entry: &str, value: Value) -> Result<T, PolicyError> {
+    serde_json::from_value(value).map_err(|e| refuse(entry, e.to_string()))
+}
+
+fn positive_u32(entry: &str, key: &str, value: &Value, max: u32) -> Result<u32, PolicyError> {
+    value
+        .as_u64()
+        .and_then(|n| u32::try_from(n).ok())
+        .filter(|n| (1..=max).contains(n))
+        .ok_or_else(|| refuse(entry, format!("{key} must be an integer from 1 to {max}")))
+}
+
+fn non_blank(entry: &str, key: &str, text: &str) -> Result<(), PolicyError> {
+    if text.trim().is_empty() {
+        return Err(refuse(entry, format!("{key} must not be empty")));
+    }
+    Ok(())
 }
 
 impl Policy {
     /// Parses and checks `tool_policy.yaml` text.
     pub fn from_yaml(text: &str) -> Result<Policy, PolicyError> {
-        let _ = text;
-        todo!()
+        // A first pass into the YAML crate's own value refuses duplicate keys, which a decode
+        // straight into maps would silently resolve to the last one written.
+        let tree: yaml_serde::Value =
+            yaml_serde::from_str(text).map_err(|e| refuse("(file)", e.to_string()))?;
+        let raw: RawPolicy =
+            yaml_serde::from_value(tree).map_err(|e| refuse("(file)", e.to_string()))?;
+        if raw.version.as_u64() != Some(POLICY_VERSION) {
+            return Err(refuse(
+                "version",
+                format!("must be {POLICY_VERSION}, the only version this build reads"),
+            ));
+        }
+
+        let mut write: Vec<String> = raw.write;
+        write.sort();
+        write.dedup();
+        let is_write = |name: &str| {
+            write.iter().any(|w| w == name) || EPIPHAN_WRITE_TOOLS.contains(&name)
+        };
+
+        let mut read = BTreeMap::new();
+        for (name, value) in raw.read {
+            if is_write(&name) {
+                return Err(refuse(&name, "is a write tool and cannot be listed under read"));
+            }
+            if !(name.starts_with("get_") || name.starts_with("kb_")) {
+                return Err(refuse(&name, "a read tool's name must start with get_ or kb_"));
+            }
+            if NEVER_READABLE.contains(&name.as_str()) {
+                return Err(refuse(&name, "returns pictures, which never go to the model"));
+            }
+            let entry: RawRead = decode(&name, value)?;
+            non_blank(&name, "category", &entry.category)?;
+            non_blank(&name, "description", &entry.description)?;
+            check_schema(&name, &entry.schema, None)?;
+            read.insert(
+                name.clone(),
+                ReadTool {
+                    name,
+                    category: entry.category,
+                    description: entry.description,
+                    schema: entry.schema,
+                },
+            );
+        }
+
+        let mut disruptive: BTreeSet<String> = ALWAYS_DISRUPTIVE.iter().map(|s| (*s).to_owned()).collect();
+        for name in raw.disruptive {
+            if read.contains_key(&name) {
+                return Err(refuse(&name, "is listed under read and cannot be disruptive"));
+            }
+            disruptive.insert(name);
+        }
+
+        let mut propose = BTreeMap::new();
+        let mut compiled = BTreeMap::new();
+        for (name, value) in raw.propose {
+            if name.starts_with("get_") || name.starts_with("kb_") {
+                return Err(refuse(&name, "a read tool never raises an approval"));
+            }
+            if !is_write(&name) {
+                return Err(refuse(&name, "is not a known write tool; add it to the write list first"));
+            }
+            let raw_entry: RawPropose = decode(&name, value)?;
+            let (entry, when_enum, validator) = check_propose(&name, raw_entry, &disruptive)?;
+            let digest = digest_of(&name, &entry_value(&entry))?;
+            compiled.insert(
+                name.clone(),
+                Compiled {
+                    validator,
+                    when_enum,
+                    digest,
+                },
+            );
+            propose.insert(name, entry);
+        }
+
+        let whole_value = json!({
+            "version": POLICY_VERSION,
+            "read": read.values().map(|r| (r.name.clone(), read_value(r))).collect::<Map<String, Value>>(),
+            "write": write,
+            "disruptive": disruptive,
+            "propose": propose.values().map(|p| (p.name.clone(), entry_value(p))).collect::<Map<String, Value>>(),
+        });
+        let whole = digest_of("(file)", &whole_value)?;
+
+        Ok(Policy {
+            read,
+            write,
+            propose,
+            disruptive,
+            compiled,
+            whole,
+        })
     }
     /// A read tool, if listed.
     pub fn read_tool(&self, name: &str) -> Option<&ReadTool> {
@@ -151,46 +444,620 @@ impl Policy {
     }
     /// True for a known write tool: the policy's `write` list or any Epiphan write tool name.
     pub fn is_write_tool(&self, name: &str) -> bool {
-        let _ = name;
-        todo!()
+        self.write.iter().any(|w| w == name)
+            || EPIPHAN_WRITE_TOOLS.contains(&name)
+            || self.propose.contains_key(name)
     }
     /// A proposable entry, if listed with a schema.
     pub fn propose_entry(&self, name: &str) -> Option<&ProposeEntry> {
-        self.propose.get(name)
+        self.propose.get(name).filter(|e| e.schema.is_some())
     }
     /// All proposable entries, sorted by name.
     pub fn propose_entries(&self) -> impl Iterator<Item = &ProposeEntry> {
+        self.propose.values().filter(|e| e.schema.is_some())
+    }
+    /// Every entry of the `propose` section, including `pending-live-run` ones, sorted by name.
+    pub fn listed_propose_entries(&self) -> impl Iterator<Item = &ProposeEntry> {
         self.propose.values()
+    }
+    /// Whether a tool counts as disruptive by name: on the file's `disruptive` list or on
+    /// [`ALWAYS_DISRUPTIVE`].
+    pub fn on_disruptive_list(&self, name: &str) -> bool {
+        self.disruptive.contains(name)
     }
     /// Validates proposal arguments: fills schema defaults, checks the schema, canonicalises,
     /// resolves targets (channel → device), refuses duplicates and more than `max_targets`.
-    pub fn validate(&self, tool: &str, arguments: &serde_json::Value) -> Result<Validated, ArgumentError> {
-        let _ = (tool, arguments);
-        todo!()
+    pub fn validate(
+        &self,
+        tool: &str,
+        arguments: &serde_json::Value,
+    ) -> Result<Validated, ArgumentError> {
+        let not_proposable = || ArgumentError::NotProposable(tool.to_owned());
+        let entry = self.propose.get(tool).ok_or_else(not_proposable)?;
+        let schema = entry.schema.as_ref().ok_or_else(not_proposable)?;
+        let validator = self
+            .compiled
+            .get(tool)
+            .and_then(|c| c.validator.as_ref())
+            .ok_or_else(not_proposable)?;
+
+        let filled = fill_defaults(schema, arguments);
+        if let Some(error) = validator.iter_errors(&filled).next() {
+            return Err(schema_error(&error));
+        }
+        let canonical = canonical::from_value(&filled)?;
+
+        let field = entry.target.as_str();
+        let named: Vec<&str> = match filled.get(field) {
+            Some(Value::String(s)) => vec![s.as_str()],
+            Some(Value::Array(items)) => {
+                let mut out = Vec::with_capacity(items.len());
+                for item in items {
+                    out.push(item.as_str().ok_or_else(|| ArgumentError::Schema {
+                        field: field.to_owned(),
+                        problem: "every target must be a string".to_owned(),
+                    })?);
+                }
+                out
+            }
+            _ => {
+                return Err(ArgumentError::Schema {
+                    field: field.to_owned(),
+                    problem: "is required".to_owned(),
+                });
+            }
+        };
+        if named.is_empty() {
+            return Err(ArgumentError::NoTarget(field.to_owned()));
+        }
+        let mut targets = BTreeSet::new();
+        let mut channels = BTreeSet::new();
+        for target in &named {
+            let device = ids::device_of(target).ok_or_else(|| ArgumentError::Schema {
+                field: field.to_owned(),
+                problem: "is not a device or channel ID".to_owned(),
+            })?;
+            if !targets.insert(device.to_owned()) {
+                return Err(ArgumentError::DuplicateTarget(field.to_owned()));
+            }
+            if ids::is_channel_id(target) {
+                channels.insert((*target).to_owned());
+            }
+        }
+        let count = u32::try_from(targets.len()).unwrap_or(u32::MAX);
+        if count > entry.max_targets {
+            return Err(ArgumentError::TooManyTargets {
+                field: field.to_owned(),
+                max: entry.max_targets,
+            });
+        }
+
+        let text = |key: &str| filled.get(key).and_then(Value::as_str).map(str::to_owned);
+        let device_id = text("device_id");
+        let pair = |key: &str| match (&device_id, text(key)) {
+            (Some(device), Some(other)) => Some((device.clone(), other)),
+            _ => None,
+        };
+        Ok(Validated {
+            tool: tool.to_owned(),
+            arguments: canonical,
+            targets: targets.into_iter().collect(),
+            channels: channels.into_iter().collect(),
+            stream_id: text("stream_id"),
+            event: pair("event_id"),
+            channel_number: pair("channel_id"),
+        })
     }
     /// Whether a change is disruptive; an unknown tool or a missing/unknown action counts as
     /// disruptive.
     pub fn is_disruptive(&self, tool: &str, arguments: &serde_json::Value) -> bool {
-        let _ = (tool, arguments);
-        todo!()
+        let Some(entry) = self.propose.get(tool) else {
+            return true;
+        };
+        if !entry.disruptive {
+            return false;
+        }
+        let Some(rule) = &entry.disruptive_when else {
+            return true;
+        };
+        let when_enum = self
+            .compiled
+            .get(tool)
+            .map(|c| c.when_enum.as_slice())
+            .unwrap_or_default();
+        match arguments.get(&rule.field).and_then(Value::as_str) {
+            // Only a value the schema knows and the rule leaves out is calm; anything the
+            // rule did not foresee is treated as the disruptive case.
+            Some(value) => {
+                rule.values.iter().any(|v| v == value) || !when_enum.iter().any(|v| v == value)
+            }
+            None => true,
+        }
     }
     /// The lead window in minutes (default 30).
     pub fn lead_minutes(&self, tool: &str) -> u32 {
-        let _ = tool;
-        todo!()
+        self.propose
+            .get(tool)
+            .and_then(|e| e.lead_minutes)
+            .unwrap_or(DEFAULT_LEAD_MINUTES)
     }
     /// Whether these arguments end a recording.
     pub fn stops_recording(&self, tool: &str, arguments: &serde_json::Value) -> bool {
-        let _ = (tool, arguments);
-        todo!()
+        // The relaxation applies only to a value the rule names exactly: a recording blocks
+        // every other disruptive change.
+        self.propose
+            .get(tool)
+            .and_then(|e| e.stops_recording.as_ref())
+            .is_some_and(|rule| {
+                arguments
+                    .get(&rule.field)
+                    .and_then(Value::as_str)
+                    .is_some_and(|value| rule.values.iter().any(|v| v == value))
+            })
     }
     /// SHA-256 of the tool's canonical policy entry.
     pub fn digest(&self, tool: &str) -> Option<[u8; 32]> {
-        let _ = tool;
-        todo!()
+        self.compiled.get(tool).map(|c| c.digest)
     }
     /// SHA-256 over every entry (for `Status`).
     pub fn whole_digest(&self) -> [u8; 32] {
-        todo!()
+        self.whole
+    }
+}
+
+// ---- checks --------------------------------------------------------------------------------
+
+fn check_propose(
+    name: &str,
+    raw: RawPropose,
+    disruptive_list: &BTreeSet<String>,
+) -> Result<(ProposeEntry, Vec<String>, Option<jsonschema::Validator>), PolicyError> {
+    non_blank(name, "category", &raw.category)?;
+    non_blank(name, "description", &raw.description)?;
+    non_blank(name, "target", &raw.target)?;
+    if !raw.disruptive && disruptive_list.contains(name) {
+        return Err(refuse(
+            name,
+            "is on the disruptive list and cannot say disruptive: false",
+        ));
+    }
+    if !raw.disruptive && raw.disruptive_when.is_some() {
+        return Err(refuse(
+            name,
+            "disruptive_when narrows a disruptive tool; it needs disruptive: true",
+        ));
+    }
+    let max_targets = positive_u32(name, "max_targets", &raw.max_targets, u32::MAX)?;
+    let schema_version = positive_u32(name, "schema_version", &raw.schema_version, u32::MAX)?;
+    let lead_minutes = match &raw.lead_minutes {
+        Some(v) => Some(positive_u32(name, "lead_minutes", v, MAX_LEAD_MINUTES)?),
+        None => None,
+    };
+
+    let (schema, validator) = match &raw.schema {
+        Value::String(marker) if marker == PENDING_LIVE_RUN => (None, None),
+        Value::String(other) => {
+            return Err(refuse(
+                name,
+                format!("schema must be a JSON Schema or {PENDING_LIVE_RUN:?}, not {other:?}"),
+            ));
+        }
+        schema => {
+            let validator = check_schema(name, schema, Some(&raw.target))?;
+            (Some(schema.clone()), Some(validator))
+        }
+    };
+
+    let mut when_enum = Vec::new();
+    if let Some(rule) = &raw.disruptive_when {
+        when_enum = check_field_values(name, "disruptive_when", rule, schema.as_ref())?;
+    }
+    if let Some(rule) = &raw.stops_recording {
+        check_field_values(name, "stops_recording", rule, schema.as_ref())?;
+    }
+    let to_rule = |r: RawFieldValues| FieldValues {
+        field: r.field,
+        values: r.values,
+    };
+    let entry = ProposeEntry {
+        name: name.to_owned(),
+        category: raw.category,
+        description: raw.description,
+        max_targets,
+        disruptive: raw.disruptive,
+        disruptive_when: raw.disruptive_when.map(to_rule),
+        stops_recording: raw.stops_recording.map(to_rule),
+        lead_minutes,
+        target: raw.target,
+        schema_version,
+        schema,
+    };
+    Ok((entry, when_enum, validator))
+}
+
+/// Checks a `disruptive_when`/`stops_recording` rule against the schema and returns the
+/// field's whole enum.
+fn check_field_values(
+    name: &str,
+    key: &str,
+    rule: &RawFieldValues,
+    schema: Option<&Value>,
+) -> Result<Vec<String>, PolicyError> {
+    let schema = schema.ok_or_else(|| {
+        refuse(
+            name,
+            format!("{key} cannot be checked against a {PENDING_LIVE_RUN} schema"),
+        )
+    })?;
+    let options = schema
+        .get("properties")
+        .and_then(|p| p.get(&rule.field))
+        .and_then(|p| p.get("enum"))
+        .and_then(Value::as_array)
+        .ok_or_else(|| {
+            refuse(
+                name,
+                format!("{key} must name a property with an enum, not {:?}", rule.field),
+            )
+        })?;
+    let mut allowed = Vec::with_capacity(options.len());
+    for option in options {
+        let text = option.as_str().ok_or_else(|| {
+            refuse(name, format!("{key}: the enum of {:?} must hold strings", rule.field))
+        })?;
+        allowed.push(text.to_owned());
+    }
+    if rule.values.is_empty() {
+        return Err(refuse(name, format!("{key} must list at least one value")));
+    }
+    let mut seen = BTreeSet::new();
+    for value in &rule.values {
+        if !allowed.contains(value) {
+            return Err(refuse(
+                name,
+                format!("{key}: {value:?} is not a value of {:?}", rule.field),
+            ));
+        }
+        if !seen.insert(value) {
+            return Err(refuse(name, format!("{key}: {value:?} is listed twice")));
+        }
+    }
+    Ok(allowed)
+}
+
+/// Checks a schema's shape, compiles it, and (for a propose entry) checks its target field.
+fn check_schema(
+    name: &str,
+    schema: &Value,
+    target: Option<&str>,
+) -> Result<jsonschema::Validator, PolicyError> {
+    let top = schema
+        .as_object()
+        .ok_or_else(|| refuse(name, "schema must be a mapping"))?;
+    if top.get("type") != Some(&Value::String("object".to_owned())) {
+        return Err(refuse(name, "schema must say type: object at the top"));
+    }
+    if let Some(declared) = top.get("$schema")
+        && declared.as_str() != Some(JSON_SCHEMA_2020_12)
+    {
+        return Err(refuse(
+            name,
+            format!("schema must be draft 2020-12 ({JSON_SCHEMA_2020_12})"),
+        ));
+    }
+    walk_schema(schema, "", &mut |path, problem| {
+        refuse(name, format!("schema at {}: {problem}", display_path(path)))
+    })?;
+    let validator = jsonschema::draft202012::new(schema)
+        .map_err(|e| refuse(name, format!("schema does not compile: {}", e.masked())))?;
+    if let Some(field) = target {
+        check_target(name, top, field)?;
+    }
+    Ok(validator)
+}
+
+fn display_path(path: &str) -> &str {
+    if path.is_empty() { "the top" } else { path }
+}
+
+fn check_target(name: &str, top: &Map<String, Value>, field: &str) -> Result<(), PolicyError> {
+    let required = top
+        .get("required")
+        .and_then(Value::as_array)
+        .is_some_and(|r| r.iter().any(|v| v.as_str() == Some(field)));
+    if !required {
+        return Err(refuse(
+            name,
+            format!("target field {field:?} must be listed under required"),
+        ));
+    }
+    let property = top
+        .get("properties")
+        .and_then(|p| p.get(field))
+        .and_then(Value::as_object)
+        .ok_or_else(|| refuse(name, format!("target field {field:?} is not a property")))?;
+    // A default would pick a device the model never named.
+    if property.contains_key("default") {
+        return Err(refuse(name, format!("target field {field:?} must not have a default")));
+    }
+    let is_id_pattern = |node: &Map<String, Value>| {
+        // `pattern` constrains strings only: without `type: string` a number would pass.
+        node.get("type").and_then(Value::as_str) == Some("string")
+            && matches!(
+                node.get("pattern").and_then(Value::as_str),
+                Some(MASTER_ID_PATTERN | CHANNEL_ID_PATTERN)
+            )
+    };
+    let direct = is_id_pattern(property);
+    let on_items = property.get("type").and_then(Value::as_str) == Some("array")
+        && property
+            .get("items")
+            .and_then(Value::as_object)
+            .is_some_and(is_id_pattern);
+    if !(direct || on_items) {
+        return Err(refuse(
+            name,
+            format!(
+                "target field {field:?} must be a string (or array of strings) with the pattern \
+                 {MASTER_ID_PATTERN} or {CHANNEL_ID_PATTERN}"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Keywords whose value is one subschema.
+const ONE_SUBSCHEMA: &[&str] = &[
+    "items",
+    "additionalProperties",
+    "contains",
+    "not",
+    "if",
+    "then",
+    "else",
+    "propertyNames",
+    "unevaluatedItems",
+    "unevaluatedProperties",
+    "contentSchema",
+    "additionalItems",
+];
+/// Keywords whose value is a list of subschemas.
+const LIST_OF_SUBSCHEMAS: &[&str] = &["allOf", "anyOf", "oneOf", "prefixItems"];
+/// Keywords whose value maps names to subschemas.
+const MAP_OF_SUBSCHEMAS: &[&str] = &["properties", "$defs", "definitions", "dependentSchemas"];
+
+/// Walks every subschema, refusing object nodes that allow unlisted properties, unanchored
+/// patterns and non-integer numbers.
+fn walk_schema(
+    node: &Value,
+    path: &str,
+    fail: &mut dyn FnMut(&str, &str) -> PolicyError,
+) -> Result<(), PolicyError> {
+    let object = match node {
+        Value::Bool(true) => return Err(fail(path, "the schema `true` accepts anything")),
+        Value::Bool(false) => return Ok(()),
+        Value::Object(object) => object,
+        _ => return Err(fail(path, "a subschema must be a mapping")),
+    };
+    let typed = match object.get("type") {
+        Some(Value::String(t)) => Some(vec![t.as_str()]),
+        Some(Value::Array(ts)) => Some(ts.iter().filter_map(Value::as_str).collect()),
+        _ => None,
+    };
+    let restricted = object.contains_key("enum") || object.contains_key("const");
+    let may_be_object = match &typed {
+        Some(types) => types.contains(&"object"),
+        None => !restricted,
+    };
+    if may_be_object && object.get("additionalProperties") != Some(&Value::Bool(false)) {
+        return Err(fail(path, "needs additionalProperties: false"));
+    }
+    if object.contains_key("patternProperties") {
+        return Err(fail(
+            path,
+            "patternProperties is not allowed (it opens names additionalProperties closes)",
+        ));
+    }
+    for (key, value) in object {
+        let here = format!("{path}/{key}");
+        match key.as_str() {
+            "pattern" => {
+                let pattern = value
+                    .as_str()
+                    .ok_or_else(|| fail(&here, "a pattern must be a string"))?;
+                if !is_full_match(pattern) {
+                    return Err(fail(
+                        &here,
+                        "a pattern must match the whole value: ^…$, no top-level |, no flags",
+                    ));
+                }
+            }
+            k if ONE_SUBSCHEMA.contains(&k) => {
+                if !(k == "additionalProperties" && value == &Value::Bool(false)) {
+                    walk_schema(value, &here, fail)?;
+                }
+            }
+            k if LIST_OF_SUBSCHEMAS.contains(&k) => {
+                let items = value
+                    .as_array()
+                    .ok_or_else(|| fail(&here, "must be a list of subschemas"))?;
+                for (i, item) in items.iter().enumerate() {
+                    walk_schema(item, &format!("{here}/{i}"), fail)?;
+                }
+            }
+            k if MAP_OF_SUBSCHEMAS.contains(&k) => {
+                let map = value
+                    .as_object()
+                    .ok_or_else(|| fail(&here, "must map names to subschemas"))?;
+                for (name, sub) in map {
+                    walk_schema(sub, &format!("{here}/{name}"), fail)?;
+                }
+            }
+            _ => check_integers(value, &here, fail)?,
+        }
+    }
+    Ok(())
+}
+
+/// Canonical JSON has no floats, and every entry must have a canonical form to be digested.
+fn check_integers(
+    value: &Value,
+    path: &str,
+    fail: &mut dyn FnMut(&str, &str) -> PolicyError,
+) -> Result<(), PolicyError> {
+    match value {
+        Value::Number(n) if !(n.is_i64() || n.is_u64()) => {
+            Err(fail(path, "numbers must be integers"))
+        }
+        Value::Array(items) => items.iter().try_for_each(|v| check_integers(v, path, fail)),
+        Value::Object(map) => map.values().try_for_each(|v| check_integers(v, path, fail)),
+        _ => Ok(()),
+    }
+}
+
+/// True when `pattern` can only match a whole value: it starts with `^`, ends with an
+/// unescaped `$`, has no `|` outside groups and classes (`^a|b$` matches any text holding a
+/// `b`-suffix), and no inline flags (`(?m)` lets `$` match before a newline).
+fn is_full_match(pattern: &str) -> bool {
+    let Some(body) = pattern.strip_prefix('^').and_then(|p| p.strip_suffix('$')) else {
+        return false;
+    };
+    if pattern.contains("(?") {
+        return false;
+    }
+    let mut depth: i64 = 0;
+    let mut in_class = false;
+    let mut escaped = false;
+    for c in body.chars() {
+        if escaped {
+            escaped = false;
+            continue;
+        }
+        match c {
+            '\\' => escaped = true,
+            '[' if !in_class => in_class = true,
+            ']' if in_class => in_class = false,
+            '(' if !in_class => depth += 1,
+            ')' if !in_class => depth -= 1,
+            '|' if !in_class && depth == 0 => return false,
+            _ => {}
+        }
+        if depth < 0 {
+            return false;
+        }
+    }
+    // A trailing backslash in the body means the final `$` was escaped.
+    !escaped && !in_class && depth == 0
+}
+
+// ---- validation helpers --------------------------------------------------------------------
+
+/// Fills missing top-level properties that have a `default` in the schema.
+fn fill_defaults(schema: &Value, arguments: &Value) -> Value {
+    let mut filled = arguments.clone();
+    if let (Some(object), Some(properties)) = (
+        filled.as_object_mut(),
+        schema.get("properties").and_then(Value::as_object),
+    ) {
+        for (key, property) in properties {
+            if let Some(default) = property.get("default")
+                && !object.contains_key(key)
+            {
+                object.insert(key.clone(), default.clone());
+            }
+        }
+    }
+    filled
+}
+
+/// Names the field an error is about; never echoes the value (it may be long or secret).
+fn schema_error(error: &jsonschema::ValidationError<'_>) -> ArgumentError {
+    let pointer = error.instance_path().as_str().trim_start_matches('/');
+    let prefix = |name: &str| {
+        if pointer.is_empty() {
+            name.to_owned()
+        } else {
+            format!("{pointer}/{name}")
+        }
+    };
+    match error.kind() {
+        jsonschema::error::ValidationErrorKind::AdditionalProperties { unexpected } => {
+            ArgumentError::Schema {
+                field: prefix(unexpected.first().map(String::as_str).unwrap_or("?")),
+                problem: "is not an allowed argument".to_owned(),
+            }
+        }
+        jsonschema::error::ValidationErrorKind::Required { property } => ArgumentError::Schema {
+            field: prefix(property.as_str().unwrap_or("?")),
+            problem: "is required".to_owned(),
+        },
+        _ => ArgumentError::Schema {
+            field: if pointer.is_empty() {
+                "arguments".to_owned()
+            } else {
+                pointer.to_owned()
+            },
+            problem: error.masked().to_string(),
+        },
+    }
+}
+
+// ---- digests -------------------------------------------------------------------------------
+
+fn rule_value(rule: &Option<FieldValues>) -> Value {
+    match rule {
+        Some(r) => json!({"field": r.field, "values": r.values}),
+        None => Value::Null,
+    }
+}
+
+/// Every judgement-relevant part of an entry, so that any edit changes its digest.
+fn entry_value(entry: &ProposeEntry) -> Value {
+    json!({
+        "name": entry.name,
+        "category": entry.category,
+        "description": entry.description,
+        "max_targets": entry.max_targets,
+        "disruptive": entry.disruptive,
+        "disruptive_when": rule_value(&entry.disruptive_when),
+        "stops_recording": rule_value(&entry.stops_recording),
+        "lead_minutes": entry.lead_minutes,
+        "target": entry.target,
+        "schema_version": entry.schema_version,
+        "schema": entry.schema.clone().unwrap_or_else(|| Value::String(PENDING_LIVE_RUN.to_owned())),
+    })
+}
+
+fn read_value(tool: &ReadTool) -> Value {
+    json!({
+        "name": tool.name,
+        "category": tool.category,
+        "description": tool.description,
+        "schema": tool.schema,
+    })
+}
+
+fn digest_of(entry: &str, value: &Value) -> Result<[u8; 32], PolicyError> {
+    let canonical = canonical::from_value(value)
+        .map_err(|e| refuse(entry, format!("has no canonical form: {e}")))?;
+    Ok(Sha256::digest(canonical.as_bytes()).into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_full_match;
+
+    #[test]
+    fn full_match_patterns() {
+        assert!(is_full_match("^[0-9a-f]{8,32}$"));
+        assert!(is_full_match("^(start|stop)$"));
+        assert!(is_full_match("^[|]$"));
+        assert!(!is_full_match("[0-9a-f]{8,32}$"));
+        assert!(!is_full_match("^[0-9a-f]{8,32}"));
+        assert!(!is_full_match("^a|b$"));
+        assert!(!is_full_match("^a\\$"));
+        assert!(!is_full_match("(?m)^a$"));
+        assert!(!is_full_match("^(?m)a$"));
+        assert!(!is_full_match("^a)($"));
     }
 }
