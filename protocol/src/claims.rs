@@ -4,6 +4,21 @@
 //! A verifier checks those bytes with `verify_strict` **before** decoding anything from them
 //! and never re-encodes them; decoding refuses trailing bytes. The signature list leaves room
 //! for a second signer (for example the operator's passkey) without a format break.
+//!
+//! # Approver key file
+//!
+//! One public key per line, as [`key_line`] writes it:
+//!
+//! ```text
+//! # approvers for this executor
+//! ed25519 11qYAYKxCrfVS/7TyWQHOg7hcvPapiMlrwIaaPcHURo= assistant on ops-01
+//! ```
+//!
+//! The first field is the algorithm (only `ed25519`), the second the 32-byte public key in
+//! standard base64 with padding, and anything after it a free comment. Blank lines and lines
+//! starting with `#` are skipped. [`TrustedKeys::parse`] refuses, naming the line: another
+//! algorithm, bad base64, a key that is not 32 bytes or not a curve point, a weak
+//! (small-order) key, and the same key twice; a file with no key at all is refused too.
 
 use base64::Engine as _;
 use ed25519_dalek::{Signature, Signer as _, VerifyingKey};
