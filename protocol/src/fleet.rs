@@ -8,8 +8,10 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 
-use crate::canonical::Canonical;
+use crate::canonical::{self, Canonical, CanonicalError};
+use crate::ids;
 
 /// A read result that could not be understood.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -133,54 +135,581 @@ pub struct StreamEndpoint {
     pub host: String,
 }
 
+/// How long an event with no end counts as on after its start. The server reports an event
+/// as "current or next", so one that began with no end given is most likely still running; an
+/// hour covers a typical class or meeting while a stale record still stops blocking the room
+/// the same day.
+pub const OPEN_EVENT_MINUTES: i64 = 60;
+
+// ---- shared helpers ------------------------------------------------------------------------
+
+fn fail(tool: &str, problem: impl Into<String>) -> ReadError {
+    ReadError {
+        tool: tool.to_owned(),
+        problem: problem.into(),
+    }
+}
+
+/// Key spelling differs between Epiphan releases (`team_id`, `teamId`, `TeamID`): keys are
+/// compared lower-cased with `_` and `-` removed.
+fn squash(key: &str) -> String {
+    key.chars()
+        .filter(|c| *c != '_' && *c != '-')
+        .flat_map(char::to_lowercase)
+        .collect()
+}
+
+/// The first value under any of `names` (given already squashed), in the order of `names`.
+fn field<'a>(object: &'a Map<String, Value>, names: &[&str]) -> Option<&'a Value> {
+    names.iter().find_map(|want| {
+        object
+            .iter()
+            .find(|(key, value)| squash(key) == *want && !value.is_null())
+            .map(|(_, value)| value)
+    })
+}
+
+/// A string or number as text (IDs and channel numbers arrive either way).
+fn text_of(value: &Value) -> Option<String> {
+    match value {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+fn text_field(object: &Map<String, Value>, names: &[&str]) -> Option<String> {
+    field(object, names).and_then(text_of)
+}
+
+/// A number or a numeric string.
+fn number_of(value: &Value) -> Option<f64> {
+    match value {
+        Value::Number(n) => n.as_f64(),
+        Value::String(s) => s.trim().parse::<f64>().ok().filter(|f| f.is_finite()),
+        _ => None,
+    }
+}
+
+/// What a result's top level holds.
+fn describe(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null instead of data",
+        Value::String(_) => "text instead of data",
+        Value::Bool(_) | Value::Number(_) => "a bare value instead of data",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// The per-device collection of a result: the value under `key` (or the value itself when it
+/// is a bare list).
+fn devices_part<'a>(tool: &str, value: &'a Value, key: &str) -> Result<&'a Value, ReadError> {
+    match value {
+        Value::Array(_) => Ok(value),
+        Value::Object(object) => match object.iter().find(|(k, _)| squash(k) == key) {
+            Some((_, Value::Null)) => Err(fail(tool, format!("{key} is null"))),
+            Some((_, inner)) => Ok(inner),
+            None => Err(fail(tool, format!("the result has no {key} field"))),
+        },
+        other => Err(fail(tool, describe(other))),
+    }
+}
+
+/// A device's entry in a per-device result, with its master ID.
+type Keyed<'a> = (String, &'a Map<String, Value>);
+
+/// Entries keyed by master ID, from either a map (`{"<master>": {…}}`) or a list of objects
+/// carrying `device_id`/`Id`. A `null` entry is a failed read, not an empty device.
+fn keyed_entries<'a>(tool: &str, part: &'a Value) -> Result<Vec<Keyed<'a>>, ReadError> {
+    let mut out = Vec::new();
+    match part {
+        Value::Object(map) => {
+            for (id, entry) in map {
+                let entry = entry
+                    .as_object()
+                    .ok_or_else(|| fail(tool, format!("the entry for {id} is not an object")))?;
+                out.push((id.clone(), entry));
+            }
+        }
+        Value::Array(items) => {
+            for item in items {
+                let entry = item
+                    .as_object()
+                    .ok_or_else(|| fail(tool, "a list entry is not an object"))?;
+                if let Some(id) = text_field(entry, &["deviceid", "id"]) {
+                    out.push((id, entry));
+                }
+            }
+            if !items.is_empty() && out.is_empty() {
+                return Err(fail(tool, "no entry in the list has a device ID"));
+            }
+        }
+        other => return Err(fail(tool, format!("devices is {}", describe(other)))),
+    }
+    Ok(out)
+}
+
+/// States that mean a channel is recording.
+fn is_recording_state(state: &str) -> bool {
+    ["recording", "started", "running"]
+        .iter()
+        .any(|s| state.trim().eq_ignore_ascii_case(s))
+}
+
+/// A channel's recording state: `recording_status.state`, `state` on the channel itself, or a
+/// bare state string. `None` when the entry says nothing.
+fn channel_state(value: &Value) -> Option<bool> {
+    match value {
+        Value::String(state) => Some(is_recording_state(state)),
+        Value::Object(channel) => {
+            if let Some(status) = field(channel, &["recordingstatus"]) {
+                return match status {
+                    Value::Object(status) => field(status, &["state", "status"])
+                        .and_then(Value::as_str)
+                        .map(is_recording_state),
+                    Value::String(state) => Some(is_recording_state(state)),
+                    _ => None,
+                };
+            }
+            field(channel, &["state", "status"])
+                .and_then(Value::as_str)
+                .map(is_recording_state)
+        }
+        _ => None,
+    }
+}
+
+// ---- device list ---------------------------------------------------------------------------
+
+const DEVICES_TOOL: &str = "get_devices_in_my_team";
+
+fn parse_warnings(value: Option<&Value>) -> Vec<Warning> {
+    let Some(Value::Array(items)) = value else {
+        return Vec::new();
+    };
+    items
+        .iter()
+        .filter_map(Value::as_object)
+        .map(|w| Warning {
+            id: text_field(w, &["id"]).unwrap_or_default(),
+            label: text_field(w, &["label"]).unwrap_or_default(),
+            message: text_field(w, &["message"]).unwrap_or_default(),
+        })
+        .collect()
+}
+
+/// A publisher counts as active when its `status` reports a running state. Epiphan's status
+/// object is loosely specified, so a state string, a `started`/`active` flag or a bare string
+/// are all read; anything else counts as not active.
+fn parse_publisher(object: &Map<String, Value>) -> Publisher {
+    let running = |s: &str| {
+        [
+            "started",
+            "streaming",
+            "running",
+            "connected",
+            "active",
+            "publishing",
+            "on",
+        ]
+        .iter()
+        .any(|w| s.trim().eq_ignore_ascii_case(w))
+    };
+    let active = match field(object, &["status"]) {
+        Some(Value::String(s)) => running(s),
+        Some(Value::Bool(b)) => *b,
+        Some(Value::Object(status)) => {
+            field(status, &["state", "status"])
+                .and_then(Value::as_str)
+                .is_some_and(running)
+                || field(status, &["started", "active", "isstarted"])
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false)
+        }
+        _ => false,
+    };
+    Publisher {
+        kind: text_field(object, &["type", "kind"]).unwrap_or_default(),
+        active,
+    }
+}
+
+fn parse_channel(object: &Map<String, Value>) -> Option<Channel> {
+    let number = text_field(object, &["channelid", "id", "number"])?;
+    let publishers = match field(object, &["publishers"]) {
+        Some(Value::Array(items)) => items
+            .iter()
+            .filter_map(Value::as_object)
+            .map(parse_publisher)
+            .collect(),
+        _ => Vec::new(),
+    };
+    Some(Channel {
+        number,
+        name: text_field(object, &["name"]).unwrap_or_default(),
+        recording: channel_state(&Value::Object(object.clone())).unwrap_or(false),
+        publishers,
+        warnings: parse_warnings(field(object, &["warnings"])),
+    })
+}
+
+fn parse_device(object: &Map<String, Value>, id: String) -> Device {
+    let channels = match field(object, &["channels"]) {
+        Some(Value::Array(items)) => items
+            .iter()
+            .filter_map(Value::as_object)
+            .filter_map(parse_channel)
+            .collect(),
+        Some(Value::Object(map)) => map
+            .iter()
+            .filter_map(|(number, channel)| {
+                let mut channel = channel.as_object()?.clone();
+                channel
+                    .entry("channel_id")
+                    .or_insert_with(|| Value::String(number.clone()));
+                parse_channel(&channel)
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    Device {
+        id,
+        name: text_field(object, &["name"]).unwrap_or_default(),
+        model: text_field(object, &["model"]).unwrap_or_default(),
+        group: text_field(object, &["groupname"]).unwrap_or_default(),
+        firmware: text_field(object, &["firmware"]).unwrap_or_default(),
+        online: text_field(object, &["status"])
+            .is_some_and(|s| s.trim().eq_ignore_ascii_case("online")),
+        state_time: text_field(object, &["statetime"]),
+        warnings: parse_warnings(field(object, &["warnings"])),
+        channels,
+    }
+}
+
 /// Parses `get_devices_in_my_team` (object with `devices`, or a bare list).
 pub fn parse_device_list(value: &serde_json::Value) -> Result<DeviceList, ReadError> {
-    let _ = value;
-    todo!()
+    let team_id = value
+        .as_object()
+        .and_then(|top| text_field(top, &["teamid"]));
+    let items = match devices_part(DEVICES_TOOL, value, "devices")? {
+        Value::Array(items) => items,
+        other => {
+            return Err(fail(
+                DEVICES_TOOL,
+                format!("devices is {}", describe(other)),
+            ));
+        }
+    };
+    let mut devices = Vec::with_capacity(items.len());
+    for item in items {
+        let object = item
+            .as_object()
+            .ok_or_else(|| fail(DEVICES_TOOL, "a device entry is not an object"))?;
+        // An entry without an ID cannot be targeted or fenced; it is left out, and a list
+        // where no entry has one is a failed read rather than an empty fleet.
+        if let Some(id) = text_field(object, &["id"]) {
+            devices.push(parse_device(object, id));
+        }
+    }
+    if !items.is_empty() && devices.is_empty() {
+        return Err(fail(DEVICES_TOOL, "no device in the list has an Id"));
+    }
+    Ok(DeviceList { team_id, devices })
 }
+
+// ---- recorder status -----------------------------------------------------------------------
+
+const RECORDER_TOOL: &str = "get_recorder_status_for_devices";
 
 /// Parses `get_recorder_status_for_devices` in any of its known shapes.
 pub fn parse_recorder_status(value: &serde_json::Value) -> Result<RecorderStatus, ReadError> {
-    let _ = value;
-    todo!()
+    let part = devices_part(RECORDER_TOOL, value, "devices")?;
+    let mut status = RecorderStatus::new();
+    for (id, entry) in keyed_entries(RECORDER_TOOL, part)? {
+        let mut channels = BTreeMap::new();
+        let mut add = |number: String, channel: &Value| {
+            if let Some(recording) = channel_state(channel) {
+                let name = channel.as_object().and_then(|c| text_field(c, &["name"]));
+                channels.insert(number, (name, recording));
+            }
+        };
+        match field(entry, &["channels"]) {
+            Some(Value::Object(map)) => {
+                for (number, channel) in map {
+                    if channel.is_null() {
+                        return Err(fail(
+                            RECORDER_TOOL,
+                            format!("channel {number} of {id} is null"),
+                        ));
+                    }
+                    add(number.clone(), channel);
+                }
+            }
+            Some(Value::Array(items)) => {
+                for channel in items {
+                    let number = channel
+                        .as_object()
+                        .and_then(|c| text_field(c, &["channelid", "id", "number"]))
+                        .ok_or_else(|| {
+                            fail(
+                                RECORDER_TOOL,
+                                format!("a channel of {id} has no channel_id"),
+                            )
+                        })?;
+                    add(number, channel);
+                }
+            }
+            None => {}
+            Some(_) => {
+                return Err(fail(
+                    RECORDER_TOOL,
+                    format!("channels of {id} is not a map or list"),
+                ));
+            }
+        }
+        status.insert(id, channels);
+    }
+    Ok(status)
 }
 
 /// Recorder status is fresher than the device list's channel flags and overrides them.
 pub fn apply_recorder_status(list: &mut DeviceList, status: &RecorderStatus) {
-    let _ = (list, status);
-    todo!()
+    for device in &mut list.devices {
+        let Some(channels) = status.get(&device.id) else {
+            continue;
+        };
+        for (number, (name, recording)) in channels {
+            match device.channels.iter_mut().find(|c| &c.number == number) {
+                Some(channel) => {
+                    channel.recording = *recording;
+                    if let Some(name) = name {
+                        channel.name.clone_from(name);
+                    }
+                }
+                // A channel the list did not show but the recorder reports still counts: a
+                // recording nobody listed must block a disruptive change all the same.
+                None => device.channels.push(Channel {
+                    number: number.clone(),
+                    name: name.clone().unwrap_or_default(),
+                    recording: *recording,
+                    publishers: Vec::new(),
+                    warnings: Vec::new(),
+                }),
+            }
+        }
+    }
 }
 
+// ---- system status -------------------------------------------------------------------------
+
+const SYSTEM_TOOL: &str = "get_system_status_for_devices";
+
 /// Parses `get_system_status_for_devices`.
-pub fn parse_system_status(value: &serde_json::Value) -> Result<BTreeMap<String, SystemStatus>, ReadError> {
-    let _ = value;
-    todo!()
+pub fn parse_system_status(
+    value: &serde_json::Value,
+) -> Result<BTreeMap<String, SystemStatus>, ReadError> {
+    let part = devices_part(SYSTEM_TOOL, value, "devices")?;
+    let mut out = BTreeMap::new();
+    for (id, entry) in keyed_entries(SYSTEM_TOOL, part)? {
+        let cpu_load =
+            field(entry, &["cpuload", "cpu", "load", "cpuusage", "cpupercent"]).and_then(number_of);
+        let cpu_temp_c = field(
+            entry,
+            &[
+                "cputempc",
+                "cputemp",
+                "cputemperature",
+                "temperature",
+                "tempc",
+                "temp",
+            ],
+        )
+        .and_then(number_of);
+        // `uptime` is sometimes a duration in seconds rather than a start time; only values
+        // that read as a time after 2001 are taken as the start.
+        let up_since = field(entry, &["upsince", "uptime", "bootedat", "boottime"])
+            .and_then(|v| match v {
+                Value::Number(n) if n.as_f64().is_some_and(|f| f < 1e9) => None,
+                _ => parse_time(v),
+            })
+            .map(format_time);
+        out.insert(
+            id,
+            SystemStatus {
+                cpu_load,
+                cpu_temp_c,
+                up_since,
+            },
+        );
+    }
+    Ok(out)
+}
+
+// ---- events --------------------------------------------------------------------------------
+
+const EVENTS_TOOL: &str = "get_current_or_next_cms_events_for_devices";
+
+fn parse_event(device: &str, object: &Map<String, Value>) -> Result<Event, ReadError> {
+    let id = text_field(object, &["id", "eventid"])
+        .ok_or_else(|| fail(EVENTS_TOOL, format!("the event of {device} has no id")))?;
+    // A start that cannot be read would hide the event from the disruptive-window rule, so it
+    // fails the read instead.
+    let start = field(object, &["start", "starttime", "startsat"])
+        .and_then(parse_time)
+        .ok_or_else(|| {
+            fail(
+                EVENTS_TOOL,
+                format!("the event of {device} has no readable start"),
+            )
+        })?;
+    let end = match field(object, &["end", "endtime", "endsat"]) {
+        None => None,
+        Some(v) => Some(parse_time(v).ok_or_else(|| {
+            fail(
+                EVENTS_TOOL,
+                format!("the event of {device} has an unreadable end"),
+            )
+        })?),
+    };
+    Ok(Event {
+        id,
+        title: text_field(object, &["title", "name"]).unwrap_or_default(),
+        start,
+        end,
+    })
 }
 
 /// Parses `get_current_or_next_cms_events_for_devices`: per device, its event or `None`.
-pub fn parse_events(value: &serde_json::Value) -> Result<BTreeMap<String, Option<Event>>, ReadError> {
-    let _ = value;
-    todo!()
+pub fn parse_events(
+    value: &serde_json::Value,
+) -> Result<BTreeMap<String, Option<Event>>, ReadError> {
+    let part = devices_part(EVENTS_TOOL, value, "devices")?;
+    let mut out = BTreeMap::new();
+    for (id, entry) in keyed_entries(EVENTS_TOOL, part)? {
+        let event = match field(entry, &["event"]) {
+            None => None,
+            Some(Value::Object(event)) => Some(parse_event(&id, event)?),
+            Some(other) => {
+                return Err(fail(
+                    EVENTS_TOOL,
+                    format!("the event of {id} is {}", describe(other)),
+                ));
+            }
+        };
+        out.insert(id, event);
+    }
+    Ok(out)
+}
+
+// ---- stream endpoints ----------------------------------------------------------------------
+
+const STREAMS_TOOL: &str = "get_stream_endpoints";
+
+/// The host of a URL: no scheme, user info, port, path or query, so a key carried in any of
+/// those is never kept.
+fn url_host(url: &str) -> String {
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    if let Some(bracketed) = host_port.strip_prefix('[') {
+        // IPv6 literal: keep the brackets, drop the port.
+        return bracketed
+            .split_once(']')
+            .map(|(h, _)| format!("[{h}]"))
+            .unwrap_or_default();
+    }
+    host_port
+        .split(':')
+        .next()
+        .unwrap_or_default()
+        .to_ascii_lowercase()
 }
 
 /// Parses `get_stream_endpoints`.
 pub fn parse_stream_endpoints(value: &serde_json::Value) -> Result<Vec<StreamEndpoint>, ReadError> {
-    let _ = value;
-    todo!()
+    let items = match devices_part(STREAMS_TOOL, value, "streamendpoints")? {
+        Value::Array(items) => items,
+        other => {
+            return Err(fail(
+                STREAMS_TOOL,
+                format!("stream_endpoints is {}", describe(other)),
+            ));
+        }
+    };
+    let mut out = Vec::with_capacity(items.len());
+    for item in items {
+        let object = item
+            .as_object()
+            .ok_or_else(|| fail(STREAMS_TOOL, "an endpoint entry is not an object"))?;
+        // Only a UUID is kept as the ID: anything else in that slot could be a stream key.
+        let Some(id) = text_field(object, &["id", "streamid"]).filter(|id| ids::is_uuid(id)) else {
+            continue;
+        };
+        out.push(StreamEndpoint {
+            id,
+            name: text_field(object, &["name", "title"]).unwrap_or_default(),
+            host: text_field(object, &["url", "uri"])
+                .map(|u| url_host(&u))
+                .unwrap_or_default(),
+        });
+    }
+    if !items.is_empty() && out.is_empty() {
+        return Err(fail(
+            STREAMS_TOOL,
+            "no endpoint in the list has a stream ID",
+        ));
+    }
+    Ok(out)
 }
+
+// ---- time ----------------------------------------------------------------------------------
 
 /// Parses an event time: RFC 3339 (naive means UTC) or epoch seconds/milliseconds
 /// (milliseconds when above 1e11).
 pub fn parse_time(value: &serde_json::Value) -> Option<jiff::Timestamp> {
-    let _ = value;
-    todo!()
+    match value {
+        Value::Number(n) => epoch(n.as_f64()?),
+        Value::String(s) => {
+            let s = s.trim();
+            if let Ok(n) = s.parse::<f64>() {
+                return epoch(n);
+            }
+            if let Ok(t) = s.parse::<jiff::Timestamp>() {
+                return Some(t);
+            }
+            let naive = s.parse::<jiff::civil::DateTime>().ok()?;
+            jiff::tz::Offset::UTC.to_timestamp(naive).ok()
+        }
+        _ => None,
+    }
+}
+
+fn epoch(n: f64) -> Option<jiff::Timestamp> {
+    if !n.is_finite() {
+        return None;
+    }
+    let millis = if n.abs() > 1e11 { n } else { n * 1000.0 };
+    // `as` saturates; out-of-range values are then refused by jiff.
+    let millis = millis.round() as i64;
+    jiff::Timestamp::from_millisecond(millis).ok()
 }
 
 /// Formats a timestamp as RFC 3339 UTC with seconds (`2026-09-24T20:08:00Z`).
 pub fn format_time(t: jiff::Timestamp) -> String {
-    let _ = t;
-    todo!()
+    let dt = jiff::tz::Offset::UTC.to_datetime(t);
+    format!(
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z",
+        dt.year(),
+        dt.month(),
+        dt.day(),
+        dt.hour(),
+        dt.minute(),
+        dt.second()
+    )
 }
+
+// ---- fingerprint ---------------------------------------------------------------------------
 
 /// One target's live state as bound into an approval.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -199,8 +728,9 @@ pub struct Fingerprint(pub BTreeMap<String, TargetState>);
 
 impl Fingerprint {
     /// The one canonical form compared and signed.
-    pub fn canonical(&self) -> Canonical {
-        todo!()
+    pub fn canonical(&self) -> Result<Canonical, CanonicalError> {
+        let value = serde_json::to_value(&self.0).map_err(|_| CanonicalError::NotObject)?;
+        canonical::from_value(&value)
     }
 }
 
@@ -210,8 +740,27 @@ pub fn fingerprint(
     events: &BTreeMap<String, Option<Event>>,
     targets: &[String],
 ) -> Result<Fingerprint, String> {
-    let _ = (devices, events, targets);
-    todo!()
+    let mut out = BTreeMap::new();
+    for target in targets {
+        let device = devices
+            .devices
+            .iter()
+            .find(|d| &d.id == target)
+            .ok_or_else(|| format!("device {target} is not on the device list"))?;
+        let next_event_start = events
+            .get(target)
+            .and_then(Option::as_ref)
+            .map(|e| format_time(e.start));
+        out.insert(
+            target.clone(),
+            TargetState {
+                online: device.online,
+                recording: device.recording(),
+                next_event_start,
+            },
+        );
+    }
+    Ok(Fingerprint(out))
 }
 
 /// Whether a disruptive change to a room must wait.
@@ -227,7 +776,13 @@ pub enum RoomBlock {
     Soon(u32),
 }
 
+const NANOS_PER_MINUTE: i128 = 60_000_000_000;
+
 /// The disruptive-window rule. An event that has ended blocks nothing.
+///
+/// Order: a recording (unless the change is the stop that ends it), then an event on now
+/// (start ≤ now < end; with no end, for [`OPEN_EVENT_MINUTES`] after its start), then an event
+/// starting within `lead_minutes` (0 < start − now ≤ lead).
 pub fn room_block(
     device: &Device,
     event: Option<&Event>,
@@ -235,9 +790,37 @@ pub fn room_block(
     lead_minutes: u32,
     stops_recording: bool,
 ) -> RoomBlock {
-    let _ = (device, event, now, lead_minutes, stops_recording);
-    todo!()
+    if device.recording() && !stops_recording {
+        return RoomBlock::Recording;
+    }
+    let Some(event) = event else {
+        return RoomBlock::None;
+    };
+    let now_ns = now.as_nanosecond();
+    let start_ns = event.start.as_nanosecond();
+    if start_ns <= now_ns {
+        let end_ns = match event.end {
+            Some(end) => end.as_nanosecond(),
+            None => start_ns.saturating_add(i128::from(OPEN_EVENT_MINUTES) * NANOS_PER_MINUTE),
+        };
+        return if now_ns < end_ns {
+            RoomBlock::Live
+        } else {
+            RoomBlock::None
+        };
+    }
+    let until = start_ns.saturating_sub(now_ns);
+    if until <= i128::from(lead_minutes) * NANOS_PER_MINUTE {
+        // Rounded up so "in 29.5 minutes" reads as 30, never as a shorter wait than real.
+        let minutes = until.div_euclid(NANOS_PER_MINUTE)
+            + i128::from(until.rem_euclid(NANOS_PER_MINUTE) != 0);
+        RoomBlock::Soon(u32::try_from(minutes.max(1)).unwrap_or(lead_minutes))
+    } else {
+        RoomBlock::None
+    }
 }
+
+// ---- replay templates ----------------------------------------------------------------------
 
 /// Why a replay template did not resolve.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -249,9 +832,70 @@ pub struct TemplateError {
     pub problem: &'static str,
 }
 
+/// Longest template text quoted back in an error.
+const TEMPLATE_QUOTE_MAX: usize = 40;
+
+fn template_error(template: &str, problem: &'static str) -> TemplateError {
+    TemplateError {
+        template: template.chars().take(TEMPLATE_QUOTE_MAX).collect(),
+        problem,
+    }
+}
+
+fn resolve_one(inner: &str, whole: &str, now: jiff::Timestamp) -> Result<String, TemplateError> {
+    let Some(rest) = inner.strip_prefix("now") else {
+        return Err(template_error(
+            whole,
+            "only now, now+N, now-N (m or h) are known",
+        ));
+    };
+    if rest.is_empty() {
+        return Ok(format_time(now));
+    }
+    let (sign, rest) = match rest.split_at_checked(1) {
+        Some(("+", r)) => (1_i64, r),
+        Some(("-", r)) => (-1_i64, r),
+        _ => return Err(template_error(whole, "expected + or - after now")),
+    };
+    let (digits, unit_seconds) = if let Some(d) = rest.strip_suffix('m') {
+        (d, 60_i64)
+    } else if let Some(d) = rest.strip_suffix('h') {
+        (d, 3600_i64)
+    } else {
+        return Err(template_error(whole, "the offset must end in m or h"));
+    };
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(template_error(whole, "the offset must be a whole number"));
+    }
+    let seconds = digits
+        .parse::<i64>()
+        .ok()
+        .and_then(|n| n.checked_mul(unit_seconds))
+        .and_then(|s| s.checked_mul(sign))
+        .ok_or_else(|| template_error(whole, "the offset is too large"))?;
+    let shifted = now
+        .checked_add(jiff::SignedDuration::from_secs(seconds))
+        .map_err(|_| template_error(whole, "the offset is too large"))?;
+    Ok(format_time(shifted))
+}
+
 /// Resolves `{{now}}`, `{{now+25m}}`, `{{now-48h}}` (minutes `m`, hours `h`) against `now`,
 /// written as RFC 3339 UTC. Other `{{…}}` text is an error.
 pub fn resolve_templates(text: &str, now: jiff::Timestamp) -> Result<String, TemplateError> {
-    let _ = (text, now);
-    todo!()
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(open) = rest.find("{{") {
+        let (before, from_open) = rest.split_at(open);
+        out.push_str(before);
+        let after_open = from_open.get(2..).unwrap_or_default();
+        let Some(close) = after_open.find("}}") else {
+            return Err(template_error(from_open, "no closing }}"));
+        };
+        let inner = after_open.get(..close).unwrap_or_default();
+        let whole = from_open.get(..close + 4).unwrap_or(from_open);
+        out.push_str(&resolve_one(inner, whole, now)?);
+        rest = after_open.get(close + 2..).unwrap_or_default();
+    }
+    out.push_str(rest);
+    Ok(out)
 }

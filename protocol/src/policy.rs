@@ -355,20 +355,28 @@ impl Policy {
         let mut write: Vec<String> = raw.write;
         write.sort();
         write.dedup();
-        let is_write = |name: &str| {
-            write.iter().any(|w| w == name) || EPIPHAN_WRITE_TOOLS.contains(&name)
-        };
+        let is_write =
+            |name: &str| write.iter().any(|w| w == name) || EPIPHAN_WRITE_TOOLS.contains(&name);
 
         let mut read = BTreeMap::new();
         for (name, value) in raw.read {
             if is_write(&name) {
-                return Err(refuse(&name, "is a write tool and cannot be listed under read"));
+                return Err(refuse(
+                    &name,
+                    "is a write tool and cannot be listed under read",
+                ));
             }
             if !(name.starts_with("get_") || name.starts_with("kb_")) {
-                return Err(refuse(&name, "a read tool's name must start with get_ or kb_"));
+                return Err(refuse(
+                    &name,
+                    "a read tool's name must start with get_ or kb_",
+                ));
             }
             if NEVER_READABLE.contains(&name.as_str()) {
-                return Err(refuse(&name, "returns pictures, which never go to the model"));
+                return Err(refuse(
+                    &name,
+                    "returns pictures, which never go to the model",
+                ));
             }
             let entry: RawRead = decode(&name, value)?;
             non_blank(&name, "category", &entry.category)?;
@@ -385,10 +393,14 @@ impl Policy {
             );
         }
 
-        let mut disruptive: BTreeSet<String> = ALWAYS_DISRUPTIVE.iter().map(|s| (*s).to_owned()).collect();
+        let mut disruptive: BTreeSet<String> =
+            ALWAYS_DISRUPTIVE.iter().map(|s| (*s).to_owned()).collect();
         for name in raw.disruptive {
             if read.contains_key(&name) {
-                return Err(refuse(&name, "is listed under read and cannot be disruptive"));
+                return Err(refuse(
+                    &name,
+                    "is listed under read and cannot be disruptive",
+                ));
             }
             disruptive.insert(name);
         }
@@ -400,7 +412,10 @@ impl Policy {
                 return Err(refuse(&name, "a read tool never raises an approval"));
             }
             if !is_write(&name) {
-                return Err(refuse(&name, "is not a known write tool; add it to the write list first"));
+                return Err(refuse(
+                    &name,
+                    "is not a known write tool; add it to the write list first",
+                ));
             }
             let raw_entry: RawPropose = decode(&name, value)?;
             let (entry, when_enum, validator) = check_propose(&name, raw_entry, &disruptive)?;
@@ -697,13 +712,19 @@ fn check_field_values(
         .ok_or_else(|| {
             refuse(
                 name,
-                format!("{key} must name a property with an enum, not {:?}", rule.field),
+                format!(
+                    "{key} must name a property with an enum, not {:?}",
+                    rule.field
+                ),
             )
         })?;
     let mut allowed = Vec::with_capacity(options.len());
     for option in options {
         let text = option.as_str().ok_or_else(|| {
-            refuse(name, format!("{key}: the enum of {:?} must hold strings", rule.field))
+            refuse(
+                name,
+                format!("{key}: the enum of {:?} must hold strings", rule.field),
+            )
         })?;
         allowed.push(text.to_owned());
     }
@@ -778,7 +799,10 @@ fn check_target(name: &str, top: &Map<String, Value>, field: &str) -> Result<(),
         .ok_or_else(|| refuse(name, format!("target field {field:?} is not a property")))?;
     // A default would pick a device the model never named.
     if property.contains_key("default") {
-        return Err(refuse(name, format!("target field {field:?} must not have a default")));
+        return Err(refuse(
+            name,
+            format!("target field {field:?} must not have a default"),
+        ));
     }
     let is_id_pattern = |node: &Map<String, Value>| {
         // `pattern` constrains strings only: without `type: string` a number would pass.

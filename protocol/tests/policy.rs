@@ -163,7 +163,10 @@ fn refuses_an_epiphan_write_tool_under_read() {
 #[test]
 fn refuses_a_name_from_the_write_list_under_read() {
     let mut v = shipped_value();
-    v["write"].as_array_mut().unwrap().push(json!("get_team_secrets"));
+    v["write"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!("get_team_secrets"));
     entry_mut(&mut v, "/read").insert(
         "get_team_secrets".into(),
         json!({"category": "fleet", "description": "x", "schema": {"type": "object", "properties": {}, "additionalProperties": false}}),
@@ -228,7 +231,10 @@ fn refuses_calm_for_a_tool_on_the_disruptive_list() {
 #[test]
 fn refuses_calm_for_a_tool_the_file_lists_as_disruptive() {
     let mut v = shipped_value();
-    v["disruptive"].as_array_mut().unwrap().push(json!("start_stream_endpoint"));
+    v["disruptive"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!("start_stream_endpoint"));
     refused(&v, "start_stream_endpoint");
 }
 
@@ -269,8 +275,11 @@ fn refuses_a_schema_that_does_not_compile() {
 #[test]
 fn refuses_a_schema_with_an_invalid_regex() {
     let mut v = shipped_value();
-    entry_mut(&mut v, "/propose/start_stream_endpoint/schema/properties/channel_id")
-        .insert("pattern".into(), json!("^[1-9$"));
+    entry_mut(
+        &mut v,
+        "/propose/start_stream_endpoint/schema/properties/channel_id",
+    )
+    .insert("pattern".into(), json!("^[1-9$"));
     refused(&v, "start_stream_endpoint");
 }
 
@@ -301,8 +310,7 @@ fn refuses_a_nested_object_without_additional_properties_false() {
 #[test]
 fn refuses_an_untyped_subschema_that_would_accept_any_object() {
     let mut v = shipped_value();
-    entry_mut(&mut v, "/propose/batch_reboot/schema/properties")
-        .insert("extra".into(), json!({}));
+    entry_mut(&mut v, "/propose/batch_reboot/schema/properties").insert("extra".into(), json!({}));
     refused(&v, "batch_reboot");
 }
 
@@ -325,21 +333,31 @@ fn refuses_a_target_field_that_is_not_required() {
 #[test]
 fn refuses_a_target_field_without_an_id_pattern() {
     let mut v = shipped_value();
-    entry_mut(&mut v, "/propose/batch_reboot/schema/properties/device_ids/items").remove("pattern");
+    entry_mut(
+        &mut v,
+        "/propose/batch_reboot/schema/properties/device_ids/items",
+    )
+    .remove("pattern");
     let text = refused(&v, "batch_reboot");
     assert!(text.contains("pattern"), "{text}");
 
     let mut v = shipped_value();
-    entry_mut(&mut v, "/propose/batch_reboot/schema/properties/device_ids/items")
-        .insert("pattern".into(), json!("^[0-9a-z]{1,64}$"));
+    entry_mut(
+        &mut v,
+        "/propose/batch_reboot/schema/properties/device_ids/items",
+    )
+    .insert("pattern".into(), json!("^[0-9a-z]{1,64}$"));
     refused(&v, "batch_reboot");
 }
 
 #[test]
 fn refuses_a_target_pattern_without_a_string_type() {
     let mut v = shipped_value();
-    entry_mut(&mut v, "/propose/confirm_cms_event_on_device/schema/properties/device_id")
-        .remove("type");
+    entry_mut(
+        &mut v,
+        "/propose/confirm_cms_event_on_device/schema/properties/device_id",
+    )
+    .remove("type");
     refused(&v, "confirm_cms_event_on_device");
 }
 
@@ -353,8 +371,11 @@ fn refuses_a_target_that_is_not_a_property() {
 #[test]
 fn refuses_a_default_on_the_target_field() {
     let mut v = shipped_value();
-    entry_mut(&mut v, "/propose/confirm_cms_event_on_device/schema/properties/device_id")
-        .insert("default".into(), json!(DEVICE));
+    entry_mut(
+        &mut v,
+        "/propose/confirm_cms_event_on_device/schema/properties/device_id",
+    )
+    .insert("default".into(), json!(DEVICE));
     let text = refused(&v, "confirm_cms_event_on_device");
     assert!(text.contains("default"), "{text}");
 }
@@ -369,8 +390,11 @@ fn refuses_an_unanchored_pattern() {
         "(?m)^[1-9]$",
     ] {
         let mut v = shipped_value();
-        entry_mut(&mut v, "/propose/start_stream_endpoint/schema/properties/channel_id")
-            .insert("pattern".into(), json!(bad));
+        entry_mut(
+            &mut v,
+            "/propose/start_stream_endpoint/schema/properties/channel_id",
+        )
+        .insert("pattern".into(), json!(bad));
         let text = refused(&v, "start_stream_endpoint");
         assert!(text.contains("pattern"), "{bad}: {text}");
     }
@@ -379,8 +403,10 @@ fn refuses_an_unanchored_pattern() {
 #[test]
 fn refuses_pattern_properties() {
     let mut v = shipped_value();
-    entry_mut(&mut v, "/propose/batch_reboot/schema")
-        .insert("patternProperties".into(), json!({"^x_.*$": {"type": "string"}}));
+    entry_mut(&mut v, "/propose/batch_reboot/schema").insert(
+        "patternProperties".into(),
+        json!({"^x_.*$": {"type": "string"}}),
+    );
     refused(&v, "batch_reboot");
 }
 
@@ -414,8 +440,10 @@ fn refuses_disruptive_when_values_outside_the_enum() {
     refused(&v, "batch_recording");
 
     let mut v = shipped_value();
-    entry_mut(&mut v, "/propose/batch_recording")
-        .insert("disruptive_when".into(), json!({"field": "action", "values": []}));
+    entry_mut(&mut v, "/propose/batch_recording").insert(
+        "disruptive_when".into(),
+        json!({"field": "action", "values": []}),
+    );
     refused(&v, "batch_recording");
 }
 
@@ -463,14 +491,19 @@ fn refuses_stops_recording_outside_the_enum() {
 fn refuses_lead_minutes_outside_one_day() {
     for bad in [json!(0), json!(1441), json!(-5), json!(2.5), json!("30")] {
         let mut v = shipped_value();
-        entry_mut(&mut v, "/propose/batch_firmware_update").insert("lead_minutes".into(), bad.clone());
+        entry_mut(&mut v, "/propose/batch_firmware_update")
+            .insert("lead_minutes".into(), bad.clone());
         let text = refused(&v, "batch_firmware_update");
         assert!(text.contains("lead_minutes"), "{bad}: {text}");
     }
     for good in [1, 1440] {
         let mut v = shipped_value();
-        entry_mut(&mut v, "/propose/batch_firmware_update").insert("lead_minutes".into(), json!(good));
-        assert_eq!(load(&v).unwrap().lead_minutes("batch_firmware_update"), good);
+        entry_mut(&mut v, "/propose/batch_firmware_update")
+            .insert("lead_minutes".into(), json!(good));
+        assert_eq!(
+            load(&v).unwrap().lead_minutes("batch_firmware_update"),
+            good
+        );
     }
 }
 
@@ -500,7 +533,9 @@ fn refuses_unknown_keys_in_a_rule() {
 #[test]
 fn refuses_unknown_top_level_keys() {
     let mut v = shipped_value();
-    v.as_object_mut().unwrap().insert("grants".into(), json!({"all": true}));
+    v.as_object_mut()
+        .unwrap()
+        .insert("grants".into(), json!({"all": true}));
     let text = refused(&v, "(file)");
     assert!(text.contains("grants"), "{text}");
 }
@@ -556,7 +591,11 @@ fn refuses_a_blank_category() {
 fn pending_live_run_loads_but_is_never_proposable() {
     let policy = Policy::from_yaml(PENDING).unwrap();
     assert!(policy.propose_entry("apply_team_preset").is_none());
-    assert!(policy.propose_entries().all(|e| e.name != "apply_team_preset"));
+    assert!(
+        policy
+            .propose_entries()
+            .all(|e| e.name != "apply_team_preset")
+    );
     assert!(
         policy
             .listed_propose_entries()
@@ -567,7 +606,10 @@ fn pending_live_run_loads_but_is_never_proposable() {
     let error = policy
         .validate("apply_team_preset", &json!({"device_ids": [DEVICE]}))
         .unwrap_err();
-    assert_eq!(error, ArgumentError::NotProposable("apply_team_preset".into()));
+    assert_eq!(
+        error,
+        ArgumentError::NotProposable("apply_team_preset".into())
+    );
     assert_eq!(error.refusal(), Refusal::ToolNotProposable);
     assert!(policy.read_tool("kb_search").is_some());
 }
@@ -585,7 +627,10 @@ fn a_pending_entry_still_needs_its_flags() {
 fn validates_batch_recording() {
     let policy = shipped();
     let v = policy
-        .validate("batch_recording", &json!({"device_ids": [CHANNEL], "action": "start"}))
+        .validate(
+            "batch_recording",
+            &json!({"device_ids": [CHANNEL], "action": "start"}),
+        )
         .unwrap();
     assert_eq!(v.tool, "batch_recording");
     assert_eq!(
@@ -639,7 +684,9 @@ fn validates_confirm_cms_event_on_device() {
 fn validates_batch_reboot_and_firmware_update() {
     let policy = shipped();
     for tool in ["batch_reboot", "batch_firmware_update"] {
-        let v = policy.validate(tool, &json!({"device_ids": [DEVICE]})).unwrap();
+        let v = policy
+            .validate(tool, &json!({"device_ids": [DEVICE]}))
+            .unwrap();
         assert_eq!(
             v.arguments.as_str(),
             format!(r#"{{"device_ids":["{DEVICE}"]}}"#)
@@ -689,7 +736,10 @@ fn defaults_are_filled_before_canonicalising() {
     );
     // A value given explicitly wins over the default.
     let v = policy
-        .validate("batch_reboot", &json!({"device_ids": [DEVICE], "force": true}))
+        .validate(
+            "batch_reboot",
+            &json!({"device_ids": [DEVICE], "force": true}),
+        )
         .unwrap();
     assert_eq!(
         v.arguments.as_str(),
@@ -703,7 +753,10 @@ fn defaults_are_filled_before_canonicalising() {
 fn refuses_an_extra_field_naming_it() {
     let policy = shipped();
     let error = policy
-        .validate("batch_reboot", &json!({"device_ids": [DEVICE], "force": true}))
+        .validate(
+            "batch_reboot",
+            &json!({"device_ids": [DEVICE], "force": true}),
+        )
         .unwrap_err();
     assert_eq!(error.refusal(), Refusal::ArgumentsInvalid);
     let (field, _) = schema_error(error);
@@ -754,7 +807,10 @@ fn refuses_arguments_that_are_not_an_object() {
 fn refuses_a_trailing_newline_in_an_id() {
     let policy = shipped();
     let error = policy
-        .validate("batch_reboot", &json!({"device_ids": [format!("{DEVICE}\n")]}))
+        .validate(
+            "batch_reboot",
+            &json!({"device_ids": [format!("{DEVICE}\n")]}),
+        )
         .unwrap_err();
     let (field, problem) = schema_error(error);
     assert_eq!(field, "device_ids/0");
@@ -790,7 +846,10 @@ fn refuses_a_channel_id_where_a_master_is_required() {
 fn refuses_a_master_id_where_a_channel_is_required() {
     let policy = shipped();
     let error = policy
-        .validate("batch_recording", &json!({"action": "stop", "device_ids": [DEVICE]}))
+        .validate(
+            "batch_recording",
+            &json!({"action": "stop", "device_ids": [DEVICE]}),
+        )
         .unwrap_err();
     assert_eq!(schema_error(error).0, "device_ids/0");
 }
@@ -810,7 +869,10 @@ fn refuses_an_empty_target_list() {
 fn refuses_two_targets() {
     let policy = shipped();
     let error = policy
-        .validate("batch_reboot", &json!({"device_ids": [DEVICE, OTHER_DEVICE]}))
+        .validate(
+            "batch_reboot",
+            &json!({"device_ids": [DEVICE, OTHER_DEVICE]}),
+        )
         .unwrap_err();
     assert_eq!(
         error,
@@ -846,7 +908,10 @@ fn max_targets_above_one_allows_several_devices() {
     entry_mut(&mut v, "/propose/batch_reboot").insert("max_targets".into(), json!(2));
     let policy = load(&v).unwrap();
     let ok = policy
-        .validate("batch_reboot", &json!({"device_ids": [OTHER_DEVICE, DEVICE]}))
+        .validate(
+            "batch_reboot",
+            &json!({"device_ids": [OTHER_DEVICE, DEVICE]}),
+        )
         .unwrap();
     assert_eq!(ok.targets, [DEVICE, OTHER_DEVICE]);
     let error = policy
@@ -880,7 +945,10 @@ fn refuses_floats_in_arguments() {
         .insert("delay".into(), json!({"type": "number"}));
     let policy = load(&v).unwrap();
     let error = policy
-        .validate("batch_reboot", &json!({"device_ids": [DEVICE], "delay": 1.5}))
+        .validate(
+            "batch_reboot",
+            &json!({"device_ids": [DEVICE], "delay": 1.5}),
+        )
         .unwrap_err();
     assert!(matches!(error, ArgumentError::Canonical(_)), "{error:?}");
 }
@@ -894,9 +962,18 @@ fn batch_recording_is_disruptive_only_for_stop_and_fails_safe() {
     assert!(!d(json!({"action": "start", "device_ids": [CHANNEL]})));
     assert!(d(json!({"action": "stop", "device_ids": [CHANNEL]})));
     assert!(d(json!({"device_ids": [CHANNEL]})), "missing action");
-    assert!(d(json!({"action": "pause", "device_ids": [CHANNEL]})), "unknown action");
-    assert!(d(json!({"action": 1, "device_ids": [CHANNEL]})), "non-string action");
-    assert!(d(json!({"action": "START", "device_ids": [CHANNEL]})), "case differs");
+    assert!(
+        d(json!({"action": "pause", "device_ids": [CHANNEL]})),
+        "unknown action"
+    );
+    assert!(
+        d(json!({"action": 1, "device_ids": [CHANNEL]})),
+        "non-string action"
+    );
+    assert!(
+        d(json!({"action": "START", "device_ids": [CHANNEL]})),
+        "case differs"
+    );
     assert!(d(json!(null)));
 }
 
@@ -961,7 +1038,10 @@ fn editing_an_entry_changes_its_digest_only() {
     entry_mut(&mut v, "/propose/batch_reboot").insert("max_targets".into(), json!(2));
     let after = load(&v).unwrap();
     assert_ne!(before.digest("batch_reboot"), after.digest("batch_reboot"));
-    assert_eq!(before.digest("batch_recording"), after.digest("batch_recording"));
+    assert_eq!(
+        before.digest("batch_recording"),
+        after.digest("batch_recording")
+    );
     assert_ne!(before.whole_digest(), after.whole_digest());
 
     let mut v = shipped_value();
