@@ -183,11 +183,8 @@ pub(crate) fn load(dir: &Path, now: Timestamp) -> Result<TeamState, SimError> {
             }
             "get_current_or_next_cms_events_for_devices" => {
                 for (id, entry) in per_device(&value) {
-                    match entry.get("event") {
-                        Some(event @ Value::Object(_)) => {
-                            team.events.insert(id, event.clone());
-                        }
-                        _ => {}
+                    if let Some(event @ Value::Object(_)) = entry.get("event") {
+                        team.events.insert(id, event.clone());
                     }
                 }
             }

@@ -1,0 +1,73 @@
+//! The Messages API stand-in answers from its script and records what it was sent.
+
+use fleetwatch_sim::model;
+use serde_json::{Value, json};
+
+#[tokio::test]
+async fn answers_the_script_in_order_and_records_requests() {
+    let script = vec![
+        model::tool_use_reply("toolu_01", "get_devices_in_my_team", json!({})),
+        model::text_reply("Courtroom 2 is recording."),
+    ];
+    let server = model::start(script).await.unwrap();
+    let http = reqwest::Client::new();
+    let url = format!("{}/v1/messages", server.url());
+    let first_request = json!({
+        "model": "claude-sim",
+        "max_tokens": 512,
+        "tools": [{"name": "get_devices_in_my_team", "input_schema": {"type": "object"}}],
+        "messages": [{"role": "user", "content": "Which rooms are recording?"}],
+    });
+    let first: Value = http
+        .post(&url)
+        .json(&first_request)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(first["stop_reason"], "tool_use");
+    assert_eq!(first["content"][0]["type"], "tool_use");
+    assert_eq!(first["content"][0]["id"], "toolu_01");
+    assert_eq!(first["content"][0]["name"], "get_devices_in_my_team");
+    assert!(first["usage"]["output_tokens"].is_u64());
+
+    let second_request = json!({
+        "model": "claude-sim",
+        "messages": [
+            {"role": "user", "content": "Which rooms are recording?"},
+            {"role": "assistant", "content": first["content"].clone()},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_01", "content": "{\"devices\":[]}"}]},
+        ],
+    });
+    let second: Value = http
+        .post(&url)
+        .json(&second_request)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(second["stop_reason"], "end_turn");
+    assert_eq!(second["content"][0]["text"], "Courtroom 2 is recording.");
+    assert_ne!(first["id"], second["id"]);
+
+    // Exhausted: a JSON error with status 500.
+    let third = http.post(&url).json(&second_request).send().await.unwrap();
+    assert_eq!(third.status(), 500);
+    let body: Value = third.json().await.unwrap();
+    assert_eq!(body["type"], "error");
+
+    // Not JSON: refused, but still recorded.
+    let bad = http.post(&url).body("hello").send().await.unwrap();
+    assert_eq!(bad.status(), 400);
+
+    let requests = server.requests();
+    assert_eq!(requests.len(), 4);
+    assert_eq!(requests[0], first_request);
+    assert_eq!(requests[1], second_request);
+    assert_eq!(requests[3], Value::String("hello".into()));
+    server.shutdown().await;
+}
