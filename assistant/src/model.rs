@@ -1,1 +1,811 @@
-//! (being written)
+//! The model loop: one operator question, a bounded conversation with the Anthropic Messages
+//! API, and tool calls answered by guarded code.
+//!
+//! Hazards this module is shaped around:
+//! * The model is not trusted. Every tool call is checked again here against what is visible
+//!   *now* (grants can close between turns), and a name the model invents gets a fixed error
+//!   that does not repeat it.
+//! * Fleet data is hostile. Read results reach the model only through [`data_block`].
+//! * A looping or stalling model must end: a cap on calls, on consecutive invalid calls of one
+//!   tool, on tokens and on wall-clock time, each ending the turn with an apology.
+//! * The API key must not leak: it lives in [`ApiKey`] (no `Debug`/`Display`), travels in one
+//!   header marked sensitive, redirects are not followed, and failure reasons are fixed texts
+//!   chosen here, never an HTTP library's message or a response body.
+//! * Prompts and answers are never logged; logs carry counts only.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::time::Instant;
+
+use crate::datablock::data_block;
+use crate::lang::{self, Lang};
+use crate::prompt::SYSTEM_PROMPT;
+use crate::toolspec::{PROPOSE_TOOL, REASON_MAX_CHARS};
+
+/// Environment variable holding the API key; empty or unset means keyword answers only.
+pub const ENV_API_KEY: &str = "FLEETWATCH_ANTHROPIC_API_KEY";
+/// Environment variable overriding the API base URL (tests and the demo).
+pub const ENV_BASE_URL: &str = "FLEETWATCH_ANTHROPIC_BASE_URL";
+/// Environment variable choosing the model.
+pub const ENV_MODEL: &str = "FLEETWATCH_AI_MODEL";
+
+/// Default API base URL.
+pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
+/// Default model.
+pub const DEFAULT_MODEL: &str = "claude-sonnet-4-5";
+/// API version header value.
+pub const ANTHROPIC_VERSION: &str = "2023-06-01";
+
+/// The text every unavailable tool call gets back. It never names the tool: an echoed name is
+/// one more place for injected text to reach the model as if it were ours.
+pub const TOOL_NOT_AVAILABLE: &str = "That tool is not available.";
+
+/// The Anthropic API key. Deliberately neither `Debug` nor `Display` nor `Clone`, so it cannot
+/// slip into a log line, an error or an audit row by formatting.
+pub struct ApiKey(String);
+
+impl ApiKey {
+    /// Wraps a key; `None` when it is empty or only whitespace.
+    pub fn new(key: impl Into<String>) -> Option<ApiKey> {
+        let key = key.into();
+        let trimmed = key.trim();
+        if trimmed.is_empty() {
+            None
+        } else {
+            Some(ApiKey(trimmed.to_owned()))
+        }
+    }
+
+    fn header_value(&self) -> Option<reqwest::header::HeaderValue> {
+        let mut value = reqwest::header::HeaderValue::from_str(&self.0).ok()?;
+        value.set_sensitive(true);
+        Some(value)
+    }
+}
+
+/// How to reach the model and how far one question may go.
+pub struct ModelConfig {
+    /// API base URL (`FLEETWATCH_ANTHROPIC_BASE_URL`), without the `/v1/messages` path.
+    pub base_url: String,
+    /// The API key.
+    pub api_key: ApiKey,
+    /// Model name (`FLEETWATCH_AI_MODEL`).
+    pub model: String,
+    /// Most model calls per question.
+    pub max_calls: u32,
+    /// `max_tokens` sent with each call.
+    pub max_tokens_per_call: u32,
+    /// Input plus output tokens one question may use before the turn ends.
+    pub token_budget: u64,
+    /// Longest one question may take, model calls and reads together.
+    pub wall_clock: Duration,
+    /// Longest one model call may take.
+    pub request_timeout: Duration,
+}
+
+impl std::fmt::Debug for ModelConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The key is left out on purpose.
+        f.debug_struct("ModelConfig")
+            .field("base_url", &self.base_url)
+            .field("model", &self.model)
+            .field("max_calls", &self.max_calls)
+            .field("max_tokens_per_call", &self.max_tokens_per_call)
+            .field("token_budget", &self.token_budget)
+            .field("wall_clock", &self.wall_clock)
+            .field("request_timeout", &self.request_timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ModelConfig {
+    /// A configuration with the default bounds.
+    pub fn new(base_url: impl Into<String>, api_key: ApiKey, model: impl Into<String>) -> Self {
+        ModelConfig {
+            base_url: base_url.into(),
+            api_key,
+            model: model.into(),
+            max_calls: 8,
+            max_tokens_per_call: 2_048,
+            token_budget: 200_000,
+            wall_clock: Duration::from_secs(180),
+            request_timeout: Duration::from_secs(90),
+        }
+    }
+
+    /// Reads the environment; `None` when the key is unset or empty (keyword answers only).
+    pub fn from_env() -> Option<ModelConfig> {
+        Self::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// Like [`ModelConfig::from_env`] over any lookup, so it can be tested without touching
+    /// the process environment.
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Option<ModelConfig> {
+        let key = ApiKey::new(lookup(ENV_API_KEY)?)?;
+        let non_empty = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
+        let base = non_empty(ENV_BASE_URL).unwrap_or_else(|| DEFAULT_BASE_URL.to_owned());
+        let model = non_empty(ENV_MODEL).unwrap_or_else(|| DEFAULT_MODEL.to_owned());
+        Some(ModelConfig::new(base.trim(), key, model.trim()))
+    }
+
+    /// Why the base URL cannot be used, if it cannot: the key would travel in the clear to
+    /// anything but `https://` or a loopback address.
+    pub fn base_url_problem(&self) -> Option<&'static str> {
+        let url = match reqwest::Url::parse(self.base_url.trim_end_matches('/')) {
+            Ok(url) => url,
+            Err(_) => return Some("the model base URL is not a valid URL"),
+        };
+        match url.scheme() {
+            "https" => None,
+            "http" if is_loopback(&url) => None,
+            _ => Some("the model base URL must use https:// (http:// only on loopback)"),
+        }
+    }
+
+    fn endpoint(&self) -> String {
+        format!("{}/v1/messages", self.base_url.trim_end_matches('/'))
+    }
+}
+
+fn is_loopback(url: &reqwest::Url) -> bool {
+    let Some(host) = url.host_str() else {
+        return false;
+    };
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+/// What the loop asks of the rest of the assistant.
+pub trait ToolHandler: Send + Sync {
+    /// Called for read tools already checked visible; returns the redacted JSON result or a
+    /// short error text. The error text goes to the model, so it must be written by code (it is
+    /// shortened and stripped of markup characters here, but not otherwise trusted).
+    fn read(&self, tool: &str, args: Value) -> impl Future<Output = Result<Value, String>> + Send;
+
+    /// Called for `propose_change` when it is visible.
+    fn propose(
+        &self,
+        tool: &str,
+        args: Value,
+        reason: &str,
+    ) -> impl Future<Output = ProposeResult> + Send;
+}
+
+/// What a proposal attempt came to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProposeResult {
+    /// Shown to the model: "Not proposed: …" or "Proposal #N is waiting for a person to approve
+    /// it on the approval page. Nothing has changed."
+    pub message: String,
+    /// The stored proposal, if one was stored.
+    pub proposal_id: Option<u64>,
+    /// The call itself was invalid (unknown tool, bad arguments); counts toward the
+    /// consecutive-invalid bound. A valid call refused by a limit is not invalid.
+    pub invalid: bool,
+}
+
+/// Which bound ended a turn early.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LoopBound {
+    /// `max_calls` model calls were made without a final answer.
+    CallLimit,
+    /// Two consecutive invalid calls of one tool.
+    InvalidCalls,
+    /// The token budget was spent.
+    TokenBudget,
+    /// The wall-clock limit passed.
+    WallClock,
+}
+
+impl LoopBound {
+    /// A short fixed label for audit rows.
+    pub fn label(self) -> &'static str {
+        match self {
+            LoopBound::CallLimit => "call_limit",
+            LoopBound::InvalidCalls => "invalid_calls",
+            LoopBound::TokenBudget => "token_budget",
+            LoopBound::WallClock => "wall_clock",
+        }
+    }
+}
+
+/// How a turn ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TurnEnd {
+    /// The model gave a final answer.
+    Answered,
+    /// A loop bound ended the turn; the answer is an apology ([`TurnOutcome::stopped_by`] says
+    /// which bound).
+    Apologised,
+    /// A model call failed; the reason is a short fixed text safe to show. The caller falls
+    /// back to the keyword answer and expires the proposals listed in the outcome.
+    Failed(String),
+}
+
+/// The result of one question.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TurnOutcome {
+    /// The text for the operator (empty when the turn failed).
+    pub answer: String,
+    /// Proposals stored during this turn, in order.
+    pub proposals: Vec<u64>,
+    /// Model calls made.
+    pub model_calls: u32,
+    /// Input tokens reported (cache reads and writes included).
+    pub input_tokens: u64,
+    /// Output tokens reported.
+    pub output_tokens: u64,
+    /// Tool calls the model made (answered or refused).
+    pub tools_called: u32,
+    /// How the turn ended.
+    pub outcome: TurnEnd,
+    /// The bound that ended the turn, when it was [`TurnEnd::Apologised`].
+    pub stopped_by: Option<LoopBound>,
+}
+
+/// The request body for one call. The system prompt and tools come first and never change
+/// within a process, so the cached prefix stays byte-identical from turn to turn.
+pub fn request_body(cfg: &ModelConfig, tools: &[Value], messages: &[Value]) -> Value {
+    let mut body = json!({
+        "model": cfg.model,
+        "max_tokens": cfg.max_tokens_per_call,
+        "system": [{
+            "type": "text",
+            "text": SYSTEM_PROMPT,
+            "cache_control": {"type": "ephemeral"},
+        }],
+        "messages": messages,
+    });
+    if !tools.is_empty() {
+        body["tools"] = Value::Array(tools.to_vec());
+    }
+    body
+}
+
+/// Why a model call did not give a usable reply.
+enum CallError {
+    /// A fixed reason safe to show the operator.
+    Failed(&'static str, Option<u16>),
+    /// The turn's wall clock ran out during the call.
+    OutOfTime,
+}
+
+impl CallError {
+    fn reason(&self) -> String {
+        match self {
+            CallError::Failed(text, Some(status)) => format!("{text} (HTTP {status})"),
+            CallError::Failed(text, None) => (*text).to_owned(),
+            CallError::OutOfTime => String::from("out of time"),
+        }
+    }
+}
+
+struct Reply {
+    content: Vec<Value>,
+    stop_reason: String,
+    input_tokens: u64,
+    output_tokens: u64,
+}
+
+fn build_client(cfg: &ModelConfig) -> Result<reqwest::Client, CallError> {
+    let mut builder = reqwest::Client::builder()
+        // Following a redirect would carry the key to wherever the answer points.
+        .redirect(reqwest::redirect::Policy::none())
+        .connect_timeout(cfg.request_timeout.min(Duration::from_secs(15)));
+    if let Ok(url) = reqwest::Url::parse(&cfg.base_url)
+        && is_loopback(&url)
+    {
+        builder = builder.no_proxy();
+    }
+    builder
+        .build()
+        .map_err(|_| CallError::Failed("the model client could not be set up", None))
+}
+
+async fn call_model(
+    client: &reqwest::Client,
+    cfg: &ModelConfig,
+    body: &Value,
+    deadline: Instant,
+) -> Result<Reply, CallError> {
+    let key = cfg
+        .api_key
+        .header_value()
+        .ok_or(CallError::Failed("the model API key is not usable", None))?;
+    let now = Instant::now();
+    if now >= deadline {
+        return Err(CallError::OutOfTime);
+    }
+    let remaining = deadline - now;
+    let limit = remaining.min(cfg.request_timeout);
+    let wall_clock_bound = remaining <= cfg.request_timeout;
+    let request = async {
+        let response = client
+            .post(cfg.endpoint())
+            .header("x-api-key", key)
+            .header("anthropic-version", ANTHROPIC_VERSION)
+            .header("content-type", "application/json")
+            .json(body)
+            .send()
+            .await
+            .map_err(|e| {
+                if e.is_timeout() {
+                    CallError::Failed("the model service did not answer in time", None)
+                } else {
+                    CallError::Failed("could not reach the model service", None)
+                }
+            })?;
+        let status = response.status();
+        let bytes = response
+            .bytes()
+            .await
+            .map_err(|_| CallError::Failed("the model service's reply was cut off", None))?;
+        Ok::<_, CallError>((status, bytes))
+    };
+    let (status, bytes) = match tokio::time::timeout(limit, request).await {
+        Ok(result) => result?,
+        Err(_) if wall_clock_bound => return Err(CallError::OutOfTime),
+        Err(_) => {
+            return Err(CallError::Failed(
+                "the model service did not answer in time",
+                None,
+            ));
+        }
+    };
+    if !status.is_success() {
+        let code = Some(status.as_u16());
+        let text = match status.as_u16() {
+            401 | 403 => "the model service refused the API key",
+            429 => "the model service is limiting requests",
+            400..=499 => "the model service rejected the request",
+            _ => "the model service had an error",
+        };
+        return Err(CallError::Failed(text, code));
+    }
+    parse_reply(&bytes)
+}
+
+fn parse_reply(bytes: &[u8]) -> Result<Reply, CallError> {
+    let unreadable = CallError::Failed("the model's reply could not be read", None);
+    let value: Value = serde_json::from_slice(bytes).map_err(|_| unreadable)?;
+    let unreadable = || CallError::Failed("the model's reply could not be read", None);
+    if value.get("type").and_then(Value::as_str) == Some("error") {
+        return Err(CallError::Failed("the model service had an error", None));
+    }
+    let content = value
+        .get("content")
+        .and_then(Value::as_array)
+        .ok_or_else(unreadable)?
+        .clone();
+    if content.iter().any(|block| !block.is_object()) {
+        return Err(unreadable());
+    }
+    let stop_reason = value
+        .get("stop_reason")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_owned();
+    let usage = value.get("usage");
+    let count = |field: &str| {
+        usage
+            .and_then(|u| u.get(field))
+            .and_then(Value::as_u64)
+            .unwrap_or(0)
+    };
+    Ok(Reply {
+        content,
+        stop_reason,
+        input_tokens: count("input_tokens")
+            .saturating_add(count("cache_creation_input_tokens"))
+            .saturating_add(count("cache_read_input_tokens")),
+        output_tokens: count("output_tokens"),
+    })
+}
+
+/// The apology a bounded turn ends with, in the operator's language.
+pub fn apology(bound: LoopBound, lang: Lang) -> String {
+    let why = match (bound, lang) {
+        (LoopBound::CallLimit, Lang::En) => "it needed more steps than one question may take",
+        (LoopBound::InvalidCalls, Lang::En) => "my tool calls kept failing",
+        (LoopBound::TokenBudget, Lang::En) => "it needed more data than one question may use",
+        (LoopBound::WallClock, Lang::En) => "it took longer than one question may take",
+        (LoopBound::CallLimit, Lang::Es) => "necesitaba más pasos de los permitidos por pregunta",
+        (LoopBound::InvalidCalls, Lang::Es) => "mis consultas a las herramientas seguían fallando",
+        (LoopBound::TokenBudget, Lang::Es) => "necesitaba más datos de los permitidos por pregunta",
+        (LoopBound::WallClock, Lang::Es) => "tardaba más de lo permitido por pregunta",
+    };
+    match lang {
+        Lang::En => format!(
+            "Sorry, I could not finish this answer: {why}. Nothing has been changed. Try a \
+             narrower question, for example about one room."
+        ),
+        Lang::Es => format!(
+            "Lo siento, no pude terminar esta respuesta: {why}. No se ha cambiado nada. Prueba \
+             con una pregunta más concreta, por ejemplo sobre una sola sala."
+        ),
+    }
+}
+
+/// A read failure text for the model: shortened, on one line, with no markup characters, so
+/// that even an error that quotes the server cannot pose as a data block or an instruction tag.
+fn read_failure(text: &str) -> String {
+    let cleaned: String = text
+        .chars()
+        .map(|c| match c {
+            '<' | '>' | '&' => ' ',
+            c if c.is_control() => ' ',
+            c => c,
+        })
+        .take(300)
+        .collect();
+    format!("The read failed: {}", cleaned.trim())
+}
+
+struct ToolAnswer {
+    content: String,
+    is_error: bool,
+    invalid: bool,
+}
+
+impl ToolAnswer {
+    fn unavailable() -> Self {
+        ToolAnswer {
+            content: TOOL_NOT_AVAILABLE.to_owned(),
+            is_error: true,
+            invalid: true,
+        }
+    }
+}
+
+/// Where the turn stands; shared by every exit so the counts are always reported.
+struct Tally {
+    proposals: Vec<u64>,
+    model_calls: u32,
+    input_tokens: u64,
+    output_tokens: u64,
+    tools_called: u32,
+}
+
+impl Tally {
+    fn finish(
+        self,
+        answer: String,
+        outcome: TurnEnd,
+        stopped_by: Option<LoopBound>,
+    ) -> TurnOutcome {
+        let result = TurnOutcome {
+            answer,
+            proposals: self.proposals,
+            model_calls: self.model_calls,
+            input_tokens: self.input_tokens,
+            output_tokens: self.output_tokens,
+            tools_called: self.tools_called,
+            outcome,
+            stopped_by,
+        };
+        // Counts only: the question, the data and the answer never reach a log.
+        tracing::info!(
+            model_calls = result.model_calls,
+            input_tokens = result.input_tokens,
+            output_tokens = result.output_tokens,
+            tools_called = result.tools_called,
+            proposals = result.proposals.len(),
+            outcome = match &result.outcome {
+                TurnEnd::Answered => "answered",
+                TurnEnd::Apologised => "apologised",
+                TurnEnd::Failed(_) => "failed",
+            },
+            "model turn ended"
+        );
+        result
+    }
+
+    fn apologise(self, bound: LoopBound, lang: Lang) -> TurnOutcome {
+        self.finish(apology(bound, lang), TurnEnd::Apologised, Some(bound))
+    }
+}
+
+/// Runs one question through the model.
+///
+/// `tools` is what the model is shown (from [`crate::toolspec::tools`]); `visible` is asked
+/// again for every call the model makes, so a tool whose grant closed since `tools` was built,
+/// or one the model invents, is refused. Neither the question nor any answer is written
+/// anywhere by this function.
+pub async fn run_turn<H: ToolHandler>(
+    cfg: &ModelConfig,
+    tools: &[Value],
+    visible: &(dyn Fn(&str) -> bool + Send + Sync),
+    question: &str,
+    handler: &H,
+) -> TurnOutcome {
+    let lang = lang::detect(question);
+    let deadline = Instant::now() + cfg.wall_clock;
+    let mut tally = Tally {
+        proposals: Vec::new(),
+        model_calls: 0,
+        input_tokens: 0,
+        output_tokens: 0,
+        tools_called: 0,
+    };
+    if let Some(problem) = cfg.base_url_problem() {
+        return tally.finish(String::new(), TurnEnd::Failed(problem.to_owned()), None);
+    }
+    let client = match build_client(cfg) {
+        Ok(client) => client,
+        Err(e) => return tally.finish(String::new(), TurnEnd::Failed(e.reason()), None),
+    };
+    let mut messages = vec![json!({"role": "user", "content": question})];
+    // Consecutive invalid calls per tool name; a valid call of that tool resets its count.
+    let mut invalid_streak: HashMap<String, u32> = HashMap::new();
+
+    loop {
+        if tally.model_calls >= cfg.max_calls {
+            return tally.apologise(LoopBound::CallLimit, lang);
+        }
+        if tally.input_tokens.saturating_add(tally.output_tokens) >= cfg.token_budget {
+            return tally.apologise(LoopBound::TokenBudget, lang);
+        }
+        if Instant::now() >= deadline {
+            return tally.apologise(LoopBound::WallClock, lang);
+        }
+        let body = request_body(cfg, tools, &messages);
+        tally.model_calls += 1;
+        let reply = match call_model(&client, cfg, &body, deadline).await {
+            Ok(reply) => reply,
+            Err(CallError::OutOfTime) => return tally.apologise(LoopBound::WallClock, lang),
+            Err(e) => return tally.finish(String::new(), TurnEnd::Failed(e.reason()), None),
+        };
+        tally.input_tokens = tally.input_tokens.saturating_add(reply.input_tokens);
+        tally.output_tokens = tally.output_tokens.saturating_add(reply.output_tokens);
+        if reply.stop_reason == "refusal" {
+            return tally.finish(
+                String::new(),
+                TurnEnd::Failed(String::from("the model declined to answer")),
+                None,
+            );
+        }
+
+        let uses: Vec<&Value> = reply
+            .content
+            .iter()
+            .filter(|b| b.get("type").and_then(Value::as_str) == Some("tool_use"))
+            .collect();
+        if uses.is_empty() {
+            if reply.stop_reason == "tool_use" {
+                return tally.finish(
+                    String::new(),
+                    TurnEnd::Failed(String::from("the model's reply could not be read")),
+                    None,
+                );
+            }
+            let answer = reply
+                .content
+                .iter()
+                .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
+                .filter_map(|b| b.get("text").and_then(Value::as_str))
+                .collect::<Vec<_>>()
+                .join("\n")
+                .trim()
+                .to_owned();
+            if answer.is_empty() {
+                return tally.finish(
+                    String::new(),
+                    TurnEnd::Failed(String::from("the model gave an empty answer")),
+                    None,
+                );
+            }
+            return tally.finish(answer, TurnEnd::Answered, None);
+        }
+
+        let mut results = Vec::with_capacity(uses.len());
+        for block in uses {
+            let Some(id) = block.get("id").and_then(Value::as_str) else {
+                return tally.finish(
+                    String::new(),
+                    TurnEnd::Failed(String::from("the model's reply could not be read")),
+                    None,
+                );
+            };
+            let name = block.get("name").and_then(Value::as_str).unwrap_or("");
+            let input = block.get("input").cloned().unwrap_or(Value::Null);
+            tally.tools_called += 1;
+            let answer = match tokio::time::timeout_at(
+                deadline,
+                answer_call(name, input, visible, handler, &mut tally.proposals),
+            )
+            .await
+            {
+                Ok(answer) => answer,
+                Err(_) => return tally.apologise(LoopBound::WallClock, lang),
+            };
+            // The streak key is bounded so an invented name cannot grow the map's keys.
+            let key: String = name.chars().take(64).collect();
+            if answer.invalid {
+                let streak = invalid_streak.entry(key).or_insert(0);
+                *streak += 1;
+                if *streak >= 2 {
+                    return tally.apologise(LoopBound::InvalidCalls, lang);
+                }
+            } else {
+                invalid_streak.remove(&key);
+            }
+            let mut result = json!({
+                "type": "tool_result",
+                "tool_use_id": id,
+                "content": answer.content,
+            });
+            if answer.is_error {
+                result["is_error"] = Value::Bool(true);
+            }
+            results.push(result);
+        }
+        messages.push(json!({"role": "assistant", "content": reply.content}));
+        messages.push(json!({"role": "user", "content": results}));
+    }
+}
+
+async fn answer_call<H: ToolHandler>(
+    name: &str,
+    input: Value,
+    visible: &(dyn Fn(&str) -> bool + Send + Sync),
+    handler: &H,
+    proposals: &mut Vec<u64>,
+) -> ToolAnswer {
+    // The call-time gate: what the model was shown earlier does not matter here.
+    if name.is_empty() || !visible(name) {
+        return ToolAnswer::unavailable();
+    }
+    if name == PROPOSE_TOOL {
+        return answer_propose(input, handler, proposals).await;
+    }
+    if !(name.starts_with("get_") || name.starts_with("kb_")) || name == "get_channel_image" {
+        // `visible` should never allow these; refuse even if a caller's check is wrong.
+        return ToolAnswer::unavailable();
+    }
+    let args = match input {
+        Value::Object(_) => input,
+        Value::Null => json!({}),
+        _ => {
+            return ToolAnswer {
+                content: String::from("The arguments must be a JSON object."),
+                is_error: true,
+                invalid: true,
+            };
+        }
+    };
+    match handler.read(name, args).await {
+        Ok(value) => ToolAnswer {
+            content: data_block(name, &value),
+            is_error: false,
+            invalid: false,
+        },
+        Err(text) => ToolAnswer {
+            content: read_failure(&text),
+            is_error: true,
+            invalid: true,
+        },
+    }
+}
+
+async fn answer_propose<H: ToolHandler>(
+    input: Value,
+    handler: &H,
+    proposals: &mut Vec<u64>,
+) -> ToolAnswer {
+    let tool = input.get("tool").and_then(Value::as_str);
+    let arguments = input.get("arguments").filter(|a| a.is_object());
+    let reason = input.get("reason").and_then(Value::as_str);
+    let extra = input.as_object().is_some_and(|o| {
+        o.keys()
+            .any(|k| !matches!(k.as_str(), "tool" | "arguments" | "reason"))
+    });
+    let (Some(tool), Some(arguments), Some(reason), false) = (tool, arguments, reason, extra)
+    else {
+        return ToolAnswer {
+            content: format!(
+                "Not proposed: propose_change takes exactly tool (text), arguments (an object) \
+                 and reason (text, at most {REASON_MAX_CHARS} characters)."
+            ),
+            is_error: true,
+            invalid: true,
+        };
+    };
+    if reason.chars().count() > REASON_MAX_CHARS {
+        return ToolAnswer {
+            content: format!(
+                "Not proposed: the reason is longer than {REASON_MAX_CHARS} characters."
+            ),
+            is_error: true,
+            invalid: true,
+        };
+    }
+    let result = handler.propose(tool, arguments.clone(), reason).await;
+    if let Some(id) = result.proposal_id {
+        proposals.push(id);
+    }
+    ToolAnswer {
+        content: result.message,
+        is_error: result.proposal_id.is_none(),
+        invalid: result.invalid,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn key_rules() {
+        assert!(ApiKey::new("").is_none());
+        assert!(ApiKey::new("   ").is_none());
+        assert!(ApiKey::new("sk-ant-x").is_some());
+        assert!(ApiKey::new("bad\nkey").unwrap().header_value().is_none());
+    }
+
+    #[test]
+    fn config_from_lookup() {
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |name: &str| {
+                pairs
+                    .iter()
+                    .find(|(k, _)| *k == name)
+                    .map(|(_, v)| (*v).to_owned())
+            }
+        };
+        assert!(ModelConfig::from_lookup(env(&[])).is_none());
+        assert!(ModelConfig::from_lookup(env(&[(ENV_API_KEY, "")])).is_none());
+        let cfg = ModelConfig::from_lookup(env(&[(ENV_API_KEY, "sk-ant-abc")])).unwrap();
+        assert_eq!(cfg.base_url, DEFAULT_BASE_URL);
+        assert_eq!(cfg.model, DEFAULT_MODEL);
+        assert_eq!(cfg.max_calls, 8);
+        let cfg = ModelConfig::from_lookup(env(&[
+            (ENV_API_KEY, "sk-ant-abc"),
+            (ENV_BASE_URL, "http://127.0.0.1:9999/"),
+            (ENV_MODEL, "claude-test"),
+        ]))
+        .unwrap();
+        assert_eq!(cfg.base_url, "http://127.0.0.1:9999/");
+        assert_eq!(cfg.endpoint(), "http://127.0.0.1:9999/v1/messages");
+        assert_eq!(cfg.model, "claude-test");
+        assert!(!format!("{cfg:?}").contains("sk-ant-abc"));
+    }
+
+    #[test]
+    fn base_url_must_protect_the_key() {
+        let cfg = |url: &str| ModelConfig::new(url, ApiKey::new("k").unwrap(), "m");
+        assert_eq!(cfg("https://api.anthropic.com").base_url_problem(), None);
+        assert_eq!(cfg("http://127.0.0.1:8080").base_url_problem(), None);
+        assert_eq!(cfg("http://localhost:8080").base_url_problem(), None);
+        assert_eq!(cfg("http://[::1]:8080").base_url_problem(), None);
+        assert!(cfg("http://api.example.com").base_url_problem().is_some());
+        assert!(cfg("ftp://127.0.0.1").base_url_problem().is_some());
+        assert!(cfg("not a url").base_url_problem().is_some());
+    }
+
+    #[test]
+    fn read_failures_cannot_carry_markup() {
+        let text = read_failure("bad <fleet_data>\nSYSTEM & more");
+        assert!(!text.contains('<') && !text.contains('>') && !text.contains('&'));
+        assert!(!text.contains('\n'));
+        assert!(read_failure(&"x".repeat(1000)).chars().count() < 330);
+    }
+
+    #[test]
+    fn apologies_in_both_languages() {
+        for bound in [
+            LoopBound::CallLimit,
+            LoopBound::InvalidCalls,
+            LoopBound::TokenBudget,
+            LoopBound::WallClock,
+        ] {
+            assert!(apology(bound, Lang::En).starts_with("Sorry"));
+            assert!(apology(bound, Lang::Es).starts_with("Lo siento"));
+        }
+    }
+}
