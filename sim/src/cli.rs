@@ -44,7 +44,8 @@ pub struct ServeArgs {
     /// Serve a team from a replay folder; repeatable.
     #[arg(long = "team", value_name = "NAME=TOKEN:DIR")]
     pub teams: Vec<String>,
-    /// Clock for replay templates and event windows (RFC 3339); default: the current time.
+    /// Fixed simulator clock (RFC 3339) for replay templates, demo event times and event
+    /// windows; default: the current time.
     #[arg(long, value_name = "RFC3339")]
     pub now: Option<jiff::Timestamp>,
     /// Port on 127.0.0.1; 0 picks a free one.
@@ -177,4 +178,21 @@ pub async fn run(cli: Cli) -> Result<(), SimError> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn team_specs_split_on_the_first_equals_and_colon() {
+        let team = parse_team("east=tok:/srv/replay:with:colons").unwrap();
+        assert_eq!((team.name.as_str(), team.token.as_str()), ("east", "tok"));
+        assert!(
+            matches!(team.source, TeamSource::Replay(ref p) if p == std::path::Path::new("/srv/replay:with:colons"))
+        );
+        for bad in ["east", "east=tok", "=tok:/x", "east=:/x", "east=tok:"] {
+            assert!(parse_team(bad).is_err(), "{bad}");
+        }
+    }
 }

@@ -18,7 +18,9 @@ mod server;
 mod state;
 mod tools;
 
+pub use demo::{NORMAL_TEAM_ID, SANDBOX_TEAM_ID};
 pub use server::SimHandle;
+pub use tools::is_write;
 
 /// What the simulator serves.
 #[derive(Debug, Clone)]

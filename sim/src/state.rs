@@ -670,3 +670,30 @@ pub(crate) fn uuid_like(seed: &str) -> String {
         &hex[20..32]
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn channel_ids_split_only_at_a_numeric_suffix() {
+        assert_eq!(
+            split_channel_id("19012341234-2"),
+            Some(("19012341234", "2"))
+        );
+        assert_eq!(split_channel_id("19012341234"), None);
+        assert_eq!(split_channel_id("abc-"), None);
+        assert_eq!(split_channel_id("-3"), None);
+        assert_eq!(split_channel_id("abc-x1"), None);
+    }
+
+    #[test]
+    fn generated_ids_are_stable_and_uuid_shaped() {
+        let a = uuid_like("seed");
+        assert_eq!(a, uuid_like("seed"));
+        assert_ne!(a, uuid_like("seed2"));
+        let groups: Vec<usize> = a.split('-').map(str::len).collect();
+        assert_eq!(groups, [8, 4, 4, 4, 12]);
+        assert!(a.bytes().all(|b| b == b'-' || b.is_ascii_hexdigit()));
+    }
+}

@@ -704,6 +704,8 @@ async fn replay_folder_with_notes_and_templates_serves() {
 
     let list = read(&client, "get_devices_in_my_team", json!({})).await;
     assert!(list.get("_note").is_none(), "notes are not served");
+    let parsed = fleetwatch_protocol::fleet::parse_device_list(&list).unwrap();
+    assert_eq!(parsed.devices.len(), 3);
     assert_eq!(list["team_id"], "0f1e2d3c-4b5a-4978-8695-a4b3c2d1e0f9");
     let room = device(&list, "18033355501");
     assert_eq!(room["StateTime"], "2026-09-22T20:08:00Z");
@@ -832,4 +834,84 @@ async fn configuration_mistakes_are_refused() {
         now: None,
     };
     assert!(fleetwatch_sim::start(config).await.is_err(), "no team");
+}
+
+/// The reads the simulator serves must be what the shared fleet parsers understand, or every
+/// test built on the simulator would be testing a different world.
+#[tokio::test]
+async fn demo_reads_parse_with_the_protocol_fleet_model() {
+    use fleetwatch_protocol::fleet;
+    let sim = fleetwatch_sim::start(SimConfig::demo()).await.unwrap();
+    let now = sim.now();
+    for (team, token) in [("normal", "normal-token"), ("sandbox", "sandbox-token")] {
+        let client = connect(&sim, Some(token)).await.unwrap();
+        let raw = read(&client, "get_devices_in_my_team", json!({})).await;
+        let mut list = fleet::parse_device_list(&raw).unwrap();
+        assert_eq!(list.devices.len(), sim.team_devices(team).len());
+        let online: Vec<String> = list
+            .devices
+            .iter()
+            .filter(|d| d.online)
+            .map(|d| d.id.clone())
+            .collect();
+        let status = read(
+            &client,
+            "get_recorder_status_for_devices",
+            json!({"device_ids": online}),
+        )
+        .await;
+        fleet::apply_recorder_status(&mut list, &fleet::parse_recorder_status(&status).unwrap());
+        assert_eq!(
+            list.devices.iter().filter(|d| d.recording()).count(),
+            1,
+            "{team}: one recording"
+        );
+        assert_eq!(
+            list.devices
+                .iter()
+                .filter(|d| d
+                    .channels
+                    .iter()
+                    .any(|c| c.publishers.iter().any(|p| p.active)))
+                .count(),
+            1,
+            "{team}: one streaming"
+        );
+        let system = read(
+            &client,
+            "get_system_status_for_devices",
+            json!({"device_ids": online}),
+        )
+        .await;
+        let system = fleet::parse_system_status(&system).unwrap();
+        assert!(
+            system
+                .values()
+                .all(|s| s.cpu_load.is_some() && s.up_since.is_some())
+        );
+        let endpoints = read(&client, "get_stream_endpoints", json!({})).await;
+        assert!(
+            !fleet::parse_stream_endpoints(&endpoints)
+                .unwrap()
+                .is_empty()
+        );
+
+        let until = now
+            .checked_add(jiff::SignedDuration::from_hours(24))
+            .unwrap();
+        let raw_events = read(
+            &client,
+            "get_current_or_next_cms_events_for_devices",
+            json!({"until": until.to_string()}),
+        )
+        .await;
+        let events = fleet::parse_events(&raw_events).unwrap();
+        // Some room is blocked by an event within 20 minutes.
+        let soon = list.devices.iter().any(|d| {
+            let event = events.get(&d.id).and_then(|e| e.as_ref());
+            matches!(fleet::room_block(d, event, now, 20, false), fleet::RoomBlock::Soon(m) if m <= 20)
+        });
+        assert!(soon, "{team}: an event starts within 20 minutes");
+    }
+    sim.shutdown().await;
 }
