@@ -42,6 +42,9 @@
 //! string or on the `items` of an array. `disruptive_when` and `stops_recording` name one
 //! property with a string `enum` and a non-empty subset of its values.
 //!
+//! A propose schema declares no argument whose name reads as a secret (`stream_key`,
+//! `password`, `apiKey`, …): a card shows every argument in full, and a secret cannot be shown.
+//!
 //! An entry whose schema is `pending-live-run` is loaded (so its category and flags are
 //! checked and it counts as a write tool) but is never proposable.
 //!
@@ -659,6 +662,7 @@ fn check_propose(
         }
         schema => {
             let validator = check_schema(name, schema, Some(&raw.target))?;
+            check_no_secret_arguments(name, schema)?;
             (Some(schema.clone()), Some(validator))
         }
     };
@@ -828,6 +832,73 @@ fn check_target(name: &str, top: &Map<String, Value>, field: &str) -> Result<(),
         ));
     }
     Ok(())
+}
+
+/// Word parts of an argument name that mark it as a secret.
+const SECRET_WORDS: &[&str] = &[
+    "key",
+    "apikey",
+    "streamkey",
+    "password",
+    "passwd",
+    "passphrase",
+    "secret",
+    "token",
+    "credential",
+    "credentials",
+    "authorization",
+];
+
+/// A card must show every argument in full, and a secret cannot be shown: a propose schema
+/// may not declare an argument whose name reads as a secret (`stream_key`, `apiKey`, …).
+fn check_no_secret_arguments(name: &str, schema: &Value) -> Result<(), PolicyError> {
+    match schema {
+        Value::Object(object) => {
+            if let Some(Value::Object(properties)) = object.get("properties") {
+                for key in properties.keys() {
+                    if is_secret_name(key) {
+                        return Err(refuse(
+                            name,
+                            format!(
+                                "argument {key:?} reads as a secret, and a card cannot show a \
+                                 secret in full"
+                            ),
+                        ));
+                    }
+                }
+            }
+            object
+                .values()
+                .try_for_each(|v| check_no_secret_arguments(name, v))
+        }
+        Value::Array(items) => items
+            .iter()
+            .try_for_each(|v| check_no_secret_arguments(name, v)),
+        _ => Ok(()),
+    }
+}
+
+/// Splits `stream_key`, `streamKey`, `stream-key` into words and looks for a secret word;
+/// `keyboard` or `monkey` are single words and do not match.
+fn is_secret_name(name: &str) -> bool {
+    let mut words: Vec<String> = Vec::new();
+    let mut current = String::new();
+    for c in name.chars() {
+        if !c.is_alphanumeric() || (c.is_uppercase() && !current.is_empty()) {
+            if !current.is_empty() {
+                words.push(std::mem::take(&mut current));
+            }
+        }
+        if c.is_alphanumeric() {
+            current.extend(c.to_lowercase());
+        }
+    }
+    if !current.is_empty() {
+        words.push(current);
+    }
+    let joined = words.concat();
+    words.iter().any(|w| SECRET_WORDS.contains(&w.as_str()))
+        || SECRET_WORDS.contains(&joined.as_str())
 }
 
 /// Keywords whose value is one subschema.
@@ -1083,5 +1154,34 @@ mod tests {
         assert!(!is_full_match("(?m)^a$"));
         assert!(!is_full_match("^(?m)a$"));
         assert!(!is_full_match("^a)($"));
+    }
+
+    #[test]
+    fn secret_names() {
+        use super::is_secret_name;
+        for name in [
+            "stream_key",
+            "streamKey",
+            "stream-key",
+            "key",
+            "apiKey",
+            "password",
+            "auth_token",
+            "StreamKey",
+            "streamkey",
+        ] {
+            assert!(is_secret_name(name), "{name}");
+        }
+        for name in [
+            "keyboard",
+            "monkey",
+            "device_ids",
+            "hotkey_label",
+            "action",
+            "stream_id",
+            "channel_id",
+        ] {
+            assert!(!is_secret_name(name), "{name}");
+        }
     }
 }

@@ -585,6 +585,63 @@ fn refuses_a_blank_category() {
     refused(&v, "batch_reboot");
 }
 
+#[test]
+fn refuses_a_secret_like_argument() {
+    for name in ["stream_key", "streamKey", "password"] {
+        let mut v = shipped_value();
+        entry_mut(&mut v, "/propose/start_stream_endpoint/schema/properties")
+            .insert(name.into(), json!({"type": "string", "maxLength": 64}));
+        let text = refused(&v, "start_stream_endpoint");
+        assert!(text.contains(name), "{text}");
+    }
+}
+
+#[test]
+fn shipped_registry_reaches_no_excluded_authority() {
+    // Reads are a fixed, reviewed subset of Epiphan's read tools; proposals are exactly the
+    // six reviewed write tools. Adding anything else must be a deliberate edit of this list.
+    const REVIEWED_READS: &[&str] = &[
+        "get_current_or_next_cms_event_for_device",
+        "get_current_or_next_cms_events_for_devices",
+        "get_device_info",
+        "get_devices_in_my_team",
+        "get_recorder_status_for_devices",
+        "get_storage_status_for_devices",
+        "get_stream_endpoint",
+        "get_stream_endpoints",
+        "get_system_status_for_devices",
+    ];
+    let policy = shipped();
+    let reads: Vec<&str> = policy.read_tools().map(|t| t.name.as_str()).collect();
+    assert_eq!(reads, REVIEWED_READS);
+    let listed: Vec<&str> = policy
+        .listed_propose_entries()
+        .map(|e| e.name.as_str())
+        .collect();
+    let proposable: Vec<&str> = policy.propose_entries().map(|e| e.name.as_str()).collect();
+    assert_eq!(listed, proposable, "no pending entries ship");
+    for excluded in [
+        "create_stream_endpoint",
+        "update_stream_endpoint",
+        "delete_stream_endpoint",
+        "create_cms_event",
+        "update_cms_event",
+        "delete_cms_event",
+        "cms_event_action",
+        "apply_team_preset",
+        "switch_device_to_cms",
+    ] {
+        assert!(!listed.contains(&excluded), "{excluded}");
+        assert!(policy.on_disruptive_list(excluded), "{excluded}");
+    }
+    for tool in policy.read_tools() {
+        let text = serde_json::to_string(&tool.schema).unwrap();
+        for word in ["key", "token", "password", "secret", "credential"] {
+            assert!(!text.contains(word), "{}: {word}", tool.name);
+        }
+    }
+}
+
 // ---- pending-live-run ----------------------------------------------------------------------
 
 #[test]
