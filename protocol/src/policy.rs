@@ -884,10 +884,9 @@ fn is_secret_name(name: &str) -> bool {
     let mut words: Vec<String> = Vec::new();
     let mut current = String::new();
     for c in name.chars() {
-        if !c.is_alphanumeric() || (c.is_uppercase() && !current.is_empty()) {
-            if !current.is_empty() {
-                words.push(std::mem::take(&mut current));
-            }
+        let boundary = !c.is_alphanumeric() || c.is_uppercase();
+        if boundary && !current.is_empty() {
+            words.push(std::mem::take(&mut current));
         }
         if c.is_alphanumeric() {
             current.extend(c.to_lowercase());
