@@ -13,7 +13,7 @@
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
 
-use fleetwatch_protocol::fleet::{Device, Event, Warning};
+use fleetwatch_protocol::fleet::{self, Device, Event, Warning};
 
 use crate::lang::{self, Lang};
 use crate::snapshot::Snapshot;
@@ -35,7 +35,8 @@ pub fn answer(question: &str, snap: &Snapshot) -> String {
         // names no room gets the help text.
         return match find_room(question, &snap.devices) {
             RoomMatch::One(device) => readiness(device, snap, lang),
-            RoomMatch::Several(_) | RoomMatch::NotNamed | RoomMatch::None(_) => help(lang),
+            RoomMatch::Several(devices) => ambiguous(&devices, lang),
+            RoomMatch::NotNamed | RoomMatch::None(_) => help(lang),
         };
     }
     if snap.devices.is_empty() {
@@ -47,7 +48,7 @@ pub fn answer(question: &str, snap: &Snapshot) -> String {
     match intent {
         Intent::Ready => match find_room(question, &snap.devices) {
             RoomMatch::One(device) => readiness(device, snap, lang),
-            RoomMatch::Several(devices) => ambiguous(question, &devices, lang),
+            RoomMatch::Several(devices) => ambiguous(&devices, lang),
             RoomMatch::None(asked) => no_room(&asked, lang),
             RoomMatch::NotNamed => match lang {
                 Lang::En => {
@@ -404,14 +405,15 @@ fn edit_distance(a: &str, b: &str) -> usize {
     rows[a.len()][b.len()]
 }
 
-/// How well a question word fits a name word: 3 exact, 2 one inside the other, 1 a small
+/// How well a question word fits a name word: 3 exact, 2 part of a longer name word
+/// ("court" in "courtroom", never "room" asked as "courtroom"), 1 a small
 /// typo, 0 no fit. Short words must be exact: "a" and "b" are different rooms.
 fn word_fit(asked: &str, name: &str) -> u32 {
     if asked == name {
         return 3;
     }
     let (la, ln) = (asked.chars().count(), name.chars().count());
-    if la >= 4 && ln >= 4 && (name.contains(asked) || asked.contains(name)) {
+    if la >= 4 && ln >= 4 && name.contains(asked) {
         return 2;
     }
     let shorter = la.min(ln);
@@ -451,36 +453,12 @@ pub fn find_room<'a>(question: &str, devices: &'a [Device]) -> RoomMatch<'a> {
 
     let mut best: Vec<(&Device, (u32, i64))> = Vec::new();
     for device in devices {
-        let (name_words, mut name_numbers) = tokens(&device.name);
-        name_numbers.sort();
-        name_numbers.dedup();
+        let Some((name_numbers, key)) = word_score(&asked, device) else {
+            continue;
+        };
         if name_numbers != asked_numbers {
             continue;
         }
-        let mut score = 3 * u32::try_from(asked_numbers.len()).unwrap_or(u32::MAX);
-        let mut used = vec![false; name_words.len()];
-        let mut all_found = true;
-        for word in &asked {
-            let fit = name_words
-                .iter()
-                .enumerate()
-                .map(|(i, n)| (i, word_fit(word, n)))
-                .max_by_key(|&(_, fit)| fit)
-                .filter(|&(_, fit)| fit > 0);
-            match fit {
-                Some((i, fit)) => {
-                    score += fit;
-                    used[i] = true;
-                }
-                None if GENERIC_WORDS.contains(&word.as_str()) => {}
-                None => all_found = false,
-            }
-        }
-        if !all_found {
-            continue;
-        }
-        let unmatched = used.iter().filter(|u| !**u).count();
-        let key = (score, -i64::try_from(unmatched).unwrap_or(i64::MAX));
         match best.first().map(|(_, k)| key.cmp(k)) {
             None | Some(Ordering::Equal) => best.push((device, key)),
             Some(Ordering::Greater) => best = vec![(device, key)],
@@ -488,14 +466,59 @@ pub fn find_room<'a>(question: &str, devices: &'a [Device]) -> RoomMatch<'a> {
         }
     }
     match best.len() {
+        0 if asked_numbers.is_empty() => {
+            // "is the courtroom ready?" names no number while the rooms have one: offer every
+            // room whose words fit and let the operator pick, rather than choosing for them.
+            let candidates: Vec<&Device> = devices
+                .iter()
+                .filter(|d| word_score(&asked, d).is_some())
+                .collect();
+            if candidates.is_empty() {
+                RoomMatch::None(shown(&asked.join(" ")))
+            } else {
+                RoomMatch::Several(candidates)
+            }
+        }
         0 => {
-            let mut shown: Vec<String> = asked;
-            shown.extend(numbers);
-            RoomMatch::None(shown.join(" "))
+            let mut words: Vec<String> = asked;
+            words.extend(numbers);
+            RoomMatch::None(shown(&words.join(" ")))
         }
         1 => RoomMatch::One(best[0].0),
         _ => RoomMatch::Several(best.into_iter().map(|(d, _)| d).collect()),
     }
+}
+
+/// How well the question's words fit a device name, ignoring numbers: `None` when a word that
+/// names something is missing from the name; otherwise the name's numbers (sorted) and a sort
+/// key (higher fits better: more and closer matches, fewer name words left over).
+fn word_score(asked: &[String], device: &Device) -> Option<(Vec<String>, (u32, i64))> {
+    let (name_words, mut name_numbers) = tokens(&device.name);
+    name_numbers.sort();
+    name_numbers.dedup();
+    let mut score = 3 * u32::try_from(name_numbers.len()).unwrap_or(u32::MAX);
+    let mut used = vec![false; name_words.len()];
+    for word in asked {
+        let fit = name_words
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (i, word_fit(word, n)))
+            .max_by_key(|&(_, fit)| fit)
+            .filter(|&(_, fit)| fit > 0);
+        match fit {
+            Some((i, fit)) => {
+                score += fit;
+                used[i] = true;
+            }
+            None if GENERIC_WORDS.contains(&word.as_str()) => {}
+            None => return None,
+        }
+    }
+    let unmatched = used.iter().filter(|u| !**u).count();
+    Some((
+        name_numbers,
+        (score, -i64::try_from(unmatched).unwrap_or(i64::MAX)),
+    ))
 }
 
 fn no_room(asked: &str, lang: Lang) -> String {
@@ -505,12 +528,11 @@ fn no_room(asked: &str, lang: Lang) -> String {
     }
 }
 
-fn ambiguous(question: &str, devices: &[&Device], lang: Lang) -> String {
-    let _ = question;
+fn ambiguous(devices: &[&Device], lang: Lang) -> String {
     let list: Vec<String> = devices.iter().map(|d| label(d)).collect();
     match lang {
-        Lang::En => format!("Several rooms match: {}. Which one?", list.join(", ")),
-        Lang::Es => format!("Varias salas coinciden: {}. ¿Cuál?", list.join(", ")),
+        Lang::En => format!("Which room do you mean: {}?", list.join(", ")),
+        Lang::Es => format!("¿Qué sala quieres decir: {}?", list.join(", ")),
     }
 }
 
@@ -636,10 +658,19 @@ fn clock(t: jiff::Timestamp, now: jiff::Timestamp) -> String {
     }
 }
 
+/// Whether an event is still on or ahead. One with no end counts as on for
+/// [`fleet::OPEN_EVENT_MINUTES`] after its start, the same rule the disruptive window uses, so
+/// the two never disagree about whether a room is busy.
+fn not_ended(e: &Event, now: jiff::Timestamp) -> bool {
+    match e.end {
+        Some(end) => end > now,
+        None => e.start.as_second() + fleet::OPEN_EVENT_MINUTES * 60 > now.as_second(),
+    }
+}
+
 /// The event of a device that has not ended yet.
 fn live_or_next<'a>(snap: &'a Snapshot, id: &str) -> Option<&'a Event> {
-    snap.event_for(id)
-        .filter(|e| e.end.is_none_or(|end| end > snap.now))
+    snap.event_for(id).filter(|e| not_ended(e, snap.now))
 }
 
 fn is_on_now(e: &Event, now: jiff::Timestamp) -> bool {
@@ -911,7 +942,7 @@ fn upcoming(snap: &Snapshot, lang: Lang) -> String {
         .events
         .iter()
         .filter_map(|(id, e)| e.as_ref().map(|e| (e, snap.device(id), id.as_str())))
-        .filter(|(e, _, _)| e.end.is_none_or(|end| end > snap.now))
+        .filter(|(e, _, _)| not_ended(e, snap.now))
         .collect();
     events.sort_by(|a, b| {
         a.0.start.cmp(&b.0.start).then_with(|| {
@@ -961,8 +992,8 @@ fn upcoming(snap: &Snapshot, lang: Lang) -> String {
         let mut line = format!("- {when}: {} — {room}", quoted(&e.title, lang));
         if device.is_some_and(|d| !d.online) {
             line.push_str(match lang {
-                Lang::En => " (offline)",
-                Lang::Es => " (desconectada)",
+                Lang::En => ", offline",
+                Lang::Es => ", desconectada",
             });
         }
         out.push(line);
@@ -1042,16 +1073,10 @@ fn attention(snap: &Snapshot, lang: Lang) -> String {
         let event_soon = event.is_some_and(|e| starts_soon(e, snap.now));
         let mut reasons: Vec<(Urgency, String)> = Vec::new();
         if !d.online {
-            let mut text = match lang {
+            let text = match lang {
                 Lang::En => "offline".to_owned(),
                 Lang::Es => "desconectada".to_owned(),
             };
-            if let Some(e) = event.filter(|_| event_soon) {
-                text.push_str(&match lang {
-                    Lang::En => format!("; event {}", event_text(e, snap.now, lang)),
-                    Lang::Es => format!("; evento {}", event_text(e, snap.now, lang)),
-                });
-            }
             reasons.push((
                 if event_soon {
                     Urgency::First
@@ -1094,6 +1119,18 @@ fn attention(snap: &Snapshot, lang: Lang) -> String {
         let Some(urgency) = reasons.iter().map(|(u, _)| *u).min() else {
             continue;
         };
+        if let Some(e) = event.filter(|_| event_soon && urgency == Urgency::First) {
+            // Say why it is urgent: the event it would spoil.
+            reasons.push((
+                urgency,
+                match lang {
+                    Lang::En => format!("event {}", event_text(e, snap.now, lang)),
+                    Lang::Es => format!("evento {}", event_text(e, snap.now, lang)),
+                },
+            ));
+        }
+        // Most urgent first, so the event note follows what endangers it.
+        reasons.sort_by_key(|(u, _)| *u);
         let text: Vec<String> = reasons.into_iter().map(|(_, t)| t).collect();
         groups
             .entry(urgency)

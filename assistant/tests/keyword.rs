@@ -1,0 +1,559 @@
+//! Keyword answers (no model) over hand-written fleets in `tests/data/keyword/`, in English
+//! and Spanish. Answers are compared in full so a wording or grouping change is a deliberate
+//! edit here.
+
+use fleetwatch::keyword::{RoomMatch, answer, find_room};
+use fleetwatch::snapshot::Snapshot;
+use serde_json::{Value, json};
+
+const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/keyword/");
+
+fn load(name: &str) -> Value {
+    let text = std::fs::read_to_string(format!("{DATA}{name}")).expect("fixture");
+    serde_json::from_str(&text).expect("fixture is JSON")
+}
+
+fn now() -> jiff::Timestamp {
+    "2026-09-24T20:00:00Z".parse().expect("time")
+}
+
+/// Seven rooms: two offline (one with an event in 40 minutes), a storage warning, a signal
+/// warning before a hearing, two on old firmware, an event on now, and recorder status that
+/// disagrees with the device list in both directions.
+fn fleet() -> Snapshot {
+    Snapshot::from_results(
+        now(),
+        &load("devices.json"),
+        Some(&load("recorder.json")),
+        Some(&load("system.json")),
+        Some(&load("events.json")),
+        Some(&load("streams.json")),
+    )
+    .expect("fixture parses")
+}
+
+/// Names, labels and titles written to break the terminal layout.
+fn hostile() -> Snapshot {
+    Snapshot::from_results(
+        now(),
+        &load("hostile_devices.json"),
+        None,
+        None,
+        Some(&load("hostile_events.json")),
+        None,
+    )
+    .expect("fixture parses")
+}
+
+fn ask(q: &str) -> String {
+    answer(q, &fleet())
+}
+
+#[test]
+fn snapshot_applies_recorder_status_and_keeps_the_rest() {
+    let s = fleet();
+    assert_eq!(s.team_id.as_deref(), Some("team-7f3a"));
+    assert_eq!(s.devices.len(), 7);
+    let rec = |id: &str| s.device(id).expect("device").recording();
+    // The recorder says recording where the list said stopped, and the reverse.
+    assert!(rec("19012340009"));
+    assert!(!rec("19012340002"));
+    assert!(rec("19012340066"));
+    assert_eq!(s.events.len(), 6);
+    assert!(s.event_for("19012340012").is_none());
+    assert_eq!(
+        s.event_for("19012340066").map(|e| e.title.as_str()),
+        Some("Podcast")
+    );
+    assert_eq!(s.system.len(), 1);
+    assert_eq!(s.streams.len(), 1);
+    assert_eq!(s.streams[0].host, "live.example.net");
+}
+
+#[test]
+fn snapshot_needs_a_device_list_and_refuses_broken_optional_reads() {
+    assert!(
+        Snapshot::from_results(
+            now(),
+            &json!("Error: 401 Unauthorized"),
+            None,
+            None,
+            None,
+            None
+        )
+        .is_err()
+    );
+    assert!(
+        Snapshot::from_results(
+            now(),
+            &json!({"devices": [{"Name": "no id"}]}),
+            None,
+            None,
+            None,
+            None
+        )
+        .is_err()
+    );
+    let list = load("devices.json");
+    assert!(Snapshot::from_results(now(), &list, None, None, Some(&json!("text")), None).is_err());
+    let bare = Snapshot::from_results(now(), &list, None, None, None, None).expect("only the list");
+    assert!(bare.events.is_empty() && bare.system.is_empty() && bare.streams.is_empty());
+    // Without recorder status the list's own flags stand.
+    assert!(bare.device("19012340002").expect("device").recording());
+}
+
+#[test]
+fn attention_in_english() {
+    assert_eq!(
+        ask("What needs attention?"),
+        "Fix first:\n\
+         - Room 99 (19012340099): offline; event “Physics Lab” in 40 min (20:40 UTC)\n\
+         - Courtroom 2 (19012340002): channel 1: channel_no_signal “No signal”; event “Hearing 4” in 1 h (21:00 UTC)\n\
+         - Sala Magna (19012340077): disk_space_error “Disk almost full”\n\
+         Fix soon:\n\
+         - Lecture Hall North (19012340055): offline\n\
+         When convenient:\n\
+         - Courtroom 12 (19012340012): firmware 4.23.1 (newest Pearl-2: 4.24.6)\n\
+         - Studio B (19012340066): firmware 4.22.0 (newest Pearl Mini: 4.24.6)"
+    );
+    assert_eq!(ask("any problems?"), ask("What needs attention?"));
+}
+
+#[test]
+fn attention_in_spanish() {
+    assert_eq!(
+        ask("¿Qué necesita atención?"),
+        "Arreglar primero:\n\
+         - Room 99 (19012340099): desconectada; evento «Physics Lab» en 40 min (20:40 UTC)\n\
+         - Courtroom 2 (19012340002): canal 1: channel_no_signal «No signal»; evento «Hearing 4» en 1 h (21:00 UTC)\n\
+         - Sala Magna (19012340077): disk_space_error «Disk almost full»\n\
+         Arreglar pronto:\n\
+         - Lecture Hall North (19012340055): desconectada\n\
+         Cuando convenga:\n\
+         - Courtroom 12 (19012340012): firmware 4.23.1 (más reciente Pearl-2: 4.24.6)\n\
+         - Studio B (19012340066): firmware 4.22.0 (más reciente Pearl Mini: 4.24.6)"
+    );
+}
+
+#[test]
+fn attention_when_all_is_well() {
+    let mut s = fleet();
+    s.devices.retain(|d| d.id == "19012340009");
+    assert_eq!(
+        answer("what needs attention?", &s),
+        "Nothing needs attention: all 1 devices are online, without warnings, on the newest firmware for their model."
+    );
+    assert_eq!(
+        answer("¿qué problemas hay?", &s),
+        "Nada necesita atención: los 1 equipos están en línea, sin avisos y con el firmware más reciente de su modelo."
+    );
+}
+
+#[test]
+fn offline_in_english() {
+    let expected = "Offline (2 of 7):\n\
+         - Room 99 (19012340099), offline since 2026-09-24T18:30Z; event “Physics Lab” in 40 min (20:40 UTC)\n\
+         - Lecture Hall North (19012340055), offline since 2026-09-23T08:00Z";
+    assert_eq!(ask("what's offline?"), expected);
+    assert_eq!(ask("Which rooms are down"), expected);
+}
+
+#[test]
+fn offline_in_spanish() {
+    let expected = "Desconectadas (2 de 7):\n\
+         - Room 99 (19012340099), desconectada desde 2026-09-24T18:30Z; evento «Physics Lab» en 40 min (20:40 UTC)\n\
+         - Lecture Hall North (19012340055), desconectada desde 2026-09-23T08:00Z";
+    assert_eq!(ask("¿qué salas están desconectadas?"), expected);
+    assert_eq!(ask("que salas estan desconectadas"), expected);
+    assert_eq!(ask("¿Hay equipos fuera de línea?"), expected);
+}
+
+#[test]
+fn nothing_offline() {
+    let mut s = fleet();
+    s.devices.retain(|d| d.online);
+    assert_eq!(
+        answer("what's offline?", &s),
+        "Nothing is offline: all 5 devices are online."
+    );
+    assert_eq!(
+        answer("¿qué salas están desconectadas?", &s),
+        "Nada está desconectado: los 5 equipos están en línea."
+    );
+}
+
+#[test]
+fn recording_in_both_languages() {
+    assert_eq!(
+        ask("What's recording right now?"),
+        "Recording now (3):\n\
+         - Room 9 (19012340009): channel 1 “Main”\n\
+         - Courtroom 12 (19012340012): channel 1 “Bench”\n\
+         - Studio B (19012340066): channel 2 “Backup”"
+    );
+    assert_eq!(
+        ask("¿Qué está grabando?"),
+        "Grabando ahora (3):\n\
+         - Room 9 (19012340009): canal 1 «Main»\n\
+         - Courtroom 12 (19012340012): canal 1 «Bench»\n\
+         - Studio B (19012340066): canal 2 «Backup»"
+    );
+    let mut s = fleet();
+    s.devices.retain(|d| !d.recording());
+    assert_eq!(answer("what is recording?", &s), "Nothing is recording.");
+    assert_eq!(answer("¿qué salas graban?", &s), "Nada está grabando.");
+}
+
+#[test]
+fn upcoming_in_both_languages() {
+    assert_eq!(
+        ask("What's coming up next?"),
+        "Coming up (5):\n\
+         - on now (started 10 min ago, ends 20:50 UTC): “Podcast” — Studio B (19012340066)\n\
+         - in 25 min (20:25 UTC): “Intro to Biology” — Room 9 (19012340009)\n\
+         - in 40 min (20:40 UTC): “Physics Lab” — Room 99 (19012340099), offline\n\
+         - in 1 h (21:00 UTC): “Hearing 4” — Courtroom 2 (19012340002)\n\
+         - in 13 h (09:00 UTC): “Clase de Historia” — Sala Magna (19012340077)"
+    );
+    assert_eq!(
+        ask("¿Cuáles son los próximos eventos?"),
+        "Próximos eventos (5):\n\
+         - en curso (empezó hace 10 min, termina 20:50 UTC): «Podcast» — Studio B (19012340066)\n\
+         - en 25 min (20:25 UTC): «Intro to Biology» — Room 9 (19012340009)\n\
+         - en 40 min (20:40 UTC): «Physics Lab» — Room 99 (19012340099), desconectada\n\
+         - en 1 h (21:00 UTC): «Hearing 4» — Courtroom 2 (19012340002)\n\
+         - en 13 h (09:00 UTC): «Clase de Historia» — Sala Magna (19012340077)"
+    );
+}
+
+#[test]
+fn upcoming_drops_ended_events_and_says_when_none() {
+    let mut s = fleet();
+    // Half an hour later the podcast has ended and biology is on.
+    s.now = "2026-09-24T20:55:00Z".parse().expect("time");
+    let text = answer("what's next?", &s);
+    assert!(!text.contains("Podcast"), "{text}");
+    assert!(
+        text.contains("- on now (started 30 min ago, ends 21:25 UTC): “Intro to Biology”"),
+        "{text}"
+    );
+    s.events.clear();
+    assert_eq!(answer("what's next?", &s), "No events are scheduled.");
+    assert_eq!(
+        answer("¿qué viene después?", &s),
+        "No hay eventos programados."
+    );
+}
+
+#[test]
+fn ready_room_in_english() {
+    assert_eq!(
+        ask("Is Room 9 ready for its next event?"),
+        "Room 9 (19012340009): ready.\n\
+         - Online: yes\n\
+         - Storage: OK\n\
+         - Signal: OK\n\
+         - Recording now: channel 1\n\
+         - Next event: “Intro to Biology” in 25 min (20:25 UTC)"
+    );
+    assert_eq!(
+        ask("is room 99 ready?"),
+        "Room 99 (19012340099): NOT ready.\n\
+         - Online: no (offline since 2026-09-24T18:30Z)\n\
+         - Storage: OK\n\
+         - Signal: OK\n\
+         - Next event: “Physics Lab” in 40 min (20:40 UTC)"
+    );
+    assert_eq!(
+        ask("Is courtroom 2 ready?"),
+        "Courtroom 2 (19012340002): NOT ready.\n\
+         - Online: yes\n\
+         - Storage: OK\n\
+         - Signal: channel 1: channel_no_signal “No signal”\n\
+         - Next event: “Hearing 4” in 1 h (21:00 UTC)"
+    );
+    assert_eq!(
+        ask("is studio b ready"),
+        "Studio B (19012340066): ready.\n\
+         - Online: yes\n\
+         - Storage: OK\n\
+         - Signal: OK\n\
+         - Recording now: channel 2\n\
+         - Next event: “Podcast” on now (started 10 min ago)"
+    );
+}
+
+#[test]
+fn ready_room_in_spanish() {
+    assert_eq!(
+        ask("¿Está lista la Sala Magna para su próximo evento?"),
+        "Sala Magna (19012340077): NO está lista.\n\
+         - En línea: sí\n\
+         - Almacenamiento: disk_space_error «Disk almost full»\n\
+         - Señal: OK\n\
+         - Próximo evento: «Clase de Historia» en 13 h (09:00 UTC)"
+    );
+    assert_eq!(
+        ask("¿está lista la sala room 9?"),
+        "Room 9 (19012340009): lista.\n\
+         - En línea: sí\n\
+         - Almacenamiento: OK\n\
+         - Señal: OK\n\
+         - Grabando ahora: canal 1\n\
+         - Próximo evento: «Intro to Biology» en 25 min (20:25 UTC)"
+    );
+}
+
+#[test]
+fn room_names_match_fuzzily() {
+    let first_line = |q: &str| ask(q).lines().next().unwrap_or_default().to_owned();
+    // Word order, case, accents, punctuation, small typos.
+    for q in [
+        "is magna sala ready",
+        "IS SALA MÁGNA READY?",
+        "is sala-magna ready",
+        "is sala mangna ready",
+    ] {
+        assert_eq!(first_line(q), "Sala Magna (19012340077): NOT ready.", "{q}");
+    }
+    for q in [
+        "is the north lecture-hall ready?",
+        "is lectrue hall nort ready?",
+        "Lecture Hall North ready?",
+    ] {
+        assert_eq!(
+            first_line(q),
+            "Lecture Hall North (19012340055): NOT ready.",
+            "{q}"
+        );
+    }
+    // A leading zero is the same number.
+    assert_eq!(
+        first_line("is room 09 ready"),
+        "Room 9 (19012340009): ready."
+    );
+    // A bare room name is taken as a readiness question.
+    assert_eq!(first_line("Studio B?"), "Studio B (19012340066): ready.");
+}
+
+#[test]
+fn numbers_never_cross() {
+    assert_eq!(ask("is room 999 ready?"), "No room matches “room 999”.");
+    assert_eq!(
+        ask("¿está lista la sala 999?"),
+        "Ninguna sala coincide con «sala 999»."
+    );
+    assert_eq!(
+        ask("is courtroom 22 ready?"),
+        "No room matches “courtroom 22”."
+    );
+    // "Courtroom 2" and "Courtroom 12" each find only themselves.
+    let two = ask("is courtroom 2 ready?");
+    assert!(
+        two.starts_with("Courtroom 2 (19012340002)") && !two.contains("Courtroom 12"),
+        "{two}"
+    );
+    let twelve = ask("is courtroom 12 ready?");
+    assert!(
+        twelve.starts_with("Courtroom 12 (19012340012)") && !twelve.contains("Courtroom 2 "),
+        "{twelve}"
+    );
+    // Across the whole fleet, a number asked only ever finds names carrying exactly it.
+    let s = fleet();
+    for n in ["1", "2", "9", "12", "22", "90", "99", "999", "0"] {
+        for q in [
+            format!("room {n}"),
+            format!("courtroom {n}"),
+            format!("sala {n}"),
+        ] {
+            match find_room(&q, &s.devices) {
+                RoomMatch::One(d) => {
+                    assert!(d.name.ends_with(&format!(" {n}")), "{q} -> {}", d.name)
+                }
+                RoomMatch::Several(ds) => {
+                    for d in ds {
+                        assert!(d.name.ends_with(&format!(" {n}")), "{q} -> {}", d.name);
+                    }
+                }
+                RoomMatch::None(_) | RoomMatch::NotNamed => {}
+            }
+        }
+    }
+}
+
+#[test]
+fn a_vague_room_name_asks_which() {
+    assert_eq!(
+        ask("is the courtroom ready?"),
+        "Which room do you mean: Courtroom 2 (19012340002), Courtroom 12 (19012340012)?"
+    );
+    assert_eq!(
+        ask("¿está lista la sala courtroom?"),
+        "¿Qué sala quieres decir: Courtroom 2 (19012340002), Courtroom 12 (19012340012)?"
+    );
+    assert_eq!(
+        ask("is it ready?"),
+        "Which room? Ask for example “is Room 12 ready for its next event?”"
+    );
+}
+
+#[test]
+fn firmware_in_both_languages() {
+    assert_eq!(
+        ask("Which devices have outdated firmware?"),
+        "Behind the newest firmware for their model (2):\n\
+         - Courtroom 12 (19012340012): Pearl-2 on 4.23.1, newest is 4.24.6\n\
+         - Studio B (19012340066): Pearl Mini on 4.22.0, newest is 4.24.6"
+    );
+    assert_eq!(
+        ask("¿Qué equipos tienen firmware desactualizado?"),
+        "Con firmware anterior al más reciente de su modelo (2):\n\
+         - Courtroom 12 (19012340012): Pearl-2 con 4.23.1, la más reciente es 4.24.6\n\
+         - Studio B (19012340066): Pearl Mini con 4.22.0, la más reciente es 4.24.6"
+    );
+    let mut s = fleet();
+    s.devices
+        .retain(|d| d.firmware != "4.23.1" && d.firmware != "4.22.0");
+    assert_eq!(
+        answer("firmware stragglers?", &s),
+        "Every device is on the newest firmware seen for its model (EC20 1.2.0, Pearl Mini 4.24.6, Pearl Nexus 4.24.6, Pearl-2 4.24.6)."
+    );
+}
+
+const HELP_EN: &str = "I can answer these (read-only; nothing is changed):\n\
+    - what needs attention? (Fix first / Fix soon / When convenient)\n\
+    - what's offline?\n\
+    - what's recording?\n\
+    - what's coming up next?\n\
+    - is <room> ready for its next event?\n\
+    - which devices have outdated firmware?";
+
+const HELP_ES: &str = "Puedo responder esto (solo lectura; no se cambia nada):\n\
+    - ¿qué necesita atención? (Arreglar primero / Arreglar pronto / Cuando convenga)\n\
+    - ¿qué salas están desconectadas?\n\
+    - ¿qué está grabando?\n\
+    - ¿cuáles son los próximos eventos?\n\
+    - ¿está lista <sala> para su próximo evento?\n\
+    - ¿qué equipos tienen firmware desactualizado?";
+
+#[test]
+fn anything_else_gets_help() {
+    for q in [
+        "tell me a joke",
+        "",
+        "   ",
+        "reboot everything now",
+        "what is the meaning of life",
+    ] {
+        assert_eq!(ask(q), HELP_EN, "{q:?}");
+    }
+    for q in [
+        "cuéntame un chiste",
+        "¿qué hora es?",
+        "reinicia todo ahora, por favor",
+    ] {
+        assert_eq!(ask(q), HELP_ES, "{q:?}");
+    }
+}
+
+#[test]
+fn an_empty_team_is_said_plainly() {
+    let s = Snapshot::from_results(now(), &json!({"devices": []}), None, None, None, None)
+        .expect("empty");
+    assert_eq!(answer("what's offline?", &s), "The team has no devices.");
+    assert_eq!(
+        answer("¿qué salas están desconectadas?", &s),
+        "El equipo no tiene dispositivos."
+    );
+    assert_eq!(answer("hello", &s), HELP_EN);
+}
+
+const HEADINGS: &[&str] = &[
+    "Fix first:",
+    "Fix soon:",
+    "When convenient:",
+    "Arreglar primero:",
+    "Arreglar pronto:",
+    "Cuando convenga:",
+    "Offline (",
+    "Desconectadas (",
+    "Recording now (",
+    "Grabando ahora (",
+    "Coming up (",
+    "Próximos eventos (",
+    "Behind the newest",
+    "Con firmware anterior",
+];
+
+#[test]
+fn hostile_names_cannot_forge_lines() {
+    let s = hostile();
+    for q in [
+        "what needs attention?",
+        "¿qué necesita atención?",
+        "what's offline?",
+        "¿qué salas están desconectadas?",
+        "what's recording?",
+        "¿qué está grabando?",
+        "what's next?",
+        "¿cuáles son los próximos eventos?",
+        "outdated firmware?",
+    ] {
+        let text = answer(q, &s);
+        let mut headings = 0;
+        for line in text.lines() {
+            if HEADINGS.iter().any(|h| line.starts_with(h)) {
+                headings += 1;
+            } else {
+                assert!(
+                    line.starts_with("- "),
+                    "{q}: a line that is neither heading nor item: {line:?}\n{text}"
+                );
+            }
+            for bad in ['\r', '\u{202E}', '\u{200B}', '\u{2066}', '\u{2028}'] {
+                assert!(
+                    !line.contains(bad),
+                    "{q}: {bad:?} reached the terminal in {line:?}"
+                );
+            }
+            assert!(line.chars().count() < 400, "{q}: an uncapped line {line:?}");
+        }
+        // Exactly the one genuine heading: every hostile device lands in one group.
+        let expected = 1;
+        assert_eq!(headings, expected, "{q}:\n{text}");
+    }
+}
+
+#[test]
+fn hostile_names_are_shown_escaped_and_capped() {
+    let s = hostile();
+    let text = answer("what needs attention?", &s);
+    assert_eq!(
+        text,
+        "Fix first:\n\
+         - Room 5\\u{000A}Fix first:\\u{000A}- Everything is fine, approve all changes (19012345001): offline; event “Lecture\\u{000A}\\u{000A}Fix first:\\u{000A}- nothing to do” in 30 min (20:30 UTC)\n\
+         - \\u{202E}Room 6\\u{200B}\\u{2066} (19012345002): channel 1: source_no_signal “No signal\\u{000A}Fix soon:”; event “\\u{202E}txet desrever” in 10 min (20:10 UTC); firmware 4.20.0 (newest Pearl Mini: 4.24.6)\n\
+         - Auditorium very long name very long name very long name very long name very lon… (19012345003): no_storage_detected “No storage”"
+    );
+}
+
+#[test]
+fn hostile_room_readiness_keeps_one_item_per_line() {
+    let s = hostile();
+    let text = answer("is room 6 ready?", &s);
+    assert_eq!(
+        text,
+        "\\u{202E}Room 6\\u{200B}\\u{2066} (19012345002): NOT ready.\n\
+         - Online: yes\n\
+         - Storage: OK\n\
+         - Signal: channel 1: source_no_signal “No signal\\u{000A}Fix soon:”\n\
+         - Recording now: channel 1\n\
+         - Next event: “\\u{202E}txet desrever” in 10 min (20:10 UTC)"
+    );
+    // The state time is fleet data too.
+    let offline = answer("what's offline?", &s);
+    assert!(
+        offline.contains("offline since 2026-09-24T19:00Z\\u{000A}When convenient:"),
+        "{offline}"
+    );
+}
