@@ -4,6 +4,25 @@
 //!
 //! Nothing here is used on a production path; tests, the demo and benchmarks start it on
 //! loopback and drive it through [`SimHandle`] or its `/control/*` endpoint.
+//!
+//! # Control endpoint
+//!
+//! Same port as `/mcp`; every request needs the header `x-control-token:
+//! <SimHandle::control_token()>` (the binary prints it on its second line), else 401.
+//! Bodies are JSON; a target that does not exist answers 404 `{"ok": false, "error": …}`,
+//! success answers `{"ok": true}`.
+//!
+//! | route | body / query | effect |
+//! | --- | --- | --- |
+//! | `GET /control/calls` | | every [`CallRecord`] |
+//! | `GET /control/writes` | | write calls only |
+//! | `GET /control/devices?team=T` | | the team's device IDs |
+//! | `POST /control/fault` | `{tool, fault}`; fault is `"fail"`, `"hang"`, `"unauthorized"`, `"drop_after_write"` or `{"text": "…"}` | [`SimHandle::set_fault`] |
+//! | `POST /control/clear` | `{}` | [`SimHandle::clear_faults`] |
+//! | `POST /control/recording` | `{team, channel_id, recording}` | [`SimHandle::set_recording`] |
+//! | `POST /control/event` | `{team, device_id, start, end}` (RFC 3339; `end` may be null) | [`SimHandle::move_event`] |
+//! | `POST /control/remove` | `{team, device_id}` | [`SimHandle::remove_device`] |
+//! | `POST /control/online` | `{team, device_id, online}` | [`SimHandle::set_online`] |
 #![forbid(unsafe_code)]
 
 use std::path::PathBuf;

@@ -284,7 +284,7 @@ pub(crate) fn find(name: &str) -> Option<&'static ToolDef> {
     TOOLS.iter().find(|t| t.name == name)
 }
 
-/// True for a known write tool.
+/// True for a write tool (every write tool Epiphan lists is known to the simulator).
 pub fn is_write(name: &str) -> bool {
     find(name).is_some_and(|t| t.kind == Kind::Write)
 }
