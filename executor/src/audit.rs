@@ -1,0 +1,275 @@
+//! The executor's audit chain. Rows are append-only (triggers abort UPDATE and DELETE) and
+//! each row's hash covers the previous row's hash and its own content, so an edit, a deletion
+//! or an insertion made behind the program's back breaks the chain at that row.
+
+use rusqlite::{Connection, OptionalExtension, Transaction, params};
+use sha2::{Digest, Sha256};
+
+/// Hash that the first row chains from.
+pub const GENESIS: [u8; 32] = [0; 32];
+
+/// Schema of the audit table and its guards.
+pub const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS audit (
+    seq INTEGER PRIMARY KEY,
+    time INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    approval_id TEXT NOT NULL,
+    tool TEXT NOT NULL,
+    targets TEXT NOT NULL,
+    assistant_head TEXT NOT NULL,
+    detail TEXT NOT NULL,
+    prev_hash BLOB NOT NULL,
+    row_hash BLOB NOT NULL
+);
+CREATE TRIGGER IF NOT EXISTS audit_no_update BEFORE UPDATE ON audit
+BEGIN SELECT RAISE(ABORT, 'audit rows are append-only'); END;
+CREATE TRIGGER IF NOT EXISTS audit_no_delete BEFORE DELETE ON audit
+BEGIN SELECT RAISE(ABORT, 'audit rows are append-only'); END;
+";
+
+/// What one audit row says. Never holds a secret: reason codes, IDs and tool names only.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Entry {
+    /// What happened (`accepted`, `outcome`, `refused`, `peer_refused`, `recovered`, …).
+    pub kind: &'static str,
+    /// A stable reason code (a refusal code or an outcome).
+    pub reason: String,
+    /// The approval ID in hex, when known.
+    pub approval_id: String,
+    /// The tool, when known.
+    pub tool: String,
+    /// Target device IDs, comma-separated.
+    pub targets: String,
+    /// The assistant's chain head in hex, when it sent one.
+    pub assistant_head: String,
+    /// A short typed fact (a peer uid, an outcome detail); never request data.
+    pub detail: String,
+}
+
+/// Lower-case hex of bytes.
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Fields in hash order: kind, reason, approval ID, tool, targets, assistant head, detail.
+fn row_hash(prev: &[u8], seq: i64, time: i64, fields: [&str; 7]) -> [u8; 32] {
+    // Each field is length-prefixed, so no two different rows hash the same bytes.
+    let mut h = Sha256::new();
+    h.update(prev);
+    h.update(seq.to_be_bytes());
+    h.update(time.to_be_bytes());
+    for field in fields {
+        h.update((field.len() as u64).to_be_bytes());
+        h.update(field.as_bytes());
+    }
+    h.finalize().into()
+}
+
+/// The latest row's hash, or [`GENESIS`].
+pub fn head(conn: &Connection) -> rusqlite::Result<[u8; 32]> {
+    let last: Option<Vec<u8>> = conn
+        .query_row(
+            "SELECT row_hash FROM audit ORDER BY seq DESC LIMIT 1",
+            [],
+            |r| r.get(0),
+        )
+        .optional()?;
+    Ok(last
+        .and_then(|v| <[u8; 32]>::try_from(v.as_slice()).ok())
+        .unwrap_or(GENESIS))
+}
+
+/// Appends a row inside the caller's transaction, so the row commits with the change it
+/// describes or not at all. Returns the new head.
+pub fn append(tx: &Transaction<'_>, time: i64, entry: &Entry) -> rusqlite::Result<[u8; 32]> {
+    let last: Option<(i64, Vec<u8>)> = tx
+        .query_row(
+            "SELECT seq, row_hash FROM audit ORDER BY seq DESC LIMIT 1",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .optional()?;
+    let (seq, prev) = match last {
+        Some((seq, hash)) => (seq.saturating_add(1), hash),
+        None => (1, GENESIS.to_vec()),
+    };
+    let hash = row_hash(
+        &prev,
+        seq,
+        time,
+        [
+            entry.kind,
+            &entry.reason,
+            &entry.approval_id,
+            &entry.tool,
+            &entry.targets,
+            &entry.assistant_head,
+            &entry.detail,
+        ],
+    );
+    tx.execute(
+        "INSERT INTO audit (seq, time, kind, reason, approval_id, tool, targets, assistant_head, detail, prev_hash, row_hash)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+        params![seq, time, entry.kind, entry.reason, entry.approval_id, entry.tool, entry.targets, entry.assistant_head, entry.detail, prev, hash.to_vec()],
+    )?;
+    Ok(hash)
+}
+
+/// The first row where the chain breaks.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ChainError {
+    /// A row's sequence number is not the previous one plus one (a row was deleted or inserted).
+    #[error("audit row {seq}: expected sequence number {expected} (a row was removed or inserted)")]
+    Gap {
+        /// The row found.
+        seq: i64,
+        /// The number expected.
+        expected: i64,
+    },
+    /// A row does not chain from the previous row's hash.
+    #[error(
+        "audit row {seq}: does not chain from the previous row (a row was removed, inserted or edited)"
+    )]
+    Link {
+        /// The row.
+        seq: i64,
+    },
+    /// A row's content does not match its hash.
+    #[error("audit row {seq}: content does not match its hash (the row was edited)")]
+    Content {
+        /// The row.
+        seq: i64,
+    },
+    /// The table could not be read.
+    #[error("audit table unreadable: {0}")]
+    Db(String),
+}
+
+/// Verifies the whole chain; returns the number of rows and the head.
+pub fn verify(conn: &Connection) -> Result<(u64, [u8; 32]), ChainError> {
+    let db = |e: rusqlite::Error| ChainError::Db(e.to_string());
+    let mut stmt = conn
+        .prepare("SELECT seq, time, kind, reason, approval_id, tool, targets, assistant_head, detail, prev_hash, row_hash FROM audit ORDER BY seq")
+        .map_err(db)?;
+    let mut rows = stmt.query([]).map_err(db)?;
+    let mut prev = GENESIS.to_vec();
+    let mut expected: i64 = 1;
+    let mut count = 0u64;
+    while let Some(row) = rows.next().map_err(db)? {
+        let seq: i64 = row.get(0).map_err(db)?;
+        if seq != expected {
+            return Err(ChainError::Gap { seq, expected });
+        }
+        let stored_prev: Vec<u8> = row.get(9).map_err(db)?;
+        if stored_prev != prev {
+            return Err(ChainError::Link { seq });
+        }
+        let text = |i: usize| -> Result<String, ChainError> { row.get::<_, String>(i).map_err(db) };
+        let hash = row_hash(
+            &prev,
+            seq,
+            row.get(1).map_err(db)?,
+            [
+                &text(2)?,
+                &text(3)?,
+                &text(4)?,
+                &text(5)?,
+                &text(6)?,
+                &text(7)?,
+                &text(8)?,
+            ],
+        );
+        let stored: Vec<u8> = row.get(10).map_err(db)?;
+        if stored != hash {
+            return Err(ChainError::Content { seq });
+        }
+        prev = stored;
+        expected = expected.saturating_add(1);
+        count = count.saturating_add(1);
+    }
+    let head = <[u8; 32]>::try_from(prev.as_slice()).unwrap_or(GENESIS);
+    Ok((count, head))
+}
+
+/// True when both guard triggers are installed.
+pub fn guarded(conn: &Connection) -> rusqlite::Result<bool> {
+    let n: i64 = conn.query_row(
+        "SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND name IN ('audit_no_update', 'audit_no_delete')",
+        [],
+        |r| r.get(0),
+    )?;
+    Ok(n == 2)
+}
+
+#[cfg(test)]
+#[allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+mod tests {
+    use super::*;
+
+    fn db() -> Connection {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(SCHEMA).unwrap();
+        conn
+    }
+
+    fn add(conn: &mut Connection, reason: &str) -> [u8; 32] {
+        let tx = conn.transaction().unwrap();
+        let h = append(
+            &tx,
+            1,
+            &Entry {
+                kind: "refused",
+                reason: reason.into(),
+                ..Entry::default()
+            },
+        )
+        .unwrap();
+        tx.commit().unwrap();
+        h
+    }
+
+    #[test]
+    fn chain_verifies_and_triggers_refuse_changes() {
+        let mut conn = db();
+        add(&mut conn, "a");
+        let h = add(&mut conn, "b");
+        assert_eq!(verify(&conn).unwrap(), (2, h));
+        assert_eq!(head(&conn).unwrap(), h);
+        assert!(conn.execute("UPDATE audit SET reason = 'x'", []).is_err());
+        assert!(conn.execute("DELETE FROM audit", []).is_err());
+        assert!(guarded(&conn).unwrap());
+    }
+
+    #[test]
+    fn edits_behind_the_back_are_named() {
+        let mut conn = db();
+        for r in ["a", "b", "c"] {
+            add(&mut conn, r);
+        }
+        conn.execute_batch("DROP TRIGGER audit_no_update; DROP TRIGGER audit_no_delete;")
+            .unwrap();
+        conn.execute("UPDATE audit SET reason = 'z' WHERE seq = 2", [])
+            .unwrap();
+        assert_eq!(verify(&conn).unwrap_err(), ChainError::Content { seq: 2 });
+        let mut conn = db();
+        for r in ["a", "b", "c"] {
+            add(&mut conn, r);
+        }
+        conn.execute_batch("DROP TRIGGER audit_no_delete;").unwrap();
+        conn.execute("DELETE FROM audit WHERE seq = 2", []).unwrap();
+        assert_eq!(
+            verify(&conn).unwrap_err(),
+            ChainError::Gap {
+                seq: 3,
+                expected: 2
+            }
+        );
+    }
+}

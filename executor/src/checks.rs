@@ -1,0 +1,445 @@
+//! The checks an `Execute` passes, in the order of the design (§2 step 5). Each returns a
+//! value only that check can construct (private fields, neither `Clone` nor `Copy`), and each
+//! consumes the previous one, so the write cannot be reached with a check skipped.
+//!
+//! `PeerChecked` → `VerifiedBytes` → `Claims` → `Fresh` → `NonceStored` → `PolicyChecked` →
+//! `Fenced` → `LiveState` → `WriteTicket` → [`write`].
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use fleetwatch_protocol::Refusal;
+use fleetwatch_protocol::claims::{
+    ApprovalClaims, CLAIMS_VERSION, CLOCK_SKEW_SECS, ClaimsError, MAX_LIFETIME_SECS,
+    SignatureError, SignedApproval, TrustedKeys,
+};
+use fleetwatch_protocol::fleet::{self, DeviceList, RoomBlock};
+use fleetwatch_protocol::policy::{Policy, Validated};
+use serde_json::{Map, Value};
+
+use crate::config::Fence;
+use crate::epiphan::{Epiphan, WriteAnswer};
+use crate::reads;
+use crate::store::{NonceError, Store};
+
+/// Where the executor gets the time. Injected so tests can stand exactly at a boundary.
+pub type Clock = fn() -> jiff::Timestamp;
+
+/// The peer's uid is on the allowed list.
+pub struct PeerChecked(());
+
+/// Refuses a uid that is not allowed. Called before a byte is read from the connection.
+pub fn peer(uid: u32, allowed: &BTreeSet<u32>) -> Result<PeerChecked, Refusal> {
+    if allowed.contains(&uid) {
+        Ok(PeerChecked(()))
+    } else {
+        Err(Refusal::PeerNotAllowed)
+    }
+}
+
+/// Claims bytes whose signature verified strictly against an installed key, still undecoded.
+pub struct VerifiedBytes(Vec<u8>);
+
+/// Verifies the signatures over the raw claims bytes, before anything is decoded from them.
+pub fn signature(
+    _peer: &PeerChecked,
+    approval: &SignedApproval,
+    keys: &TrustedKeys,
+) -> Result<VerifiedBytes, Refusal> {
+    match keys.verify(approval) {
+        Ok(bytes) => Ok(VerifiedBytes(bytes.to_vec())),
+        Err(SignatureError::NoSignature) => Err(Refusal::NoSignature),
+        Err(SignatureError::UnknownKey) => Err(Refusal::UnknownKey),
+        Err(SignatureError::BadSignature) => Err(Refusal::BadSignature),
+    }
+}
+
+/// Decoded claims of a version this build speaks.
+pub struct Claims(ApprovalClaims);
+
+impl Claims {
+    /// The approval nonce (for the audit row of a refusal).
+    pub fn approval_id(&self) -> [u8; 16] {
+        self.0.approval_id
+    }
+    /// The tool.
+    pub fn tool(&self) -> &str {
+        &self.0.tool
+    }
+    /// The signed targets, comma-separated.
+    pub fn targets(&self) -> String {
+        self.0.targets.join(",")
+    }
+}
+
+/// Decodes the verified bytes (never re-encoded), requiring every byte consumed.
+pub fn claims(bytes: VerifiedBytes) -> Result<Claims, Refusal> {
+    let claims = ApprovalClaims::decode(&bytes.0).map_err(|e| match e {
+        ClaimsError::UnknownVersion => Refusal::UnknownClaimsVersion,
+        ClaimsError::Malformed => Refusal::ClaimsMalformed,
+        ClaimsError::TrailingBytes => Refusal::TrailingBytes,
+    })?;
+    if claims.version != CLAIMS_VERSION {
+        return Err(Refusal::UnknownClaimsVersion);
+    }
+    Ok(Claims(claims))
+}
+
+/// Claims inside their validity window on the executor's own clock.
+pub struct Fresh(ApprovalClaims);
+
+/// Expiry is strict (`now < expires_at`); the lifetime may not exceed five minutes plus the
+/// skew; the approval may not be issued later than `now` plus the skew. Arithmetic is checked
+/// because the values come from a peer.
+pub fn fresh(claims: Claims, now: i64) -> Result<Fresh, Refusal> {
+    let c = claims.0;
+    if now >= c.expires_at {
+        return Err(Refusal::Expired);
+    }
+    let lifetime = c
+        .expires_at
+        .checked_sub(c.approved_at)
+        .ok_or(Refusal::LifetimeTooLong)?;
+    if !(0..=MAX_LIFETIME_SECS + CLOCK_SKEW_SECS).contains(&lifetime) {
+        return Err(Refusal::LifetimeTooLong);
+    }
+    let latest = now
+        .checked_add(CLOCK_SKEW_SECS)
+        .ok_or(Refusal::NotYetValid)?;
+    if c.approved_at > latest {
+        return Err(Refusal::NotYetValid);
+    }
+    Ok(Fresh(c))
+}
+
+/// The nonce is durably stored and the execution is open (`in_flight`).
+pub struct NonceStored(ApprovalClaims);
+
+impl NonceStored {
+    /// The approval nonce.
+    pub fn approval_id(&self) -> [u8; 16] {
+        self.0.approval_id
+    }
+}
+
+/// Inserts the nonce before any read: a second presentation is a primary-key violation, and
+/// a crash from here on leaves an `in_flight` row that start-up marks unknown, never re-runs.
+pub fn nonce(
+    fresh: Fresh,
+    store: &Store,
+    assistant_head: &[u8; 32],
+) -> Result<NonceStored, Refusal> {
+    let c = fresh.0;
+    match store.store_nonce(
+        &c.approval_id,
+        &c.tool,
+        &c.targets.join(","),
+        assistant_head,
+    ) {
+        Ok(()) => Ok(NonceStored(c)),
+        Err(NonceError::Replayed) => Err(Refusal::Replayed),
+        Err(NonceError::NotStored) => Err(Refusal::NonceNotStored),
+    }
+}
+
+/// What the executor's own policy says about this change.
+pub struct PolicyChecked {
+    claims: ApprovalClaims,
+    validated: Validated,
+    arguments: Map<String, Value>,
+}
+
+/// Re-runs the policy from the executor's own copy: the tool is proposable, the entry's
+/// digest and schema version are the signed ones, the signed arguments pass the schema and
+/// are byte-identical to their canonical form, and the targets they name are the signed ones.
+pub fn policy(stored: NonceStored, policy: &Policy) -> Result<PolicyChecked, Refusal> {
+    let c = stored.0;
+    let entry = policy
+        .propose_entry(&c.tool)
+        .ok_or(Refusal::ToolNotProposable)?;
+    if entry.schema.is_none() {
+        return Err(Refusal::ToolNotProposable);
+    }
+    if policy.digest(&c.tool) != Some(c.policy_digest) {
+        return Err(Refusal::PolicyDigestMismatch);
+    }
+    if entry.schema_version != c.schema_version {
+        return Err(Refusal::SchemaVersionMismatch);
+    }
+    // Parsed with the canonical parser, which refuses duplicate keys that serde would merge.
+    let value = fleetwatch_protocol::canonical::from_str(&c.arguments)
+        .and_then(|canonical| canonical.to_value())
+        .map_err(|_| Refusal::ArgumentsInvalid)?;
+    let validated = policy.validate(&c.tool, &value).map_err(|e| e.refusal())?;
+    if validated.arguments.as_str().as_bytes() != c.arguments.as_bytes() {
+        return Err(Refusal::NotCanonical);
+    }
+    if validated.targets != c.targets {
+        return Err(Refusal::TargetsMismatch);
+    }
+    if validated.targets.len() > usize::try_from(entry.max_targets).unwrap_or(0) {
+        return Err(Refusal::TooManyTargets);
+    }
+    let Value::Object(arguments) = value else {
+        return Err(Refusal::ArgumentsInvalid);
+    };
+    Ok(PolicyChecked {
+        claims: c,
+        validated,
+        arguments,
+    })
+}
+
+/// The change is inside the configured fence.
+pub struct Fenced(PolicyChecked);
+
+/// No fence → refused before any read. With an allowlist, every target must be on it.
+pub fn fence(checked: PolicyChecked, fence: &Fence) -> Result<Fenced, Refusal> {
+    if !fence.configured() {
+        return Err(Refusal::NoFence);
+    }
+    if let Some(allowlist) = &fence.allowlist
+        && checked
+            .validated
+            .targets
+            .iter()
+            .any(|t| !allowlist.contains(t))
+    {
+        return Err(Refusal::NotAllowlisted);
+    }
+    Ok(Fenced(checked))
+}
+
+/// Facts that do not change by the minute, read fresh and matched.
+pub struct LiveState {
+    checked: PolicyChecked,
+    devices: DeviceList,
+}
+
+/// The slow-moving reads first: the device list (membership, team ID, the named channels) and
+/// the stream destination list.
+pub async fn live_state(
+    fenced: Fenced,
+    epiphan: &Epiphan,
+    fence: &Fence,
+) -> Result<LiveState, Refusal> {
+    let checked = fenced.0;
+    let devices = reads::device_list(epiphan).await?;
+    for target in &checked.validated.targets {
+        if !devices.devices.iter().any(|d| &d.id == target) {
+            return Err(Refusal::NotOnTeam);
+        }
+    }
+    if let Some(team) = &fence.team_id {
+        match &devices.team_id {
+            None => return Err(Refusal::TeamNotReported),
+            Some(reported) if reported != team => return Err(Refusal::TeamMismatch),
+            Some(_) => {}
+        }
+    }
+    // A named channel must exist on its device, or the write would address something the
+    // person never saw on the card.
+    let mut channels: Vec<(String, String)> = checked
+        .validated
+        .channels
+        .iter()
+        .filter_map(|c| {
+            c.split_once('-')
+                .map(|(d, n)| (d.to_string(), n.to_string()))
+        })
+        .collect();
+    if let Some((first, second)) = &checked.validated.channel_number {
+        channels.push(device_and_number(first, second));
+    }
+    for (device, number) in &channels {
+        let found = devices
+            .devices
+            .iter()
+            .any(|d| &d.id == device && d.channels.iter().any(|c| &c.number == number));
+        if !found {
+            return Err(Refusal::NotOnTeam);
+        }
+    }
+    if let Some(stream_id) = &checked.validated.stream_id {
+        let endpoints = reads::stream_endpoints(epiphan).await?;
+        if !endpoints
+            .iter()
+            .any(|e| e.id.eq_ignore_ascii_case(stream_id))
+        {
+            return Err(Refusal::StreamNotFound);
+        }
+    }
+    Ok(LiveState { checked, devices })
+}
+
+/// Orders a `(device, number)` pair whichever way round the protocol reports it.
+pub fn device_and_number(a: &str, b: &str) -> (String, String) {
+    if fleetwatch_protocol::ids::is_master_id(a) {
+        (a.to_string(), b.to_string())
+    } else {
+        (b.to_string(), a.to_string())
+    }
+}
+
+/// Orders an `(event, device)` pair whichever way round the protocol reports it.
+pub fn event_and_device(a: &str, b: &str) -> (String, String) {
+    if fleetwatch_protocol::ids::is_master_id(b) {
+        (a.to_string(), b.to_string())
+    } else {
+        (b.to_string(), a.to_string())
+    }
+}
+
+/// Everything checked; the only value [`write`] accepts.
+pub struct WriteTicket {
+    approval_id: [u8; 16],
+    tool: String,
+    arguments: Map<String, Value>,
+}
+
+impl WriteTicket {
+    /// The approval nonce.
+    pub fn approval_id(&self) -> [u8; 16] {
+        self.approval_id
+    }
+}
+
+/// The fast-moving reads, last: events, then recorder status. Then the event ID, the
+/// fingerprint and the disruptive window are judged on what was just read, and the caller
+/// sends the write at once with nothing in between.
+pub async fn last_reads(
+    live: LiveState,
+    epiphan: &Epiphan,
+    policy: &Policy,
+    clock: Clock,
+) -> Result<WriteTicket, Refusal> {
+    let LiveState {
+        checked,
+        mut devices,
+    } = live;
+    let c = &checked.claims;
+    let targets = &checked.validated.targets;
+    let events = reads::events(epiphan, clock()).await?;
+    if let Some((first, second)) = &checked.validated.event {
+        let (event_id, device_id) = event_and_device(first, second);
+        let reported = events
+            .get(&device_id)
+            .and_then(Option::as_ref)
+            .map(|e| e.id.as_str());
+        if reported != Some(event_id.as_str()) {
+            return Err(Refusal::EventMismatch);
+        }
+    }
+    let online = reads::online(&devices, targets);
+    if !online.is_empty() {
+        let status = reads::recorder_status(epiphan, &online).await?;
+        fleet::apply_recorder_status(&mut devices, &status);
+    }
+    let print = fleet::fingerprint(&devices, &events, targets).map_err(|_| Refusal::NotOnTeam)?;
+    let print = print.canonical().map_err(|_| Refusal::Internal)?;
+    if print.as_str() != c.fingerprint {
+        return Err(Refusal::FingerprintMoved);
+    }
+    let value = Value::Object(checked.arguments.clone());
+    if policy.is_disruptive(&c.tool, &value) {
+        let now = clock();
+        let lead = policy.lead_minutes(&c.tool);
+        let stops = policy.stops_recording(&c.tool, &value);
+        let by_id: BTreeMap<&str, &fleet::Device> =
+            devices.devices.iter().map(|d| (d.id.as_str(), d)).collect();
+        for target in targets {
+            let device = by_id.get(target.as_str()).ok_or(Refusal::NotOnTeam)?;
+            let event = events.get(target).and_then(Option::as_ref);
+            match fleet::room_block(device, event, now, lead, stops) {
+                RoomBlock::None => {}
+                RoomBlock::Recording => return Err(Refusal::Recording),
+                RoomBlock::Live => return Err(Refusal::EventLive),
+                RoomBlock::Soon(minutes) => return Err(Refusal::EventSoon { minutes }),
+            }
+        }
+    }
+    Ok(WriteTicket {
+        approval_id: c.approval_id,
+        tool: c.tool.clone(),
+        arguments: checked.arguments,
+    })
+}
+
+/// The single write: one `call_tool`, bounded by `timeout`, never retried.
+pub async fn write(ticket: WriteTicket, epiphan: &Epiphan, timeout: Duration) -> WriteAnswer {
+    epiphan
+        .write_once(&ticket.tool, ticket.arguments, timeout)
+        .await
+}
+
+#[cfg(test)]
+#[allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+mod tests {
+    use super::*;
+    use fleetwatch_protocol::claims::Slot;
+
+    const NOW: i64 = 1_800_000_000;
+
+    fn claims(approved_at: i64, expires_at: i64) -> Claims {
+        Claims(ApprovalClaims {
+            version: CLAIMS_VERSION,
+            approval_id: [1; 16],
+            proposal_id: 1,
+            tool: "batch_reboot".into(),
+            arguments: "{}".into(),
+            targets: vec![],
+            fingerprint: "{}".into(),
+            schema_version: 1,
+            policy_digest: [0; 32],
+            slot: Slot::Sandbox,
+            approved_at,
+            expires_at,
+            page_session: [0; 16],
+        })
+    }
+
+    fn verdict(approved_at: i64, expires_at: i64) -> Result<(), Refusal> {
+        fresh(claims(approved_at, expires_at), NOW).map(|_| ())
+    }
+
+    #[test]
+    fn expiry_is_strict() {
+        assert_eq!(verdict(NOW - 300, NOW), Err(Refusal::Expired));
+        assert_eq!(verdict(NOW - 300, NOW - 1), Err(Refusal::Expired));
+        assert_eq!(verdict(NOW - 299, NOW + 1), Ok(()));
+    }
+
+    #[test]
+    fn lifetime_ceiling_is_five_minutes_plus_skew() {
+        assert_eq!(verdict(NOW - 10, NOW - 10 + 360), Ok(()));
+        assert_eq!(
+            verdict(NOW - 10, NOW - 10 + 361),
+            Err(Refusal::LifetimeTooLong)
+        );
+        assert_eq!(verdict(NOW, NOW - 1 + 1), Err(Refusal::Expired));
+        assert_eq!(verdict(NOW + 5, NOW + 1), Err(Refusal::LifetimeTooLong));
+        assert_eq!(verdict(i64::MIN, NOW + 10), Err(Refusal::LifetimeTooLong));
+    }
+
+    #[test]
+    fn issued_in_the_future_beyond_skew() {
+        assert_eq!(verdict(NOW + 60, NOW + 300), Ok(()));
+        assert_eq!(verdict(NOW + 61, NOW + 300), Err(Refusal::NotYetValid));
+    }
+
+    #[test]
+    fn peer_uid_must_be_listed() {
+        let allowed = BTreeSet::from([1000]);
+        assert!(peer(1000, &allowed).is_ok());
+        assert_eq!(peer(1001, &allowed).err(), Some(Refusal::PeerNotAllowed));
+        assert_eq!(
+            peer(0, &BTreeSet::new()).err(),
+            Some(Refusal::PeerNotAllowed)
+        );
+    }
+}

@@ -1,0 +1,293 @@
+//! Configuration: a YAML file (`FLEETWATCH_EXECUTOR_CONFIG` or `--config`) overridden by the
+//! environment names both processes share. Paths come only from here, never from the wire.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::os::{self, TrustError, Trusted};
+
+/// Default configuration file.
+pub const DEFAULT_CONFIG: &str = "/etc/fleetwatch/executor.yaml";
+
+/// The file as written. Every field is optional; the environment and defaults fill the rest.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileConfig {
+    socket: Option<PathBuf>,
+    allowed_uids: Option<Vec<u32>>,
+    approver_keys: Option<PathBuf>,
+    policy: Option<PathBuf>,
+    state_dir: Option<PathBuf>,
+    epiphan_url: Option<String>,
+    read_timeout_secs: Option<u64>,
+    write_timeout_secs: Option<u64>,
+    frame_timeout_secs: Option<u64>,
+    max_connections: Option<usize>,
+    write_device_ids: Option<Vec<String>>,
+    write_team_id: Option<String>,
+}
+
+/// Where writes may go. At least one of the two must be set, or nothing is written.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Fence {
+    /// `FLEETWATCH_WRITE_DEVICE_IDS`: the only sandbox devices a write may touch.
+    pub allowlist: Option<BTreeSet<String>>,
+    /// `FLEETWATCH_WRITE_TEAM_ID`: the team the sandbox sign-in must report.
+    pub team_id: Option<String>,
+}
+
+impl Fence {
+    /// True when an allowlist or a team ID is set.
+    pub fn configured(&self) -> bool {
+        self.allowlist.is_some() || self.team_id.is_some()
+    }
+}
+
+/// The executor's resolved configuration.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The file it came from.
+    pub source: PathBuf,
+    /// Unix socket path.
+    pub socket: PathBuf,
+    /// Uids allowed to connect (the assistant's).
+    pub allowed_uids: BTreeSet<u32>,
+    /// Approver public-key file.
+    pub approver_keys: PathBuf,
+    /// The executor's own copy of `tool_policy.yaml`.
+    pub policy: PathBuf,
+    /// State folder: `executor.db` and the sandbox token slot.
+    pub state_dir: PathBuf,
+    /// Epiphan MCP URL.
+    pub epiphan_url: String,
+    /// Whether a loopback `http://` URL is allowed (tests, demo).
+    pub allow_loopback_http: bool,
+    /// Bound on each Epiphan read.
+    pub read_timeout: Duration,
+    /// Bound on the one write call.
+    pub write_timeout: Duration,
+    /// Bound on receiving a request frame.
+    pub frame_timeout: Duration,
+    /// Connections handled at once.
+    pub max_connections: usize,
+    /// The write fence.
+    pub fence: Fence,
+}
+
+/// Why the configuration was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The configuration file is not trusted.
+    #[error("configuration file: {0}")]
+    Trust(#[from] TrustError),
+    /// The YAML is invalid.
+    #[error("{path}: {problem}; fix the file (see `fleetwatch-executor --help`)")]
+    Yaml {
+        /// The file.
+        path: PathBuf,
+        /// What the parser said.
+        problem: String,
+    },
+    /// A value is invalid.
+    #[error("{name}: {problem}")]
+    Value {
+        /// The setting.
+        name: &'static str,
+        /// What is wrong.
+        problem: String,
+    },
+}
+
+fn env(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
+fn secs(
+    name: &'static str,
+    env_value: Option<String>,
+    file: Option<u64>,
+    default: u64,
+) -> Result<Duration, ConfigError> {
+    let n = match env_value {
+        Some(text) => text.trim().parse::<u64>().map_err(|_| ConfigError::Value {
+            name,
+            problem: format!("{text:?} is not a whole number of seconds"),
+        })?,
+        None => file.unwrap_or(default),
+    };
+    if n == 0 || n > 3600 {
+        return Err(ConfigError::Value {
+            name,
+            problem: "must be between 1 and 3600 seconds".into(),
+        });
+    }
+    Ok(Duration::from_secs(n))
+}
+
+impl Config {
+    /// Loads the configuration: `explicit` (from `--config`), else `FLEETWATCH_EXECUTOR_CONFIG`,
+    /// else [`DEFAULT_CONFIG`]. A missing default file means "environment only"; a missing
+    /// file that was named is an error.
+    pub fn load(explicit: Option<&Path>) -> Result<Config, ConfigError> {
+        let named = explicit
+            .map(Path::to_path_buf)
+            .or_else(|| env("FLEETWATCH_EXECUTOR_CONFIG").map(PathBuf::from));
+        let source = named
+            .clone()
+            .unwrap_or_else(|| PathBuf::from(DEFAULT_CONFIG));
+        let file = if named.is_none() && !source.exists() {
+            FileConfig::default()
+        } else {
+            // The file names the uids that may ask for writes, so it is trusted like a key file.
+            let text = os::read_trusted(&source, Trusted::File, 1 << 20)?;
+            yaml_serde::from_str::<Option<FileConfig>>(&text)
+                .map_err(|e| ConfigError::Yaml {
+                    path: source.clone(),
+                    problem: e.to_string(),
+                })?
+                .unwrap_or_default()
+        };
+        Config::resolve(source, file)
+    }
+
+    fn resolve(source: PathBuf, file: FileConfig) -> Result<Config, ConfigError> {
+        let state_dir = env("FLEETWATCH_STATE_DIR")
+            .map(PathBuf::from)
+            .or(file.state_dir)
+            .unwrap_or_else(|| PathBuf::from("/var/lib/fleetwatch-executor"));
+        let allowlist = match env("FLEETWATCH_WRITE_DEVICE_IDS") {
+            Some(text) => Some(
+                text.split(',')
+                    .map(|s| s.trim().to_string())
+                    .filter(|s| !s.is_empty())
+                    .collect::<Vec<_>>(),
+            ),
+            None => file.write_device_ids,
+        };
+        let allowlist = match allowlist {
+            Some(ids) => {
+                if let Some(bad) = ids
+                    .iter()
+                    .find(|id| !fleetwatch_protocol::ids::is_master_id(id))
+                {
+                    return Err(ConfigError::Value {
+                        name: "FLEETWATCH_WRITE_DEVICE_IDS",
+                        problem: format!("{bad:?} is not a device (master) ID"),
+                    });
+                }
+                let set: BTreeSet<String> = ids.into_iter().collect();
+                (!set.is_empty()).then_some(set)
+            }
+            None => None,
+        };
+        let team_id = env("FLEETWATCH_WRITE_TEAM_ID")
+            .or(file.write_team_id)
+            .map(|t| t.trim().to_string())
+            .filter(|t| !t.is_empty());
+        let max_connections = file.max_connections.unwrap_or(16);
+        if !(1..=1024).contains(&max_connections) {
+            return Err(ConfigError::Value {
+                name: "max_connections",
+                problem: "must be between 1 and 1024".into(),
+            });
+        }
+        Ok(Config {
+            socket: env("FLEETWATCH_EXECUTOR_SOCKET")
+                .map(PathBuf::from)
+                .or(file.socket)
+                .unwrap_or_else(|| PathBuf::from("/run/fleetwatch-executor/executor.sock")),
+            allowed_uids: file.allowed_uids.unwrap_or_default().into_iter().collect(),
+            approver_keys: file
+                .approver_keys
+                .unwrap_or_else(|| state_dir.join("approvers.pub")),
+            policy: env("FLEETWATCH_POLICY")
+                .map(PathBuf::from)
+                .or(file.policy)
+                .unwrap_or_else(|| PathBuf::from("/etc/fleetwatch/tool_policy.yaml")),
+            epiphan_url: env("FLEETWATCH_EPIPHAN_URL")
+                .or(file.epiphan_url)
+                .unwrap_or_else(|| "https://go.epiphan.cloud/mcp".to_string()),
+            allow_loopback_http: env("FLEETWATCH_ALLOW_LOOPBACK_HTTP").as_deref() == Some("1"),
+            read_timeout: secs(
+                "FLEETWATCH_READ_TIMEOUT_SECS",
+                env("FLEETWATCH_READ_TIMEOUT_SECS"),
+                file.read_timeout_secs,
+                15,
+            )?,
+            write_timeout: secs(
+                "FLEETWATCH_WRITE_TIMEOUT_SECS",
+                env("FLEETWATCH_WRITE_TIMEOUT_SECS"),
+                file.write_timeout_secs,
+                30,
+            )?,
+            frame_timeout: secs("frame_timeout_secs", None, file.frame_timeout_secs, 5)?,
+            max_connections,
+            fence: Fence { allowlist, team_id },
+            state_dir,
+            source,
+        })
+    }
+
+    /// The sandbox token slot.
+    pub fn token_slot(&self) -> PathBuf {
+        self.state_dir.join("sandbox.token")
+    }
+
+    /// The executor's database.
+    pub fn database(&self) -> PathBuf {
+        self.state_dir.join("executor.db")
+    }
+}
+
+#[cfg(test)]
+#[allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn yaml_fields_resolve_and_unknown_fields_are_refused() {
+        let file: FileConfig = yaml_serde::from_str(
+            "socket: /tmp/x.sock\nallowed_uids: [1000]\nwrite_device_ids: [abcdef0123]\nread_timeout_secs: 7\n",
+        )
+        .unwrap();
+        let config = Config::resolve(PathBuf::from("c.yaml"), file).unwrap();
+        assert_eq!(config.allowed_uids, BTreeSet::from([1000]));
+        assert!(config.fence.configured());
+        assert!(yaml_serde::from_str::<FileConfig>("sockett: /x\n").is_err());
+    }
+
+    #[test]
+    fn bad_allowlist_entry_is_named() {
+        let file = FileConfig {
+            write_device_ids: Some(vec!["abcdef0123-1".into()]),
+            ..FileConfig::default()
+        };
+        let err = Config::resolve(PathBuf::from("c"), file).unwrap_err();
+        assert!(err.to_string().contains("abcdef0123-1"), "{err}");
+    }
+
+    #[test]
+    fn group_writable_config_is_refused_with_the_fix() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("executor.yaml");
+        std::fs::write(&path, "allowed_uids: [1]\n").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o664)).unwrap();
+        let err = Config::load(Some(&path)).unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.contains("executor.yaml") && text.contains("chmod go-w"),
+            "{text}"
+        );
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        assert!(Config::load(Some(&path)).is_ok());
+    }
+}

@@ -1,0 +1,188 @@
+//! `Describe` and `Status`: read-only answers. `Describe` validates a proposed change with the
+//! executor's own policy and reads its targets through the sandbox sign-in, so the assistant,
+//! which never holds that sign-in, can bind a proposal to sandbox state.
+
+use fleetwatch_protocol::Refusal;
+use fleetwatch_protocol::fleet::{self, RoomBlock};
+use fleetwatch_protocol::wire::{
+    ChannelFacts, DescribeRequest, Description, DeviceFacts, EventFacts, StatusReport, StreamFacts,
+};
+
+use crate::checks;
+use crate::context::Context;
+use crate::epiphan::Epiphan;
+use crate::{reads, slot};
+
+/// Facts about a proposed change's targets.
+pub async fn describe(ctx: &Context, request: DescribeRequest) -> Result<Description, Refusal> {
+    let entry = ctx
+        .policy
+        .propose_entry(&request.tool)
+        .ok_or(Refusal::ToolNotProposable)?;
+    let schema_version = entry.schema_version;
+    let policy_digest = ctx
+        .policy
+        .digest(&request.tool)
+        .ok_or(Refusal::ToolNotProposable)?;
+    let value = fleetwatch_protocol::canonical::from_str(&request.arguments)
+        .and_then(|c| c.to_value())
+        .map_err(|_| Refusal::ArgumentsInvalid)?;
+    let validated = ctx
+        .policy
+        .validate(&request.tool, &value)
+        .map_err(|e| e.refusal())?;
+    let token = slot::read(&ctx.config.token_slot()).map_err(|_| Refusal::NoSignIn)?;
+    let epiphan = Epiphan::connect(&ctx.config.epiphan_url, &token, ctx.config.read_timeout)
+        .await
+        .map_err(reads::refusal)?;
+    let result = read_facts(
+        ctx,
+        &epiphan,
+        &request,
+        validated,
+        schema_version,
+        policy_digest,
+    )
+    .await;
+    epiphan.close().await;
+    result
+}
+
+async fn read_facts(
+    ctx: &Context,
+    epiphan: &Epiphan,
+    request: &DescribeRequest,
+    validated: fleetwatch_protocol::policy::Validated,
+    schema_version: u32,
+    policy_digest: [u8; 32],
+) -> Result<Description, Refusal> {
+    let mut devices = reads::device_list(epiphan).await?;
+    let stream = match &validated.stream_id {
+        Some(id) => {
+            let endpoints = reads::stream_endpoints(epiphan).await?;
+            let found = endpoints.iter().find(|e| e.id.eq_ignore_ascii_case(id));
+            Some(StreamFacts {
+                id: id.clone(),
+                found: found.is_some(),
+                name: found.map(|e| e.name.clone()).unwrap_or_default(),
+                host: found.map(|e| e.host.clone()).unwrap_or_default(),
+            })
+        }
+        None => None,
+    };
+    let now = (ctx.clock)();
+    let events = reads::events(epiphan, now).await?;
+    let online = reads::online(&devices, &validated.targets);
+    if !online.is_empty() {
+        let status = reads::recorder_status(epiphan, &online).await?;
+        fleet::apply_recorder_status(&mut devices, &status);
+    }
+    let event_matches = validated.event.as_ref().map(|(a, b)| {
+        let (event_id, device_id) = checks::event_and_device(a, b);
+        events
+            .get(&device_id)
+            .and_then(Option::as_ref)
+            .is_some_and(|e| e.id == event_id)
+    });
+    let arguments = serde_json::Value::from(value_of(&validated));
+    let disruptive = ctx.policy.is_disruptive(&request.tool, &arguments);
+    let lead = ctx.policy.lead_minutes(&request.tool);
+    let stops = ctx.policy.stops_recording(&request.tool, &arguments);
+    let fence = &ctx.config.fence;
+    let found: Vec<String> = validated
+        .targets
+        .iter()
+        .filter(|t| devices.devices.iter().any(|d| &d.id == *t))
+        .cloned()
+        .collect();
+    let print = fleet::fingerprint(&devices, &events, &found).map_err(|_| Refusal::Internal)?;
+    let facts = validated
+        .targets
+        .iter()
+        .map(|id| {
+            let allowlisted = match &fence.allowlist {
+                Some(list) => list.contains(id),
+                None => fence.team_id.is_some(),
+            };
+            let event = events.get(id).and_then(Option::as_ref);
+            match devices.devices.iter().find(|d| &d.id == id) {
+                Some(d) => DeviceFacts {
+                    id: id.clone(),
+                    on_team: true,
+                    allowlisted,
+                    name: d.name.clone(),
+                    model: d.model.clone(),
+                    online: d.online,
+                    recording: d.recording(),
+                    channels: d
+                        .channels
+                        .iter()
+                        .map(|c| ChannelFacts {
+                            number: c.number.clone(),
+                            name: c.name.clone(),
+                            recording: c.recording,
+                        })
+                        .collect(),
+                    event: event.map(|e| EventFacts {
+                        id: e.id.clone(),
+                        title: e.title.clone(),
+                        start: fleet::format_time(e.start),
+                        end: e.end.map(fleet::format_time),
+                    }),
+                    block: if disruptive {
+                        fleet::room_block(d, event, now, lead, stops)
+                    } else {
+                        RoomBlock::None
+                    },
+                },
+                None => DeviceFacts {
+                    id: id.clone(),
+                    on_team: false,
+                    allowlisted,
+                    name: String::new(),
+                    model: String::new(),
+                    online: false,
+                    recording: false,
+                    channels: Vec::new(),
+                    event: None,
+                    block: RoomBlock::None,
+                },
+            }
+        })
+        .collect();
+    Ok(Description {
+        targets: validated.targets.clone(),
+        devices: facts,
+        stream,
+        event_matches,
+        fingerprint: print
+            .canonical()
+            .map_err(|_| Refusal::Internal)?
+            .into_string(),
+        team_id: devices.team_id.clone(),
+        disruptive,
+        policy_digest,
+        schema_version,
+    })
+}
+
+fn value_of(
+    validated: &fleetwatch_protocol::policy::Validated,
+) -> serde_json::Map<String, serde_json::Value> {
+    match validated.arguments.to_value() {
+        Ok(serde_json::Value::Object(map)) => map,
+        _ => serde_json::Map::new(),
+    }
+}
+
+/// Version and configuration facts.
+pub fn status(ctx: &Context) -> StatusReport {
+    StatusReport {
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        fence_configured: ctx.config.fence.configured(),
+        sandbox_sign_in: slot::read(&ctx.config.token_slot()).is_ok(),
+        key_ids: ctx.keys.key_ids(),
+        policy_digest: ctx.policy.whole_digest(),
+        chain_head: ctx.store.head().unwrap_or(crate::audit::GENESIS),
+    }
+}

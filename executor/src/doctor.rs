@@ -1,0 +1,236 @@
+//! `doctor`: one line per check, OK / WARN / FAIL. Any FAIL means the executor would refuse
+//! to write (or should not be trusted to), and the command exits 1.
+
+use std::os::unix::fs::MetadataExt;
+
+use crate::config::Config;
+use crate::epiphan::Epiphan;
+use crate::{audit, context, epiphan, os, reads, slot, store};
+
+/// A check's verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Level {
+    /// Fine.
+    Ok,
+    /// Works, but look at it.
+    Warn,
+    /// Broken: writes are refused or unsafe.
+    Fail,
+}
+
+/// One line of the report.
+#[derive(Debug, Clone)]
+pub struct Line {
+    /// Verdict.
+    pub level: Level,
+    /// What was checked.
+    pub check: &'static str,
+    /// What was found and, on failure, what to do.
+    pub message: String,
+}
+
+impl std::fmt::Display for Line {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let level = match self.level {
+            Level::Ok => "OK  ",
+            Level::Warn => "WARN",
+            Level::Fail => "FAIL",
+        };
+        write!(f, "{level} {}: {}", self.check, self.message)
+    }
+}
+
+fn line(level: Level, check: &'static str, message: impl Into<String>) -> Line {
+    Line {
+        level,
+        check,
+        message: message.into(),
+    }
+}
+
+/// Runs every check.
+pub async fn doctor(config: &Config) -> Vec<Line> {
+    let mut lines = Vec::new();
+    lines.push(if config.allowed_uids.is_empty() {
+        line(
+            Level::Fail,
+            "allowed uids",
+            "none configured; set allowed_uids to the assistant's uid in the configuration file",
+        )
+    } else {
+        line(
+            Level::Ok,
+            "allowed uids",
+            format!("{:?}", config.allowed_uids),
+        )
+    });
+    let fence = &config.fence;
+    lines.push(match (&fence.allowlist, &fence.team_id) {
+        (None, None) => line(Level::Fail, "fence", "neither FLEETWATCH_WRITE_DEVICE_IDS nor FLEETWATCH_WRITE_TEAM_ID is set; every write is refused"),
+        (list, team) => line(
+            Level::Ok,
+            "fence",
+            format!(
+                "{}{}",
+                list.as_ref().map(|l| format!("allowlist of {} device(s)", l.len())).unwrap_or_else(|| "no allowlist".into()),
+                team.as_ref().map(|t| format!(", team {t}")).unwrap_or_default()
+            ),
+        ),
+    });
+    lines.push(match context::load_keys(&config.approver_keys) {
+        Ok(keys) => line(
+            Level::Ok,
+            "key file",
+            format!(
+                "{}: {} key(s)",
+                config.approver_keys.display(),
+                keys.key_ids().len()
+            ),
+        ),
+        Err(e) => line(Level::Fail, "key file", e.to_string()),
+    });
+    lines.push(match context::load_policy(&config.policy) {
+        Ok(policy) => line(
+            Level::Ok,
+            "policy",
+            format!(
+                "{}: {} proposable tool(s), digest {}",
+                config.policy.display(),
+                policy.propose_entries().count(),
+                audit::hex(&policy.whole_digest())
+            ),
+        ),
+        Err(e) => line(Level::Fail, "policy", e.to_string()),
+    });
+    lines.push(
+        match epiphan::check_url(&config.epiphan_url, config.allow_loopback_http) {
+            Ok(()) => line(Level::Ok, "Epiphan URL", config.epiphan_url.clone()),
+            Err(e) => line(Level::Fail, "Epiphan URL", e.to_string()),
+        },
+    );
+    lines.push(socket_dir(config));
+    lines.push(sign_in(config).await);
+    match context::open_store(config) {
+        Err(e) => lines.push(line(Level::Fail, "state folder", e.to_string())),
+        Ok(_store) => {
+            lines.push(line(
+                Level::Ok,
+                "state folder",
+                config.state_dir.display().to_string(),
+            ));
+            lines.extend(database(config));
+        }
+    }
+    lines
+}
+
+fn socket_dir(config: &Config) -> Line {
+    let dir = config
+        .socket
+        .parent()
+        .map(std::path::Path::to_path_buf)
+        .unwrap_or_default();
+    if !dir.exists() {
+        return line(
+            Level::Warn,
+            "socket directory",
+            format!(
+                "{} does not exist yet; `serve` creates it (mode 0750)",
+                dir.display()
+            ),
+        );
+    }
+    if let Err(e) = os::check_dir(&dir) {
+        return line(Level::Fail, "socket directory", e.to_string());
+    }
+    match std::fs::metadata(&dir) {
+        Ok(meta) if meta.uid() == os::euid() => {
+            line(Level::Ok, "socket directory", dir.display().to_string())
+        }
+        Ok(meta) => line(
+            Level::Fail,
+            "socket directory",
+            format!(
+                "{} is owned by uid {}, not the executor's user; run `chown {} {}`",
+                dir.display(),
+                meta.uid(),
+                os::euid(),
+                dir.display()
+            ),
+        ),
+        Err(e) => line(Level::Fail, "socket directory", e.to_string()),
+    }
+}
+
+async fn sign_in(config: &Config) -> Line {
+    let token = match slot::read(&config.token_slot()) {
+        Ok(t) => t,
+        Err(e) => return line(Level::Fail, "sandbox sign-in", e.to_string()),
+    };
+    if epiphan::check_url(&config.epiphan_url, config.allow_loopback_http).is_err() {
+        return line(
+            Level::Fail,
+            "sandbox sign-in",
+            "stored, but the Epiphan URL is refused",
+        );
+    }
+    let epiphan = match Epiphan::connect(&config.epiphan_url, &token, config.read_timeout).await {
+        Ok(e) => e,
+        Err(e) => return line(Level::Fail, "sandbox sign-in", reads::refusal(e).message()),
+    };
+    let list = reads::device_list(&epiphan).await;
+    epiphan.close().await;
+    match list {
+        Err(r) => line(Level::Fail, "sandbox sign-in", r.message()),
+        Ok(list) => match (&config.fence.team_id, &list.team_id) {
+            (Some(want), Some(got)) if want != got => line(
+                Level::Fail,
+                "sandbox sign-in",
+                format!("signed in to team {got}, but FLEETWATCH_WRITE_TEAM_ID is {want}"),
+            ),
+            (Some(_), None) => line(
+                Level::Fail,
+                "sandbox sign-in",
+                "FLEETWATCH_WRITE_TEAM_ID is set but the sandbox reports no team ID",
+            ),
+            _ => line(
+                Level::Ok,
+                "sandbox sign-in",
+                format!("{} device(s) on the sandbox team", list.devices.len()),
+            ),
+        },
+    }
+}
+
+fn database(config: &Config) -> Vec<Line> {
+    let conn = match store::connect(&config.database()) {
+        Ok(c) => c,
+        Err(e) => return vec![line(Level::Fail, "database", e.to_string())],
+    };
+    let mut lines = Vec::new();
+    lines.push(match store::pragmas(&conn) {
+        Ok((mode, 2)) if mode.eq_ignore_ascii_case("wal") => {
+            line(Level::Ok, "database", "WAL, synchronous=FULL")
+        }
+        Ok((mode, sync)) => line(
+            Level::Fail,
+            "database",
+            format!("journal_mode={mode}, synchronous={sync}; expected WAL and FULL (2)"),
+        ),
+        Err(e) => line(Level::Fail, "database", e.to_string()),
+    });
+    lines.push(match audit::guarded(&conn) {
+        Ok(true) => line(Level::Ok, "audit guards", "UPDATE and DELETE triggers installed"),
+        Ok(false) => line(Level::Fail, "audit guards", "a trigger that keeps the audit append-only is missing; the table was altered behind the program's back"),
+        Err(e) => line(Level::Fail, "audit guards", e.to_string()),
+    });
+    lines.push(match audit::verify(&conn) {
+        Ok((rows, head)) => line(
+            Level::Ok,
+            "audit chain",
+            format!("{rows} row(s), head {}", audit::hex(&head)),
+        ),
+        Err(e) => line(Level::Fail, "audit chain", e.to_string()),
+    });
+    lines
+}

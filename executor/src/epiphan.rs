@@ -1,0 +1,281 @@
+//! The executor's MCP client for Epiphan, signed in as the sandbox. Every read is bounded by a
+//! timeout and redacted before anything parses it. The write is sent at most once: the
+//! transport's session recovery and stream reconnection are switched off, because either may
+//! re-send a request Epiphan already received.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use fleetwatch_protocol::redact;
+use rmcp::ServiceExt;
+use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult};
+use rmcp::service::{RoleClient, RunningService};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::common::client_side_sse::NeverRetry;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use serde_json::Value;
+
+/// The sandbox bearer token. Deliberately neither `Debug` nor `Display`, so it cannot reach a
+/// log line, an audit row or an error message by accident.
+pub struct SandboxToken(String);
+
+impl SandboxToken {
+    /// Wraps token text (surrounding whitespace removed).
+    pub fn new(text: &str) -> Option<SandboxToken> {
+        let t = text.trim();
+        // A header value cannot hold control characters; refuse them here, not mid-request.
+        (!t.is_empty() && t.len() <= 8192 && t.bytes().all(|b| b.is_ascii_graphic()))
+            .then(|| SandboxToken(t.to_string()))
+    }
+    /// The token bytes, for the slot file only.
+    pub fn as_bytes(&self) -> &[u8] {
+        self.0.as_bytes()
+    }
+}
+
+/// Why a URL was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("Epiphan URL {url:?}: {problem}")]
+pub struct UrlError {
+    /// The URL.
+    pub url: String,
+    /// What is wrong.
+    pub problem: &'static str,
+}
+
+/// Only `https://` URLs, or `http://` to a loopback host when explicitly allowed (tests, demo).
+pub fn check_url(url: &str, allow_loopback_http: bool) -> Result<(), UrlError> {
+    let err = |problem| UrlError {
+        url: url.to_string(),
+        problem,
+    };
+    let parsed = reqwest::Url::parse(url).map_err(|_| err("not a URL"))?;
+    if !parsed.username().is_empty() || parsed.password().is_some() {
+        return Err(err("must not carry credentials"));
+    }
+    match parsed.scheme() {
+        "https" => Ok(()),
+        "http" if allow_loopback_http => {
+            let host = parsed.host_str().unwrap_or_default();
+            let host = host.trim_start_matches('[').trim_end_matches(']');
+            let loopback = host == "localhost"
+                || host
+                    .parse::<std::net::IpAddr>()
+                    .is_ok_and(|ip| ip.is_loopback());
+            if loopback {
+                Ok(())
+            } else {
+                Err(err("http:// is allowed only to a loopback host"))
+            }
+        }
+        "http" => Err(err(
+            "only https:// is allowed (FLEETWATCH_ALLOW_LOOPBACK_HTTP=1 permits loopback http for tests)",
+        )),
+        _ => Err(err("only https:// is allowed")),
+    }
+}
+
+/// Why a read gave nothing usable.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReadFailure {
+    /// Epiphan refused the sign-in (an in-band `401 Unauthorized`).
+    Unauthorized,
+    /// Timed out, lost connection, error result or an answer that is not JSON. The text says
+    /// which in plain words and never carries result data.
+    Failed(String),
+}
+
+/// What came back from the one write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WriteAnswer {
+    /// An empty error map: every device worked.
+    Done,
+    /// Per-device errors, redacted.
+    Errors(BTreeMap<String, String>),
+    /// Sent, but no trustworthy answer; the reason is for the log only.
+    Unknown(&'static str),
+}
+
+/// A signed-in MCP session.
+pub struct Epiphan {
+    service: RunningService<RoleClient, ()>,
+    read_timeout: Duration,
+}
+
+fn is_unauthorized_text(text: &str) -> bool {
+    let t = text.trim_start();
+    let t = t.strip_prefix("Error:").unwrap_or(t).trim_start();
+    t.starts_with("401") || t.to_ascii_lowercase().starts_with("unauthorized")
+}
+
+fn texts(result: &CallToolResult) -> String {
+    result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text())
+        .map(|t| t.text.as_str())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The JSON a result carries: structured content, else the text content parsed as JSON.
+fn result_json(result: &CallToolResult) -> Option<Value> {
+    if let Some(v) = &result.structured_content {
+        return Some(v.clone());
+    }
+    serde_json::from_str(texts(result).trim()).ok()
+}
+
+impl Epiphan {
+    /// Opens an MCP session with the sandbox token, bounded by `read_timeout`.
+    pub async fn connect(
+        url: &str,
+        token: &SandboxToken,
+        read_timeout: Duration,
+    ) -> Result<Epiphan, ReadFailure> {
+        let mut config =
+            StreamableHttpClientTransportConfig::with_uri(url).auth_header(token.0.clone());
+        // Recovering an expired session re-sends the POST that failed, and reconnecting a
+        // broken stream can replay it: both would be a second write. Neither is allowed.
+        config.reinit_on_expired_session = false;
+        config.retry_config = std::sync::Arc::new(NeverRetry::default());
+        config.max_json_response_size = 8 << 20;
+        let transport = StreamableHttpClientTransport::from_config(config);
+        match tokio::time::timeout(read_timeout, ().serve(transport)).await {
+            Ok(Ok(service)) => Ok(Epiphan {
+                service,
+                read_timeout,
+            }),
+            Ok(Err(e)) => {
+                let text = e.to_string();
+                if text.contains("401") || text.to_ascii_lowercase().contains("unauthorized") {
+                    Err(ReadFailure::Unauthorized)
+                } else {
+                    Err(ReadFailure::Failed("could not open an MCP session".into()))
+                }
+            }
+            Err(_) => Err(ReadFailure::Failed(
+                "MCP session did not open in time".into(),
+            )),
+        }
+    }
+
+    /// Calls a read tool and returns its JSON, redacted.
+    pub async fn read(
+        &self,
+        tool: &'static str,
+        arguments: serde_json::Map<String, Value>,
+    ) -> Result<Value, ReadFailure> {
+        let params = CallToolRequestParams::new(tool).with_arguments(arguments);
+        let result =
+            match tokio::time::timeout(self.read_timeout, self.service.peer().call_tool(params))
+                .await
+            {
+                Ok(Ok(r)) => r,
+                Ok(Err(_)) => return Err(ReadFailure::Failed(format!("{tool}: the call failed"))),
+                Err(_) => return Err(ReadFailure::Failed(format!("{tool}: no answer in time"))),
+            };
+        if result.is_error == Some(true) {
+            if is_unauthorized_text(&texts(&result)) {
+                return Err(ReadFailure::Unauthorized);
+            }
+            return Err(ReadFailure::Failed(format!("{tool}: error result")));
+        }
+        match result_json(&result) {
+            Some(mut value) => {
+                redact::redact_value(&mut value);
+                Ok(value)
+            }
+            None if is_unauthorized_text(&texts(&result)) => Err(ReadFailure::Unauthorized),
+            None => Err(ReadFailure::Failed(format!("{tool}: answer is not JSON"))),
+        }
+    }
+
+    /// Sends the write once, bounded by `timeout`. Never retried: a second call could apply
+    /// the change twice, so anything but a readable error map is "outcome unknown".
+    pub async fn write_once(
+        &self,
+        tool: &str,
+        arguments: serde_json::Map<String, Value>,
+        timeout: Duration,
+    ) -> WriteAnswer {
+        let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
+        let result =
+            match tokio::time::timeout(timeout, self.service.peer().call_tool_once(params)).await {
+                Ok(Ok(CallToolResponse::Complete(r))) => r,
+                Ok(Ok(_)) => return WriteAnswer::Unknown("the write asked for more input"),
+                Ok(Err(_)) => return WriteAnswer::Unknown("the connection failed after sending"),
+                Err(_) => return WriteAnswer::Unknown("no answer in time"),
+            };
+        if result.is_error == Some(true) {
+            return WriteAnswer::Unknown(if is_unauthorized_text(&texts(&result)) {
+                "in-band 401 after sending"
+            } else {
+                "error result"
+            });
+        }
+        let Some(mut value) = result_json(&result) else {
+            return WriteAnswer::Unknown("answer is not JSON");
+        };
+        redact::redact_value(&mut value);
+        error_map(&value).map_or(WriteAnswer::Unknown("answer is not an error map"), |map| {
+            if map.is_empty() {
+                WriteAnswer::Done
+            } else {
+                WriteAnswer::Errors(map)
+            }
+        })
+    }
+
+    /// Closes the session.
+    pub async fn close(self) {
+        let _ = self.service.cancel().await;
+    }
+}
+
+/// A write answer: an object mapping device IDs to error strings (possibly under `errors`).
+fn error_map(value: &Value) -> Option<BTreeMap<String, String>> {
+    let obj = value.as_object()?;
+    let obj = match obj.get("errors") {
+        Some(Value::Object(inner)) if obj.len() == 1 => inner,
+        _ => obj,
+    };
+    obj.iter()
+        .map(|(k, v)| {
+            v.as_str()
+                .map(|s| (redact::redact_text(k), redact::redact_text(s)))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+#[allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls() {
+        assert!(check_url("https://go.epiphan.cloud/mcp", false).is_ok());
+        assert!(check_url("http://127.0.0.1:3000/mcp", false).is_err());
+        assert!(check_url("http://127.0.0.1:3000/mcp", true).is_ok());
+        assert!(check_url("http://localhost:3000/mcp", true).is_ok());
+        assert!(check_url("http://[::1]:3000/mcp", true).is_ok());
+        assert!(check_url("http://10.0.0.1/mcp", true).is_err());
+        assert!(check_url("http://localhost.evil.example/mcp", true).is_err());
+        assert!(check_url("https://u:p@host/mcp", false).is_err());
+        assert!(check_url("ftp://host/mcp", true).is_err());
+    }
+
+    #[test]
+    fn unauthorized_text_is_recognised_only_as_a_whole_answer() {
+        assert!(is_unauthorized_text("Error: 401 Unauthorized"));
+        assert!(!is_unauthorized_text(
+            "{\"devices\":[{\"Name\":\"401 Unauthorized\"}]}"
+        ));
+    }
+}

@@ -1,0 +1,112 @@
+//! One `Execute`, top to bottom: the checks of [`crate::checks`] in order, the one write, and
+//! the outcome recorded. Read this function to see everything that stands between a request
+//! and a change.
+
+use fleetwatch_protocol::Refusal;
+use fleetwatch_protocol::wire::{ExecuteRequest, Outcome, OutcomeKind, Response};
+
+use crate::audit::{self, Entry};
+use crate::checks::{self, PeerChecked};
+use crate::context::Context;
+use crate::epiphan::{Epiphan, WriteAnswer};
+use crate::slot;
+use crate::store::Final;
+
+/// Runs an approved change, or refuses it saying which check failed.
+pub async fn execute(ctx: &Context, peer: PeerChecked, request: ExecuteRequest) -> Response {
+    // Before the nonce: a refusal here leaves no execution row, only an audit row.
+    let verified = match checks::signature(&peer, &request.approval, &ctx.keys) {
+        Ok(v) => v,
+        Err(r) => return refused_early(ctx, r, None, &request.assistant_chain_head),
+    };
+    let claims = match checks::claims(verified) {
+        Ok(c) => c,
+        Err(r) => return refused_early(ctx, r, None, &request.assistant_chain_head),
+    };
+    let now = (ctx.clock)().as_second();
+    let id = claims.approval_id();
+    let described = (audit::hex(&id), claims.tool().to_string(), claims.targets());
+    let fresh = match checks::fresh(claims, now) {
+        Ok(f) => f,
+        Err(r) => return refused_early(ctx, r, Some(&described), &request.assistant_chain_head),
+    };
+    let stored = match checks::nonce(fresh, &ctx.store, &request.assistant_chain_head) {
+        Ok(s) => s,
+        Err(r) => return refused_early(ctx, r, Some(&described), &request.assistant_chain_head),
+    };
+
+    // From here the nonce is spent: every path ends by closing the execution row.
+    match checked_write(ctx, stored).await {
+        Ok(answer) => finish(ctx, &id, answer),
+        Err(refusal) => {
+            if let Err(e) = ctx.store.finish(&id, Final::Refused, refusal.code(), "") {
+                tracing::error!(error = %e, "could not record a refusal; the execution stays in flight until restart");
+            }
+            Response::Refused(refusal)
+        }
+    }
+}
+
+async fn checked_write(ctx: &Context, stored: checks::NonceStored) -> Result<WriteAnswer, Refusal> {
+    let policy_checked = checks::policy(stored, &ctx.policy)?;
+    let fenced = checks::fence(policy_checked, &ctx.config.fence)?;
+    let token = slot::read(&ctx.config.token_slot()).map_err(|e| {
+        tracing::warn!(error = %e, "no usable sandbox sign-in");
+        Refusal::NoSignIn
+    })?;
+    let epiphan = Epiphan::connect(&ctx.config.epiphan_url, &token, ctx.config.read_timeout)
+        .await
+        .map_err(crate::reads::refusal)?;
+    let result = async {
+        let live = checks::live_state(fenced, &epiphan, &ctx.config.fence).await?;
+        let ticket = checks::last_reads(live, &epiphan, &ctx.policy, ctx.clock).await?;
+        // Nothing between the last read and the write: no I/O, no await.
+        Ok(checks::write(ticket, &epiphan, ctx.config.write_timeout).await)
+    }
+    .await;
+    epiphan.close().await;
+    result
+}
+
+fn finish(ctx: &Context, id: &[u8; 16], answer: WriteAnswer) -> Response {
+    let (state, kind, detail) = match answer {
+        WriteAnswer::Done => (Final::Done, OutcomeKind::Done, ""),
+        WriteAnswer::Errors(map) => (Final::Error, OutcomeKind::Error(map), ""),
+        WriteAnswer::Unknown(why) => {
+            tracing::warn!(why, "write outcome unknown; it will not be retried");
+            (Final::Unknown, OutcomeKind::Unknown, why)
+        }
+    };
+    match ctx.store.finish(id, state, "", detail) {
+        Ok(chain_head) => Response::Executed(Outcome { kind, chain_head }),
+        Err(e) => {
+            // The write happened (or may have); the answer must still reach the operator. The
+            // row stays in flight and becomes unknown at the next start.
+            tracing::error!(error = %e, "could not record the outcome");
+            let chain_head = ctx.store.head().unwrap_or(audit::GENESIS);
+            Response::Executed(Outcome { kind, chain_head })
+        }
+    }
+}
+
+fn refused_early(
+    ctx: &Context,
+    refusal: Refusal,
+    described: Option<&(String, String, String)>,
+    head: &[u8; 32],
+) -> Response {
+    let (approval_id, tool, targets) = described.cloned().unwrap_or_default();
+    let entry = Entry {
+        kind: "refused",
+        reason: refusal.code().to_string(),
+        approval_id,
+        tool,
+        targets,
+        assistant_head: audit::hex(head),
+        detail: String::new(),
+    };
+    if let Err(e) = ctx.store.audit(&entry) {
+        tracing::error!(error = %e, "could not audit a refusal");
+    }
+    Response::Refused(refusal)
+}

@@ -1,0 +1,297 @@
+//! `executor.db`: used nonces, executions and the audit chain. WAL with `synchronous=FULL`, so
+//! a nonce the executor acknowledged storing survives a crash or power loss.
+
+use std::path::Path;
+use std::sync::Mutex;
+
+use rusqlite::{Connection, ErrorCode, params};
+
+use crate::audit::{self, Entry};
+
+/// How long a statement waits for another connection's lock.
+const BUSY_TIMEOUT_MS: u32 = 5_000;
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS nonces (
+    approval_id BLOB PRIMARY KEY,
+    stored_at INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS executions (
+    approval_id BLOB PRIMARY KEY REFERENCES nonces(approval_id),
+    tool TEXT NOT NULL,
+    targets TEXT NOT NULL,
+    state TEXT NOT NULL CHECK (state IN ('in_flight', 'done', 'error', 'unknown', 'refused')),
+    reason TEXT NOT NULL DEFAULT '',
+    started_at INTEGER NOT NULL,
+    finished_at INTEGER
+);
+";
+
+/// Final states of an execution.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Final {
+    /// Every device worked.
+    Done,
+    /// Per-device errors.
+    Error,
+    /// Sent, no trustworthy answer.
+    Unknown,
+    /// A check after the nonce refused; nothing was sent.
+    Refused,
+}
+
+impl Final {
+    fn as_str(self) -> &'static str {
+        match self {
+            Final::Done => "done",
+            Final::Error => "error",
+            Final::Unknown => "unknown",
+            Final::Refused => "refused",
+        }
+    }
+}
+
+/// Why the nonce was not stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NonceError {
+    /// The primary key already holds it.
+    Replayed,
+    /// The insert failed for another reason (disk full, read-only, locked).
+    NotStored,
+}
+
+/// The open database. One connection behind a mutex: every statement is short and the
+/// primary key, not the mutex, is what makes a nonce single-use.
+pub struct Store {
+    conn: Mutex<Connection>,
+}
+
+/// Opens a connection with the pragmas every connection needs.
+pub fn connect(path: &Path) -> rusqlite::Result<Connection> {
+    let conn = Connection::open(path)?;
+    conn.busy_timeout(std::time::Duration::from_millis(u64::from(BUSY_TIMEOUT_MS)))?;
+    conn.pragma_update(None, "journal_mode", "WAL")?;
+    conn.pragma_update(None, "synchronous", "FULL")?;
+    conn.pragma_update(None, "foreign_keys", "ON")?;
+    Ok(conn)
+}
+
+/// Reads back the durability pragmas: `(journal_mode, synchronous)`.
+pub fn pragmas(conn: &Connection) -> rusqlite::Result<(String, i64)> {
+    let mode: String = conn.query_row("PRAGMA journal_mode", [], |r| r.get(0))?;
+    let sync: i64 = conn.query_row("PRAGMA synchronous", [], |r| r.get(0))?;
+    Ok((mode, sync))
+}
+
+fn now() -> i64 {
+    jiff::Timestamp::now().as_second()
+}
+
+impl Store {
+    /// Opens (creating if needed) the database and its tables.
+    pub fn open(path: &Path) -> rusqlite::Result<Store> {
+        let conn = connect(path)?;
+        conn.execute_batch(SCHEMA)?;
+        conn.execute_batch(audit::SCHEMA)?;
+        Ok(Store {
+            conn: Mutex::new(conn),
+        })
+    }
+
+    fn with<T>(
+        &self,
+        f: impl FnOnce(&mut Connection) -> rusqlite::Result<T>,
+    ) -> rusqlite::Result<T> {
+        // A poisoned lock only means another request panicked mid-statement; SQLite rolled
+        // that transaction back, so the connection is still consistent.
+        let mut guard = match self.conn.lock() {
+            Ok(g) => g,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        f(&mut guard)
+    }
+
+    /// Marks every execution left `in_flight` by a crash as `unknown`, with an audit row each.
+    /// They are never re-run: the write may or may not have reached Epiphan.
+    pub fn recover(&self) -> rusqlite::Result<usize> {
+        self.with(|conn| {
+            let tx = conn.transaction()?;
+            let stuck: Vec<(Vec<u8>, String, String)> = {
+                let mut stmt = tx.prepare("SELECT approval_id, tool, targets FROM executions WHERE state = 'in_flight'")?;
+                let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+                rows.collect::<rusqlite::Result<_>>()?
+            };
+            let t = now();
+            for (id, tool, targets) in &stuck {
+                tx.execute(
+                    "UPDATE executions SET state = 'unknown', reason = 'interrupted', finished_at = ?2 WHERE approval_id = ?1",
+                    params![id, t],
+                )?;
+                audit::append(
+                    &tx,
+                    t,
+                    &Entry {
+                        kind: "recovered",
+                        reason: "unknown".into(),
+                        approval_id: audit::hex(id),
+                        tool: tool.clone(),
+                        targets: targets.clone(),
+                        assistant_head: String::new(),
+                        detail: String::new(),
+                    },
+                )?;
+            }
+            tx.commit()?;
+            Ok(stuck.len())
+        })
+    }
+
+    /// Stores the nonce, opens the execution as `in_flight` and audits both, in one durable
+    /// transaction. Runs before any read so a crash after this point can never re-run.
+    pub fn store_nonce(
+        &self,
+        approval_id: &[u8; 16],
+        tool: &str,
+        targets: &str,
+        assistant_head: &[u8; 32],
+    ) -> Result<(), NonceError> {
+        let result = self.with(|conn| {
+            let tx = conn.transaction()?;
+            let t = now();
+            tx.execute("INSERT INTO nonces (approval_id, stored_at) VALUES (?1, ?2)", params![approval_id.to_vec(), t])?;
+            tx.execute(
+                "INSERT INTO executions (approval_id, tool, targets, state, started_at) VALUES (?1, ?2, ?3, 'in_flight', ?4)",
+                params![approval_id.to_vec(), tool, targets, t],
+            )?;
+            audit::append(
+                &tx,
+                t,
+                &Entry {
+                    kind: "accepted",
+                    reason: "nonce_stored".into(),
+                    approval_id: audit::hex(approval_id),
+                    tool: tool.into(),
+                    targets: targets.into(),
+                    assistant_head: audit::hex(assistant_head),
+                    detail: String::new(),
+                },
+            )?;
+            tx.commit()
+        });
+        match result {
+            Ok(()) => Ok(()),
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if e.code == ErrorCode::ConstraintViolation && is_primary_key(e.extended_code) =>
+            {
+                Err(NonceError::Replayed)
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "nonce not stored");
+                Err(NonceError::NotStored)
+            }
+        }
+    }
+
+    /// Records an execution's final state with its audit row; returns the new chain head.
+    pub fn finish(
+        &self,
+        approval_id: &[u8; 16],
+        state: Final,
+        reason: &str,
+        detail: &str,
+    ) -> rusqlite::Result<[u8; 32]> {
+        self.with(|conn| {
+            let tx = conn.transaction()?;
+            let t = now();
+            let (tool, targets): (String, String) = tx.query_row(
+                "SELECT tool, targets FROM executions WHERE approval_id = ?1",
+                params![approval_id.to_vec()],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )?;
+            tx.execute(
+                "UPDATE executions SET state = ?2, reason = ?3, finished_at = ?4 WHERE approval_id = ?1 AND state = 'in_flight'",
+                params![approval_id.to_vec(), state.as_str(), reason, t],
+            )?;
+            let kind = if state == Final::Refused { "refused" } else { "outcome" };
+            let reason = if state == Final::Refused { reason.to_string() } else { state.as_str().to_string() };
+            let head = audit::append(
+                &tx,
+                t,
+                &Entry { kind, reason, approval_id: audit::hex(approval_id), tool, targets, assistant_head: String::new(), detail: detail.to_string() },
+            )?;
+            tx.commit()?;
+            Ok(head)
+        })
+    }
+
+    /// Appends one audit row on its own.
+    pub fn audit(&self, entry: &Entry) -> rusqlite::Result<[u8; 32]> {
+        self.with(|conn| {
+            let tx = conn.transaction()?;
+            let head = audit::append(&tx, now(), entry)?;
+            tx.commit()?;
+            Ok(head)
+        })
+    }
+
+    /// The audit chain head.
+    pub fn head(&self) -> rusqlite::Result<[u8; 32]> {
+        self.with(|conn| audit::head(conn))
+    }
+
+    /// The state of an execution (tests and `doctor`).
+    pub fn execution_state(&self, approval_id: &[u8; 16]) -> rusqlite::Result<Option<String>> {
+        use rusqlite::OptionalExtension;
+        self.with(|conn| {
+            conn.query_row(
+                "SELECT state FROM executions WHERE approval_id = ?1",
+                params![approval_id.to_vec()],
+                |r| r.get(0),
+            )
+            .optional()
+        })
+    }
+}
+
+fn is_primary_key(extended: std::os::raw::c_int) -> bool {
+    extended == rusqlite::ffi::SQLITE_CONSTRAINT_PRIMARYKEY
+        || extended == rusqlite::ffi::SQLITE_CONSTRAINT_UNIQUE
+}
+
+#[cfg(test)]
+#[allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nonce_is_single_use_and_recovery_marks_unknown() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("executor.db");
+        let store = Store::open(&path).unwrap();
+        let id = [7u8; 16];
+        store
+            .store_nonce(&id, "batch_reboot", "abcdef0123", &[1; 32])
+            .unwrap();
+        assert_eq!(
+            store.store_nonce(&id, "batch_reboot", "abcdef0123", &[1; 32]),
+            Err(NonceError::Replayed)
+        );
+        drop(store);
+        let store = Store::open(&path).unwrap();
+        assert_eq!(store.recover().unwrap(), 1);
+        assert_eq!(
+            store.execution_state(&id).unwrap().as_deref(),
+            Some("unknown")
+        );
+        assert_eq!(store.recover().unwrap(), 0);
+        let conn = connect(&path).unwrap();
+        assert_eq!(pragmas(&conn).unwrap(), ("wal".to_string(), 2));
+        let (rows, _) = audit::verify(&conn).unwrap();
+        assert_eq!(rows, 2);
+    }
+}
