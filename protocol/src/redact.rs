@@ -232,9 +232,8 @@ fn words_of(name: &str) -> Vec<String> {
         if let Some(p) = prev {
             let next = chars.get(idx.saturating_add(1)).copied();
             let hump = p.is_lowercase() && ch.is_uppercase();
-            let acronym_end = p.is_uppercase()
-                && ch.is_uppercase()
-                && next.is_some_and(|n| n.is_lowercase());
+            let acronym_end =
+                p.is_uppercase() && ch.is_uppercase() && next.is_some_and(|n| n.is_lowercase());
             let digits = p.is_numeric() != ch.is_numeric();
             if hump || acronym_end || digits {
                 flush_word(&mut words, &mut current);
@@ -331,8 +330,7 @@ fn redact_object(map: &mut Map<String, Value>) {
 fn is_secret_pair(members: &[(String, Value)]) -> bool {
     members.iter().any(|(k, v)| {
         LABEL_NAMES.contains(&compact_name(k).as_str())
-            && v
-                .as_str()
+            && v.as_str()
                 .is_some_and(|label| is_secret_label(&redact_text(label)))
     })
 }
@@ -346,9 +344,9 @@ fn redact_member(key: &str, value: &mut Value, pair: bool, has_value: bool) {
         keep_only_uuids(value);
     } else if is_secret_key(key) {
         let is_label = is_key_alone(key)
-            && value.as_str().is_some_and(|label| {
-                has_value || is_secret_label(&redact_text(label))
-            });
+            && value
+                .as_str()
+                .is_some_and(|label| has_value || is_secret_label(&redact_text(label)));
         if is_label {
             redact_value(value);
         } else {
@@ -502,7 +500,11 @@ fn rewrite_url_body(out: &mut Vec<char>, kind: UrlKind, body: &[char]) {
     let fragment_at = rest.iter().position(|&c| c == '#');
     let before_fragment = span(rest, 0, fragment_at.unwrap_or(rest.len()));
     let query_at = before_fragment.iter().position(|&c| c == '?');
-    let path = span(before_fragment, 0, query_at.unwrap_or(before_fragment.len()));
+    let path = span(
+        before_fragment,
+        0,
+        query_at.unwrap_or(before_fragment.len()),
+    );
 
     let mask_path = match kind {
         UrlKind::Stream => path.len() > 1,
@@ -550,7 +552,10 @@ fn is_name_char(c: char) -> bool {
 fn is_value_stop(c: char) -> bool {
     c.is_whitespace()
         || c.is_control()
-        || matches!(c, ',' | ';' | '&' | '"' | '\'' | '<' | '>' | '}' | ')' | '`')
+        || matches!(
+            c,
+            ',' | ';' | '&' | '"' | '\'' | '<' | '>' | '}' | ')' | '`'
+        )
 }
 
 /// The name before a separator at `sep`: candidate spellings to test and whether it was quoted.
@@ -769,7 +774,8 @@ fn looks_like_credential(cred: &[char]) -> bool {
     let has_upper = cred.iter().any(|c| c.is_ascii_uppercase());
     let has_lower = cred.iter().any(|c| c.is_ascii_lowercase());
     let has_b64_sign = cred.iter().any(|c| matches!(c, '+' | '/' | '='));
-    (cred.len() >= 8 && has_digit) || (cred.len() >= 20 && ((has_upper && has_lower) || has_b64_sign))
+    (cred.len() >= 8 && has_digit)
+        || (cred.len() >= 20 && ((has_upper && has_lower) || has_b64_sign))
 }
 
 fn mask_auth_schemes(chars: &[char]) -> Vec<char> {
