@@ -381,6 +381,89 @@ mod tests {
         assert!(tools.is_empty());
     }
 
+    fn root_policy() -> Policy {
+        Policy::from_yaml(include_str!("../../tool_policy.yaml")).unwrap()
+    }
+
+    #[test]
+    fn nothing_granted_shows_nothing() {
+        let policy = root_policy();
+        let grants = Grants::default();
+        assert!(tools(&policy, &grants, true, true).is_empty());
+        for t in policy.read_tools() {
+            assert!(!allowed_read(&policy, &grants, &t.name));
+            assert!(!is_shown(&policy, &grants, true, true, &t.name));
+        }
+        assert!(!is_shown(&policy, &grants, true, true, PROPOSE_TOOL));
+    }
+
+    #[test]
+    fn real_registry_each_category_alone() {
+        let policy = root_policy();
+        let categories: std::collections::BTreeSet<String> = policy
+            .read_tools()
+            .map(|t| t.category.clone())
+            .chain(policy.propose_entries().map(|e| e.category.clone()))
+            .collect();
+        for category in &categories {
+            let open = |c: &str| c == category;
+            let shown = tools_with(&policy, &open, true, true);
+            for t in &shown {
+                let name = t["name"].as_str().unwrap();
+                assert_ne!(name, "get_channel_image");
+                if name == PROPOSE_TOOL {
+                    for tool in t["input_schema"]["properties"]["tool"]["enum"]
+                        .as_array()
+                        .unwrap()
+                    {
+                        let entry = policy.propose_entry(tool.as_str().unwrap()).unwrap();
+                        assert_eq!(&entry.category, category);
+                    }
+                } else {
+                    assert_eq!(&policy.read_tool(name).unwrap().category, category);
+                    assert_eq!(t["input_schema"], policy.read_tool(name).unwrap().schema);
+                }
+                assert!(is_shown_with(&policy, &open, true, true, name));
+            }
+            let expected_reads = policy
+                .read_tools()
+                .filter(|t| &t.category == category && t.name != "get_channel_image")
+                .count();
+            let propose_expected = policy
+                .propose_entries()
+                .any(|e| &e.category == category && e.schema.is_some());
+            assert_eq!(shown.len(), expected_reads + usize::from(propose_expected));
+        }
+    }
+
+    #[test]
+    fn propose_change_needs_proposing_fence_and_a_granted_proposable_tool() {
+        let policy = root_policy();
+        let all = |_: &str| true;
+        let reads_only = |c: &str| matches!(c, "fleet" | "schedule" | "streams");
+        let has = |v: &[Value]| v.iter().any(|t| t["name"] == PROPOSE_TOOL);
+        assert!(has(&tools_with(&policy, &all, true, true)));
+        assert!(!has(&tools_with(&policy, &all, false, true)));
+        assert!(!has(&tools_with(&policy, &all, true, false)));
+        assert!(!has(&tools_with(&policy, &reads_only, true, true)));
+        assert!(!is_shown_with(&policy, &all, false, true, PROPOSE_TOOL));
+        assert!(!is_shown_with(&policy, &all, true, false, PROPOSE_TOOL));
+        assert!(!is_shown_with(
+            &policy,
+            &reads_only,
+            true,
+            true,
+            PROPOSE_TOOL
+        ));
+        assert!(is_shown_with(&policy, &all, true, true, PROPOSE_TOOL));
+        // Write tools are never reads, whatever is granted.
+        for entry in policy.propose_entries() {
+            assert!(!allowed_read_with(&policy, &all, &entry.name));
+            assert!(!is_shown_with(&policy, &all, true, true, &entry.name));
+        }
+        assert!(!allowed_read_with(&policy, &all, "get_channel_image"));
+    }
+
     #[test]
     fn empty_schemas_become_object_schemas() {
         assert_eq!(input_schema(&json!({}))["type"], json!("object"));
