@@ -342,10 +342,7 @@ async fn call_model(
                 }
             })?;
         let status = response.status();
-        let bytes = response
-            .bytes()
-            .await
-            .map_err(|_| CallError::Failed("the model service's reply was cut off", None))?;
+        let bytes = read_bounded(response).await?;
         Ok::<_, CallError>((status, bytes))
     };
     let (status, bytes) = match tokio::time::timeout(limit, request).await {
@@ -369,6 +366,45 @@ async fn call_model(
         return Err(CallError::Failed(text, code));
     }
     parse_reply(&bytes)
+}
+
+/// Largest reply body read; a real reply is a few kilobytes, and a broken or hostile endpoint
+/// must not be able to fill memory.
+const MAX_REPLY_BYTES: usize = 4 * 1024 * 1024;
+
+async fn read_bounded(mut response: reqwest::Response) -> Result<Vec<u8>, CallError> {
+    let mut body = Vec::new();
+    loop {
+        match response.chunk().await {
+            Ok(Some(chunk)) => {
+                if body.len().saturating_add(chunk.len()) > MAX_REPLY_BYTES {
+                    return Err(CallError::Failed("the model's reply was too large", None));
+                }
+                body.extend_from_slice(&chunk);
+            }
+            Ok(None) => return Ok(body),
+            Err(_) => {
+                return Err(CallError::Failed(
+                    "the model service's reply was cut off",
+                    None,
+                ));
+            }
+        }
+    }
+}
+
+/// The answer as the terminal will show it: no control characters other than line breaks and
+/// tabs, and no bidirectional overrides. The model may copy them from a hostile device name,
+/// and a terminal would act on them (escape sequences) or display text reordered.
+pub fn clean_answer(text: &str) -> String {
+    text.chars()
+        .filter(|c| {
+            *c == '\n'
+                || *c == '\t'
+                || !(c.is_control()
+                    || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}'))
+        })
+        .collect()
 }
 
 fn parse_reply(bytes: &[u8]) -> Result<Reply, CallError> {
@@ -590,9 +626,8 @@ pub async fn run_turn<H: ToolHandler>(
                 .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
                 .filter_map(|b| b.get("text").and_then(Value::as_str))
                 .collect::<Vec<_>>()
-                .join("\n")
-                .trim()
-                .to_owned();
+                .join("\n");
+            let answer = clean_answer(&answer).trim().to_owned();
             if answer.is_empty() {
                 return tally.finish(
                     String::new(),
@@ -615,14 +650,17 @@ pub async fn run_turn<H: ToolHandler>(
             let name = block.get("name").and_then(Value::as_str).unwrap_or("");
             let input = block.get("input").cloned().unwrap_or(Value::Null);
             tally.tools_called += 1;
-            let answer = match tokio::time::timeout_at(
+            let Some(answer) = answer_call(
+                name,
+                input,
+                visible,
+                handler,
+                &mut tally.proposals,
                 deadline,
-                answer_call(name, input, visible, handler, &mut tally.proposals),
             )
             .await
-            {
-                Ok(answer) => answer,
-                Err(_) => return tally.apologise(LoopBound::WallClock, lang),
+            else {
+                return tally.apologise(LoopBound::WallClock, lang);
             };
             // The streak key is bounded so an invented name cannot grow the map's keys.
             let key: String = name.chars().take(64).collect();
@@ -650,20 +688,31 @@ pub async fn run_turn<H: ToolHandler>(
     }
 }
 
+/// Answers one tool call; `None` when the wall clock ran out during a read.
 async fn answer_call<H: ToolHandler>(
     name: &str,
     input: Value,
     visible: &(dyn Fn(&str) -> bool + Send + Sync),
     handler: &H,
     proposals: &mut Vec<u64>,
-) -> ToolAnswer {
+    deadline: Instant,
+) -> Option<ToolAnswer> {
     // The call-time gate: what the model was shown earlier does not matter here.
     if name.is_empty() || !visible(name) {
-        return ToolAnswer::unavailable();
+        return Some(ToolAnswer::unavailable());
     }
     if name == PROPOSE_TOOL {
-        return answer_propose(input, handler, proposals).await;
+        // Not cut short by the wall clock: dropping a proposal half-way could leave one stored
+        // whose number this turn never learns, so the caller could not expire it. The store
+        // bounds its own waits.
+        return Some(answer_propose(input, handler, proposals).await);
     }
+    tokio::time::timeout_at(deadline, answer_read(name, input, handler))
+        .await
+        .ok()
+}
+
+async fn answer_read<H: ToolHandler>(name: &str, input: Value, handler: &H) -> ToolAnswer {
     if !(name.starts_with("get_") || name.starts_with("kb_")) || name == "get_channel_image" {
         // `visible` should never allow these; refuse even if a caller's check is wrong.
         return ToolAnswer::unavailable();
@@ -794,6 +843,15 @@ mod tests {
         assert!(!text.contains('<') && !text.contains('>') && !text.contains('&'));
         assert!(!text.contains('\n'));
         assert!(read_failure(&"x".repeat(1000)).chars().count() < 330);
+    }
+
+    #[test]
+    fn answers_lose_terminal_controls() {
+        assert_eq!(
+            clean_answer("Room \u{1b}[31m1\u{1b}[0m\r\n\tok\u{202e}x\u{2066}"),
+            "Room [31m1[0m\n\tokx"
+        );
+        assert_eq!(clean_answer("Sala Ñandú — 会议室"), "Sala Ñandú — 会议室");
     }
 
     #[test]

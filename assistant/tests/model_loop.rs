@@ -834,3 +834,42 @@ async fn overlong_reason_is_refused_before_the_store() {
     );
     m.shutdown().await;
 }
+
+#[tokio::test]
+async fn answer_is_cleaned_of_terminal_controls() {
+    let m = model(vec![text_reply(
+        "Room \u{1b}]0;pwned\u{7}101 is \u{202e}online",
+    )])
+    .await;
+    let handler = Double::new(fleet());
+    let out = run_turn(
+        &config(&m.url()),
+        &[],
+        &|_: &str| false,
+        "status?",
+        &handler,
+    )
+    .await;
+    assert_eq!(out.outcome, TurnEnd::Answered);
+    assert_eq!(out.answer, "Room ]0;pwned101 is online");
+    m.shutdown().await;
+}
+
+#[tokio::test]
+async fn oversized_reply_fails_the_turn() {
+    let m = model(vec![text_reply(&"word ".repeat(1_000_000))]).await;
+    let handler = Double::new(fleet());
+    let out = run_turn(
+        &config(&m.url()),
+        &[],
+        &|_: &str| false,
+        "status?",
+        &handler,
+    )
+    .await;
+    assert_eq!(
+        out.outcome,
+        TurnEnd::Failed(String::from("the model's reply was too large"))
+    );
+    m.shutdown().await;
+}
