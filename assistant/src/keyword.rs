@@ -1087,9 +1087,9 @@ fn attention(snap: &Snapshot, lang: Lang) -> String {
             ));
         }
         for (channel, w) in warnings(d) {
-            let urgency = if is_storage(&w.id) {
-                Urgency::First
-            } else if is_signal(&w.id) && event_soon {
+            // Storage problems lose recordings whenever they happen; a missing signal only
+            // matters when something is about to be recorded.
+            let urgency = if is_storage(&w.id) || (is_signal(&w.id) && event_soon) {
                 Urgency::First
             } else {
                 Urgency::Soon
