@@ -873,3 +873,80 @@ async fn oversized_reply_fails_the_turn() {
     );
     m.shutdown().await;
 }
+
+#[tokio::test]
+async fn an_error_body_quoting_the_key_is_not_repeated() {
+    let echo = json!({"type": "error", "error": {"type": "authentication_error", "message": format!("invalid x-api-key {KEY}")}});
+    let m = model(vec![echo]).await;
+    let handler = Double::new(fleet());
+    let out = run_turn(
+        &config(&m.url()),
+        &[],
+        &|_: &str| false,
+        "status?",
+        &handler,
+    )
+    .await;
+    assert!(matches!(out.outcome, TurnEnd::Failed(_)));
+    assert_no_key(&out);
+    m.shutdown().await;
+}
+
+/// Reads one HTTP request off a raw socket and answers it, so the headers can be seen.
+async fn capture_one_request(reply: Value) -> (String, tokio::task::JoinHandle<String>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let task = tokio::spawn(async move {
+        let (mut sock, _) = listener.accept().await.unwrap();
+        let mut buf = Vec::new();
+        let mut chunk = [0u8; 4096];
+        loop {
+            let n = sock.read(&mut chunk).await.unwrap();
+            assert!(n > 0, "request ended early");
+            buf.extend_from_slice(&chunk[..n]);
+            let text = String::from_utf8_lossy(&buf).to_string();
+            if let Some(end) = text.find("\r\n\r\n") {
+                let length = text[..end]
+                    .lines()
+                    .find_map(|l| {
+                        let (k, v) = l.split_once(':')?;
+                        k.eq_ignore_ascii_case("content-length")
+                            .then(|| v.trim().parse::<usize>().unwrap())
+                    })
+                    .unwrap_or(0);
+                if buf.len() >= end + 4 + length {
+                    break;
+                }
+            }
+        }
+        let body = reply.to_string();
+        let response = format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        sock.write_all(response.as_bytes()).await.unwrap();
+        sock.shutdown().await.ok();
+        String::from_utf8_lossy(&buf).to_string()
+    });
+    (url, task)
+}
+
+#[tokio::test]
+async fn request_carries_key_and_version_headers() {
+    let (url, task) = capture_one_request(text_reply("fine")).await;
+    let handler = Double::new(fleet());
+    let out = run_turn(&config(&url), &[], &|_: &str| false, "status?", &handler).await;
+    assert_eq!(out.outcome, TurnEnd::Answered);
+    let request = task.await.unwrap();
+    let head = request
+        .split("\r\n\r\n")
+        .next()
+        .unwrap()
+        .to_ascii_lowercase();
+    assert!(head.starts_with("post /v1/messages http/1.1"), "{head}");
+    assert!(head.contains(&format!("x-api-key: {}", KEY.to_ascii_lowercase())));
+    assert!(head.contains("anthropic-version: 2023-06-01"));
+    assert!(head.contains("content-type: application/json"));
+    assert!(!head.contains("authorization:"));
+}
