@@ -1,2 +1,390 @@
-//! Helpers shared by the cross-process tests.
+//! Helpers shared by the cross-process tests: finding the built binaries, starting the
+//! simulator in-process and the executor binary on a socket in a temp folder, and signing test
+//! approvals with a key installed in the executor's key file.
 #![forbid(unsafe_code)]
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use ed25519_dalek::SigningKey;
+use fleetwatch_protocol::claims::{self, ApprovalClaims, CLAIMS_VERSION, SignedApproval, Slot};
+use fleetwatch_protocol::wire::{
+    self, DescribeRequest, Description, ExecuteRequest, Request, Response,
+};
+use fleetwatch_sim::{SimConfig, SimHandle};
+use futures_util::{SinkExt, StreamExt};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio_util::codec::{Framed, LengthDelimitedCodec};
+
+/// The workspace root.
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).unwrap_or_default()
+}
+
+/// A workspace binary next to the running test executable (`target/<profile>/NAME`). When it is
+/// missing (a filtered `cargo test`), it is built once with the same cargo.
+pub fn binary(package: &str, name: &str) -> PathBuf {
+    static BUILT: OnceLock<std::sync::Mutex<Vec<String>>> = OnceLock::new();
+    let exe = std::env::current_exe().unwrap_or_default();
+    // target/debug/deps/test-hash → target/debug
+    let dir = exe.parent().and_then(Path::parent).map(Path::to_path_buf).unwrap_or_default();
+    let path = dir.join(name);
+    let lock = BUILT.get_or_init(|| std::sync::Mutex::new(Vec::new()));
+    let mut built = lock.lock().unwrap_or_else(|p| p.into_inner());
+    if !built.iter().any(|b| b == package) {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let status = Command::new(cargo)
+            .args(["build", "-q", "-p", package, "--bin", name])
+            .current_dir(workspace_root())
+            .status();
+        assert!(status.is_ok_and(|s| s.success()), "could not build {package}");
+        built.push(package.to_string());
+    }
+    assert!(path.exists(), "{} missing after the build", path.display());
+    path
+}
+
+/// The executor binary.
+pub fn executor_binary() -> PathBuf {
+    binary("fleetwatch-executor", "fleetwatch-executor")
+}
+
+/// A fixed test approver key (seed 7…7), and other keys by seed.
+pub fn test_key(seed: u8) -> SigningKey {
+    SigningKey::from_bytes(&[seed; 32])
+}
+
+/// 16 random bytes.
+pub fn random_id() -> [u8; 16] {
+    let mut id = [0u8; 16];
+    getrandom::fill(&mut id).unwrap_or_default();
+    id
+}
+
+/// Unix seconds now.
+pub fn now() -> i64 {
+    jiff::Timestamp::now().as_second()
+}
+
+/// Canonical JSON text of a value.
+pub fn canonical(value: &serde_json::Value) -> String {
+    fleetwatch_protocol::canonical::from_value(value).map(|c| c.into_string()).unwrap_or_default()
+}
+
+/// How a test executor is set up.
+#[derive(Clone)]
+pub struct Setup {
+    /// Uids allowed to connect; `None` means the test's own uid.
+    pub allowed_uids: Option<Vec<u32>>,
+    /// `FLEETWATCH_WRITE_DEVICE_IDS`; `None` leaves it unset.
+    pub allowlist: Option<Vec<String>>,
+    /// `FLEETWATCH_WRITE_TEAM_ID`.
+    pub team_id: Option<String>,
+    /// Sandbox token to place in the slot; `None` leaves the slot empty.
+    pub token: Option<String>,
+    /// Extra environment for the executor.
+    pub env: Vec<(String, String)>,
+    /// Simulator configuration.
+    pub sim: SimConfig,
+    /// Installed approver keys (seeds).
+    pub key_seeds: Vec<u8>,
+    /// Extra lines for the key file.
+    pub extra_key_lines: Vec<String>,
+    /// Connection limit.
+    pub max_connections: usize,
+}
+
+impl Default for Setup {
+    fn default() -> Self {
+        Setup {
+            allowed_uids: None,
+            allowlist: None,
+            team_id: None,
+            token: Some("sandbox-token".into()),
+            env: Vec::new(),
+            sim: SimConfig::demo(),
+            key_seeds: vec![7],
+            extra_key_lines: Vec::new(),
+            max_connections: 32,
+        }
+    }
+}
+
+/// A running simulator plus an executor process on a temp socket.
+pub struct Harness {
+    /// Temp folder holding everything (removed on drop).
+    pub dir: tempfile::TempDir,
+    /// The simulator.
+    pub sim: SimHandle,
+    /// The executor process, when running.
+    pub child: Option<Child>,
+    /// The setup used.
+    pub setup: Setup,
+    /// Socket path.
+    pub socket: PathBuf,
+    /// State folder.
+    pub state: PathBuf,
+    /// Config file.
+    pub config: PathBuf,
+    /// Where the executor's stderr goes.
+    pub log: PathBuf,
+}
+
+/// The sandbox devices of the demo fleet, in list order.
+pub fn sandbox_devices(sim: &SimHandle) -> Vec<String> {
+    sim.team_devices("sandbox")
+}
+
+impl Harness {
+    /// Starts the simulator and the executor (waiting until it answers `Status`).
+    pub async fn start(setup: Setup) -> Harness {
+        let mut h = Harness::prepare(setup).await;
+        h.spawn();
+        h.wait_ready().await;
+        h
+    }
+
+    /// Starts the simulator and writes the executor's files, without starting it.
+    pub async fn prepare(setup: Setup) -> Harness {
+        let sim = fleetwatch_sim::start(setup.sim.clone()).await.expect("simulator starts");
+        let dir = tempfile::tempdir().expect("temp dir");
+        let etc = dir.path().join("etc");
+        std::fs::create_dir(&etc).expect("etc");
+        std::fs::set_permissions(&etc, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        let state = dir.path().join("state");
+        let run = dir.path().join("run");
+        std::fs::create_dir(&run).expect("run");
+        std::fs::set_permissions(&run, std::fs::Permissions::from_mode(0o750)).expect("chmod");
+        let socket = run.join("executor.sock");
+        let policy = etc.join("tool_policy.yaml");
+        std::fs::copy(workspace_root().join("tool_policy.yaml"), &policy).expect("policy");
+        std::fs::set_permissions(&policy, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+        let keys = etc.join("approvers.pub");
+        let mut lines: Vec<String> =
+            setup.key_seeds.iter().map(|s| claims::key_line(&test_key(*s).verifying_key(), "test")).collect();
+        lines.extend(setup.extra_key_lines.iter().cloned());
+        std::fs::write(&keys, lines.join("\n") + "\n").expect("keys");
+        std::fs::set_permissions(&keys, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+        let uids = setup.allowed_uids.clone().unwrap_or_else(|| vec![rustix::process::getuid().as_raw()]);
+        let config = etc.join("executor.yaml");
+        let yaml = format!(
+            "socket: {}\nallowed_uids: {:?}\napprover_keys: {}\npolicy: {}\nstate_dir: {}\nmax_connections: {}\nframe_timeout_secs: 3\n",
+            socket.display(),
+            uids,
+            keys.display(),
+            policy.display(),
+            state.display(),
+            setup.max_connections
+        );
+        std::fs::write(&config, yaml).expect("config");
+        std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+        std::fs::create_dir(&state).expect("state");
+        std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o700)).expect("chmod");
+        if let Some(token) = &setup.token {
+            let slot = state.join("sandbox.token");
+            std::fs::write(&slot, token).expect("slot");
+            std::fs::set_permissions(&slot, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+        }
+        let log = dir.path().join("executor.log");
+        Harness { dir, sim, child: None, setup, socket, state, config, log }
+    }
+
+    /// The executor command with this harness's environment (and nothing inherited that could
+    /// change its behaviour).
+    pub fn command(&self) -> Command {
+        let mut cmd = Command::new(executor_binary());
+        cmd.env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("RUST_LOG", "info")
+            .env("FLEETWATCH_EXECUTOR_CONFIG", &self.config)
+            .env("FLEETWATCH_EPIPHAN_URL", self.sim.mcp_url())
+            .env("FLEETWATCH_ALLOW_LOOPBACK_HTTP", "1")
+            .env("FLEETWATCH_READ_TIMEOUT_SECS", "5")
+            .env("FLEETWATCH_WRITE_TIMEOUT_SECS", "5");
+        if let Some(list) = &self.setup.allowlist {
+            cmd.env("FLEETWATCH_WRITE_DEVICE_IDS", list.join(","));
+        }
+        if let Some(team) = &self.setup.team_id {
+            cmd.env("FLEETWATCH_WRITE_TEAM_ID", team);
+        }
+        for (k, v) in &self.setup.env {
+            cmd.env(k, v);
+        }
+        cmd
+    }
+
+    /// Runs an executor subcommand to completion.
+    pub fn cli(&self, args: &[&str], stdin: Option<&str>) -> Output {
+        let mut cmd = self.command();
+        cmd.args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        let mut child = cmd.spawn().expect("executor runs");
+        if let Some(mut input) = child.stdin.take() {
+            use std::io::Write;
+            let _ = input.write_all(stdin.unwrap_or_default().as_bytes());
+        }
+        child.wait_with_output().expect("executor finishes")
+    }
+
+    /// Starts `serve` in the background.
+    pub fn spawn(&mut self) {
+        let log = std::fs::OpenOptions::new().create(true).append(true).open(&self.log).expect("log");
+        let child = self
+            .command()
+            .arg("serve")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("executor starts");
+        self.child = Some(child);
+    }
+
+    /// Waits until `Status` is answered (generous deadline).
+    pub async fn wait_ready(&mut self) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if let Some(child) = self.child.as_mut()
+                && let Ok(Some(status)) = child.try_wait()
+            {
+                panic!("executor exited early ({status}): {}", self.log_text());
+            }
+            if self.socket.exists() && matches!(self.request(&Request::Status).await, Some(Response::Status(_))) {
+                return;
+            }
+            assert!(Instant::now() < deadline, "executor did not become ready: {}", self.log_text());
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// SIGKILLs the executor.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Kills and starts it again.
+    pub async fn restart(&mut self) {
+        self.kill();
+        self.spawn();
+        self.wait_ready().await;
+    }
+
+    /// What the executor wrote to stderr so far.
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Sends raw bytes and reads one response frame; `None` when the executor closed the
+    /// connection without answering.
+    pub async fn raw(&self, bytes: &[u8]) -> Option<Response> {
+        let mut stream = tokio::net::UnixStream::connect(&self.socket).await.ok()?;
+        let _ = stream.write_all(bytes).await;
+        let _ = stream.shutdown().await;
+        let mut answer = Vec::new();
+        let read = tokio::time::timeout(Duration::from_secs(60), stream.read_to_end(&mut answer)).await;
+        read.ok()?.ok()?;
+        decode_answer(&answer)
+    }
+
+    /// Sends one request and reads the response.
+    pub async fn request(&self, request: &Request) -> Option<Response> {
+        send(&self.socket, request).await
+    }
+
+    /// Describes a change; panics unless described.
+    pub async fn describe(&self, tool: &str, arguments: &serde_json::Value) -> Description {
+        let request = Request::Describe(DescribeRequest { tool: tool.into(), arguments: canonical(arguments) });
+        match self.request(&request).await {
+            Some(Response::Described(d)) => d,
+            other => panic!("describe {tool}: {other:?}\n{}", self.log_text()),
+        }
+    }
+
+    /// Claims for a change, bound to a fresh describe, valid for five minutes from now.
+    pub async fn claims(&self, tool: &str, arguments: &serde_json::Value) -> ApprovalClaims {
+        let d = self.describe(tool, arguments).await;
+        let t = now();
+        ApprovalClaims {
+            version: CLAIMS_VERSION,
+            approval_id: random_id(),
+            proposal_id: 1,
+            tool: tool.into(),
+            arguments: canonical(arguments),
+            targets: d.targets,
+            fingerprint: d.fingerprint,
+            schema_version: d.schema_version,
+            policy_digest: d.policy_digest,
+            slot: Slot::Sandbox,
+            approved_at: t,
+            expires_at: t + 300,
+            page_session: [9; 16],
+        }
+    }
+
+    /// Sends an `Execute` with the given approval.
+    pub async fn execute(&self, approval: SignedApproval) -> Option<Response> {
+        self.request(&Request::Execute(ExecuteRequest { approval, assistant_chain_head: [0xab; 32] })).await
+    }
+
+    /// The executor's audit rows: `(seq, kind, reason, approval_id, detail)`.
+    pub fn audit_rows(&self) -> Vec<(i64, String, String, String, String)> {
+        let conn = rusqlite::Connection::open(self.state.join("executor.db")).expect("db");
+        let mut stmt = conn.prepare("SELECT seq, kind, reason, approval_id, detail FROM audit ORDER BY seq").expect("select");
+        stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))
+            .expect("rows")
+            .collect::<Result<Vec<_>, _>>()
+            .expect("rows")
+    }
+
+    /// The execution state recorded for an approval.
+    pub fn execution_state(&self, approval_id: &[u8; 16]) -> Option<String> {
+        let conn = rusqlite::Connection::open(self.state.join("executor.db")).expect("db");
+        conn.query_row("SELECT state FROM executions WHERE approval_id = ?1", [approval_id.to_vec()], |r| r.get(0)).ok()
+    }
+
+    /// Number of write calls the simulator recorded.
+    pub fn writes(&self) -> usize {
+        self.sim.writes().len()
+    }
+}
+
+impl Drop for Harness {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Sends one request to a socket and reads the response; `None` when the connection closed
+/// without an answer.
+pub async fn send(socket: &Path, request: &Request) -> Option<Response> {
+    let stream = tokio::net::UnixStream::connect(socket).await.ok()?;
+    let mut framed = Framed::new(stream, LengthDelimitedCodec::builder().max_frame_length(wire::MAX_FRAME).new_codec());
+    let body = wire::encode_request(request).ok()?;
+    framed.send(tokio_util::bytes::Bytes::from(body)).await.ok()?;
+    let frame = tokio::time::timeout(Duration::from_secs(120), framed.next()).await.ok()??.ok()?;
+    wire::decode_response(&frame).ok()
+}
+
+/// Signs claims with a seed key.
+pub fn sign(claims: &ApprovalClaims, seed: u8) -> SignedApproval {
+    claims::sign(claims.encode().expect("claims encode"), &test_key(seed))
+}
+
+/// Decodes a length-prefixed response, `None` for no answer.
+pub fn decode_answer(bytes: &[u8]) -> Option<Response> {
+    let (len, body) = bytes.split_at_checked(4)?;
+    let n = u32::from_be_bytes(len.try_into().ok()?) as usize;
+    wire::decode_response(body.get(..n)?).ok()
+}
+
+/// A request body framed with its 4-byte big-endian length.
+pub fn frame(body: &[u8]) -> Vec<u8> {
+    let mut out = (body.len() as u32).to_be_bytes().to_vec();
+    out.extend_from_slice(body);
+    out
+}

@@ -1,0 +1,218 @@
+//! The executor end to end: a real binary on a real socket, the simulator as Epiphan.
+//! Success, replay, concurrency, the write's outcomes, and crashes.
+
+use fleetwatch_e2e::{Harness, Setup, sandbox_devices, sign};
+use fleetwatch_protocol::Refusal;
+use fleetwatch_protocol::wire::{OutcomeKind, Response};
+use fleetwatch_sim::Fault;
+use serde_json::json;
+
+async fn fenced() -> Harness {
+    let mut h = Harness::prepare(Setup::default()).await;
+    h.setup.allowlist = Some(sandbox_devices(&h.sim));
+    h.spawn();
+    h.wait_ready().await;
+    h
+}
+
+fn start_recording(device: &str) -> serde_json::Value {
+    json!({"action": "start", "device_ids": [format!("{device}-1")]})
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn success_makes_exactly_one_write_with_the_canonical_arguments() {
+    let h = fenced().await;
+    let device = sandbox_devices(&h.sim)[0].clone();
+    let args = start_recording(&device);
+    let claims = h.claims("batch_recording", &args).await;
+    let response = h.execute(sign(&claims, 7)).await;
+    let Some(Response::Executed(outcome)) = response else { panic!("{response:?}\n{}", h.log_text()) };
+    assert_eq!(outcome.kind, OutcomeKind::Done);
+    let writes = h.sim.writes();
+    assert_eq!(writes.len(), 1);
+    assert_eq!(writes[0].tool, "batch_recording");
+    assert_eq!(writes[0].arguments, args);
+    assert_eq!(writes[0].team, "sandbox");
+    // Audit: accepted (nonce stored, with the assistant's head), then the outcome; the
+    // outcome's chain head is the newest row's.
+    let rows = h.audit_rows();
+    let ours: Vec<_> = rows.iter().filter(|r| r.3 == fleetwatch_executor_hex(&claims.approval_id)).collect();
+    assert_eq!(ours.len(), 2, "{rows:?}");
+    assert_eq!((ours[0].1.as_str(), ours[0].2.as_str()), ("accepted", "nonce_stored"));
+    assert_eq!((ours[1].1.as_str(), ours[1].2.as_str()), ("outcome", "done"));
+    assert!(ours[0].0 < ours[1].0);
+    assert_eq!(h.execution_state(&claims.approval_id).as_deref(), Some("done"));
+    let verify = h.cli(&["audit", "verify"], None);
+    assert!(verify.status.success(), "{}", String::from_utf8_lossy(&verify.stderr));
+    // The last read was answered before the write arrived, with no call in between.
+    let calls = h.sim.calls();
+    let write_at = calls.iter().position(|c| c.tool == "batch_recording").unwrap();
+    let last_read = &calls[write_at - 1];
+    assert_eq!(last_read.tool, "get_recorder_status_for_devices");
+    assert!(last_read.answered_ns.unwrap() <= calls[write_at].received_ns);
+}
+
+fn fleetwatch_executor_hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_same_approval_twice_is_refused_the_second_time() {
+    let h = fenced().await;
+    let device = sandbox_devices(&h.sim)[0].clone();
+    let claims = h.claims("batch_recording", &start_recording(&device)).await;
+    let signed = sign(&claims, 7);
+    assert!(matches!(h.execute(signed.clone()).await, Some(Response::Executed(_))));
+    assert_eq!(h.execute(signed).await, Some(Response::Refused(Refusal::Replayed)));
+    assert_eq!(h.writes(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sixteen_identical_executes_at_once_write_once() {
+    let h = fenced().await;
+    let device = sandbox_devices(&h.sim)[0].clone();
+    let claims = h.claims("batch_recording", &start_recording(&device)).await;
+    let signed = sign(&claims, 7);
+    let results = futures_util::future::join_all((0..16).map(|_| h.execute(signed.clone()))).await;
+    let executed = results.iter().filter(|r| matches!(r, Some(Response::Executed(_)))).count();
+    let replayed = results.iter().filter(|r| **r == Some(Response::Refused(Refusal::Replayed))).count();
+    assert_eq!((executed, replayed), (1, 15), "{results:?}");
+    assert_eq!(h.writes(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn per_device_errors_come_back_redacted() {
+    let h = fenced().await;
+    let device = sandbox_devices(&h.sim)[0].clone();
+    let claims = h.claims("batch_recording", &start_recording(&device)).await;
+    // The device goes offline after approval but the fingerprint is refreshed: we need the
+    // write itself to report an error, so make the simulator answer with an error map.
+    h.sim.set_fault(
+        "batch_recording",
+        Fault::Text(format!(r#"{{"{device}": "upload failed: stream_key=abc123secret rtmp://u:pw@host/app/key"}}"#)),
+    );
+    let response = h.execute(sign(&claims, 7)).await;
+    let Some(Response::Executed(outcome)) = response else { panic!("{response:?}") };
+    let OutcomeKind::Error(map) = outcome.kind else { panic!("{:?}", outcome.kind) };
+    let message = &map[&device];
+    assert!(!message.contains("abc123secret") && !message.contains("pw@"), "{message}");
+    assert_eq!(h.writes(), 1);
+    assert_eq!(h.execution_state(&claims.approval_id).as_deref(), Some("error"));
+}
+
+async fn unknown_after(fault: Fault, write_timeout: Option<&str>) {
+    let mut setup = Setup::default();
+    if let Some(secs) = write_timeout {
+        setup.env.push(("FLEETWATCH_WRITE_TIMEOUT_SECS".into(), secs.into()));
+    }
+    let mut h = Harness::prepare(setup).await;
+    h.setup.allowlist = Some(sandbox_devices(&h.sim));
+    h.spawn();
+    h.wait_ready().await;
+    let device = sandbox_devices(&h.sim)[0].clone();
+    let claims = h.claims("batch_recording", &start_recording(&device)).await;
+    h.sim.set_fault("batch_recording", fault.clone());
+    let response = h.execute(sign(&claims, 7)).await;
+    let Some(Response::Executed(outcome)) = response else { panic!("{fault:?}: {response:?}\n{}", h.log_text()) };
+    assert_eq!(outcome.kind, OutcomeKind::Unknown, "{fault:?}");
+    assert_eq!(h.writes(), 1, "{fault:?}: exactly one call, never retried");
+    assert_eq!(h.execution_state(&claims.approval_id).as_deref(), Some("unknown"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn in_band_401_on_the_write_is_unknown_and_not_retried() {
+    unknown_after(Fault::Unauthorized, None).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn write_timeout_is_unknown() {
+    unknown_after(Fault::Hang, Some("2")).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn connection_dropped_after_the_write_is_unknown() {
+    unknown_after(Fault::DropAfterWrite, None).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn unreadable_write_answer_is_unknown() {
+    unknown_after(Fault::Text("ok, probably".into()), None).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sigkill_while_a_read_hangs_leaves_unknown_and_never_reruns() {
+    let mut h = fenced().await;
+    let device = sandbox_devices(&h.sim)[0].clone();
+    let claims = h.claims("batch_recording", &start_recording(&device)).await;
+    let signed = sign(&claims, 7);
+    h.sim.set_fault("get_recorder_status_for_devices", Fault::Hang);
+    let socket = h.socket.clone();
+    let pending = tokio::spawn({
+        let signed = signed.clone();
+        async move {
+            let h2 = HarnessClient { socket };
+            h2.execute(signed).await
+        }
+    });
+    // Wait until the hanging read has arrived: the nonce is stored by then.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !h.sim.calls().iter().any(|c| c.tool == "get_recorder_status_for_devices" && c.answered_ns.is_none()) {
+        assert!(std::time::Instant::now() < deadline, "the read never arrived");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert_eq!(h.execution_state(&claims.approval_id).as_deref(), Some("in_flight"));
+    h.kill();
+    let _ = pending.await;
+    h.sim.clear_faults();
+    h.spawn();
+    h.wait_ready().await;
+    assert_eq!(h.execution_state(&claims.approval_id).as_deref(), Some("unknown"));
+    assert_eq!(h.execute(signed).await, Some(Response::Refused(Refusal::Replayed)));
+    assert_eq!(h.writes(), 0);
+    assert!(h.audit_rows().iter().any(|r| r.1 == "recovered" && r.2 == "unknown"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sigkill_after_the_write_was_sent_is_unknown_with_one_write_ever() {
+    let mut h = fenced().await;
+    let device = sandbox_devices(&h.sim)[0].clone();
+    let claims = h.claims("batch_recording", &start_recording(&device)).await;
+    let signed = sign(&claims, 7);
+    h.sim.set_fault("batch_recording", Fault::Hang);
+    let socket = h.socket.clone();
+    let pending = tokio::spawn({
+        let signed = signed.clone();
+        async move { HarnessClient { socket }.execute(signed).await }
+    });
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while h.writes() == 0 {
+        assert!(std::time::Instant::now() < deadline, "the write never arrived");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    h.kill();
+    let _ = pending.await;
+    h.sim.clear_faults();
+    h.spawn();
+    h.wait_ready().await;
+    assert_eq!(h.execution_state(&claims.approval_id).as_deref(), Some("unknown"));
+    assert_eq!(h.execute(signed).await, Some(Response::Refused(Refusal::Replayed)));
+    assert_eq!(h.writes(), 1);
+}
+
+/// A bare client for requests sent from another task.
+struct HarnessClient {
+    socket: std::path::PathBuf,
+}
+
+impl HarnessClient {
+    async fn execute(&self, approval: fleetwatch_protocol::claims::SignedApproval) -> Option<Response> {
+        fleetwatch_e2e::send(
+            &self.socket,
+            &fleetwatch_protocol::wire::Request::Execute(fleetwatch_protocol::wire::ExecuteRequest {
+                approval,
+                assistant_chain_head: [0; 32],
+            }),
+        )
+        .await
+    }
+}
