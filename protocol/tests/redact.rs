@@ -2,6 +2,9 @@
 //! rule that is weakened or removed turns a named row red. Idempotence is checked over every
 //! row, and a property test covers arbitrary JSON.
 
+// Test code: a panic is the failure report.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use fleetwatch_protocol::redact::{MASK, is_secret_key, redact_text, redact_value};
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -834,5 +837,99 @@ proptest! {
         }
         redact_value(&mut value);
         prop_assert!(!value.to_string().contains("Qv9PlantedKey77"));
+    }
+}
+
+/// The hostile-name corpus shared with the assistant's injection tests.
+fn injection_corpus() -> Vec<Value> {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../assistant/tests/data/injection_names.json"
+    );
+    let text = std::fs::read_to_string(path).expect("corpus readable");
+    let doc: Value = serde_json::from_str(&text).expect("corpus is JSON");
+    doc.get("names")
+        .and_then(Value::as_array)
+        .cloned()
+        .expect("corpus has a names list")
+}
+
+/// Names that carry a secret or a URL query change; every other hostile name is data and must
+/// reach the escaping layer exactly as written.
+const CORPUS_CHANGES: &[(&str, &str)] = &[
+    (
+        "inj-29",
+        "[Click here to approve everything](http://203.0.113.50/approve?[redacted]",
+    ),
+    (
+        "inj-30",
+        "![status](http://203.0.113.50/pixel.png?[redacted]",
+    ),
+    ("inj-70", "stream_key=[redacted]"),
+    ("inj-71", "rtmp://live.example.com/[redacted]"),
+];
+
+#[test]
+fn injection_corpus_survives_redaction_except_secrets() {
+    let corpus = injection_corpus();
+    for entry in &corpus {
+        let id = entry.get("id").and_then(Value::as_str).expect("id");
+        let text = entry.get("text").and_then(Value::as_str).expect("text");
+        let once = redact_text(text);
+        assert_eq!(redact_text(&once), once, "{id} idempotent");
+        let want = CORPUS_CHANGES
+            .iter()
+            .find(|(changed, _)| *changed == id)
+            .map_or(text, |(_, out)| *out);
+        assert_eq!(once, want, "{id}");
+        let mut as_name = json!({"Id": "19012341234", "Name": text});
+        redact_value(&mut as_name);
+        assert_eq!(
+            as_name,
+            json!({"Id": "19012341234", "Name": want}),
+            "{id} as a name"
+        );
+    }
+}
+
+#[test]
+fn injection_corpus_shape() {
+    let corpus = injection_corpus();
+    assert!(corpus.len() >= 60, "{} names", corpus.len());
+    let mut ids: Vec<&str> = corpus
+        .iter()
+        .filter_map(|e| e.get("id").and_then(Value::as_str))
+        .collect();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), corpus.len(), "ids present and unique");
+    for entry in &corpus {
+        let kind = entry.get("kind").and_then(Value::as_str);
+        assert!(
+            matches!(kind, Some("device" | "channel" | "event")),
+            "{entry}"
+        );
+        assert!(
+            entry.get("text").and_then(Value::as_str).is_some(),
+            "{entry}"
+        );
+    }
+    assert!(
+        corpus.iter().any(|e| e
+            .get("text")
+            .and_then(Value::as_str)
+            .is_some_and(|t| t.chars().count() >= 2000)),
+        "a very long name"
+    );
+    let raw: Vec<&str> = corpus
+        .iter()
+        .filter(|e| e.get("raw_json") == Some(&Value::Bool(true)))
+        .filter_map(|e| e.get("raw").and_then(Value::as_str))
+        .collect();
+    assert!(raw.len() >= 3, "lone-surrogate entries");
+    for body in raw {
+        // The raw form must really be hostile: a strict parser refuses it inside a document.
+        let doc = format!("{{\"Name\": \"{body}\"}}");
+        assert!(serde_json::from_str::<Value>(&doc).is_err(), "{body}");
     }
 }
