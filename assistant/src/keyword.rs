@@ -744,31 +744,42 @@ fn version_key(version: &str) -> Option<Vec<u64>> {
     if parts.is_empty() { None } else { Some(parts) }
 }
 
-/// The newest firmware seen per model. Models ship different firmware lines, so a Pearl
-/// Mini is never measured against a Pearl Nexus.
-fn newest_firmware(devices: &[Device]) -> BTreeMap<&str, (&str, Vec<u64>)> {
-    let mut newest: BTreeMap<&str, (&str, Vec<u64>)> = BTreeMap::new();
+/// The firmware line a model belongs to. Every Pearl (Mini, Nano, Nexus, Pearl-2) runs the
+/// same numbered firmware, so they are measured against each other; any other model (EC20,
+/// Venue, …) has its own numbering and is only compared with itself.
+fn firmware_line(model: &str) -> String {
+    if lang::normalize(model).trim_start().starts_with("pearl") {
+        "Pearl".to_owned()
+    } else {
+        model.trim().to_owned()
+    }
+}
+
+/// The newest firmware seen per firmware line.
+fn newest_firmware(devices: &[Device]) -> BTreeMap<String, (&str, Vec<u64>)> {
+    let mut newest: BTreeMap<String, (&str, Vec<u64>)> = BTreeMap::new();
     for d in devices {
         let Some(key) = version_key(&d.firmware) else {
             continue;
         };
-        match newest.get(d.model.as_str()) {
+        let line = firmware_line(&d.model);
+        match newest.get(&line) {
             Some((_, best)) if *best >= key => {}
             _ => {
-                newest.insert(d.model.as_str(), (d.firmware.as_str(), key));
+                newest.insert(line, (d.firmware.as_str(), key));
             }
         }
     }
     newest
 }
 
-/// The newest version for the device's model when the device is behind it.
+/// The newest version of the device's firmware line when the device is behind it.
 fn firmware_behind<'a>(
     d: &Device,
-    newest: &BTreeMap<&str, (&'a str, Vec<u64>)>,
+    newest: &BTreeMap<String, (&'a str, Vec<u64>)>,
 ) -> Option<&'a str> {
     let key = version_key(&d.firmware)?;
-    let (version, best) = newest.get(d.model.as_str())?;
+    let (version, best) = newest.get(&firmware_line(&d.model))?;
     (key < *best).then_some(*version)
 }
 
@@ -1011,27 +1022,27 @@ fn firmware(snap: &Snapshot, lang: Lang) -> String {
     if behind.is_empty() {
         let models: Vec<String> = newest
             .iter()
-            .map(|(model, (version, _))| format!("{} {}", shown(model), shown(version)))
+            .map(|(line, (version, _))| format!("{} {}", shown(line), shown(version)))
             .collect();
         return match lang {
             Lang::En => format!(
-                "Every device is on the newest firmware seen for its model ({}).",
+                "Every device is on the newest firmware seen for its product line ({}).",
                 models.join(", ")
             ),
             Lang::Es => format!(
-                "Todos los equipos tienen el firmware más reciente visto para su modelo ({}).",
+                "Todos los equipos tienen el firmware más reciente visto para su línea de producto ({}).",
                 models.join(", ")
             ),
         };
     }
     let mut out = vec![match lang {
         Lang::En => format!(
-            "Behind the newest firmware for their model ({}):",
+            "Behind the newest firmware of their product line ({}):",
             behind.len()
         ),
         Lang::Es => {
             format!(
-                "Con firmware anterior al más reciente de su modelo ({}):",
+                "Con firmware anterior al más reciente de su línea de producto ({}):",
                 behind.len()
             )
         }
@@ -1039,17 +1050,19 @@ fn firmware(snap: &Snapshot, lang: Lang) -> String {
     for (d, version) in behind {
         out.push(match lang {
             Lang::En => format!(
-                "- {}: {} on {}, newest is {}",
+                "- {}: {} on {}, newest {} is {}",
                 label(d),
                 shown(&d.model),
                 shown(&d.firmware),
+                shown(&firmware_line(&d.model)),
                 shown(version)
             ),
             Lang::Es => format!(
-                "- {}: {} con {}, la más reciente es {}",
+                "- {}: {} con {}, la más reciente de {} es {}",
                 label(d),
                 shown(&d.model),
                 shown(&d.firmware),
+                shown(&firmware_line(&d.model)),
                 shown(version)
             ),
         });
@@ -1103,13 +1116,13 @@ fn attention(snap: &Snapshot, lang: Lang) -> String {
                     Lang::En => format!(
                         "firmware {} (newest {}: {})",
                         shown(&d.firmware),
-                        shown(&d.model),
+                        shown(&firmware_line(&d.model)),
                         shown(version)
                     ),
                     Lang::Es => format!(
                         "firmware {} (más reciente {}: {})",
                         shown(&d.firmware),
-                        shown(&d.model),
+                        shown(&firmware_line(&d.model)),
                         shown(version)
                     ),
                 },
@@ -1142,11 +1155,11 @@ fn attention(snap: &Snapshot, lang: Lang) -> String {
         return match lang {
             Lang::En => format!(
                 "Nothing needs attention: all {total} devices are online, without warnings, on \
-                 the newest firmware for their model."
+                 the newest firmware of their product line."
             ),
             Lang::Es => format!(
                 "Nada necesita atención: los {total} equipos están en línea, sin avisos y con el \
-                 firmware más reciente de su modelo."
+                 firmware más reciente de su línea de producto."
             ),
         };
     }
