@@ -12,3 +12,11 @@ pub mod datablock;
 pub mod model;
 pub mod prompt;
 pub mod toolspec;
+
+pub mod answer;
+pub mod config;
+pub mod executor_client;
+pub mod keys;
+pub mod proposals;
+pub mod reads;
+pub mod store;

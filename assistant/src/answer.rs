@@ -1,0 +1,228 @@
+//! One question, end to end: the model loop when a key is set (with the keyword answer as the
+//! fallback when a model call fails), the keyword answer otherwise. Shared by `serve` (chat)
+//! and by `ask --replay` (in process), so both answer through the same guarded reads.
+//!
+//! Neither the question nor the answer is written anywhere: the audit row holds counts only.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use fleetwatch_protocol::policy::Policy;
+use serde_json::{Value, json};
+
+use crate::grants::Grants;
+use crate::lang::{self, Lang};
+use crate::model::{self, ModelConfig, ProposeResult, ToolHandler, TurnEnd};
+use crate::proposals::Proposer;
+use crate::reads::{self, Reader};
+use crate::store::{self, Status, Store};
+use crate::{keyword, toolspec};
+
+/// What the operator gets back.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Reply {
+    /// The answer text.
+    pub answer: String,
+    /// Proposals stored while answering (still pending).
+    pub proposals: Vec<u64>,
+    /// The approval page address, when a proposal was made.
+    pub page: Option<String>,
+    /// A note about how the answer was made (for example, why the model was not used).
+    pub note: Option<String>,
+}
+
+/// The question-answering engine.
+pub struct Assistant {
+    policy: Arc<Policy>,
+    reader: Arc<Reader>,
+    store: Arc<Mutex<Store>>,
+    proposer: Proposer,
+    model: Option<ModelConfig>,
+    state_dir: PathBuf,
+    proposing: bool,
+    fence_configured: bool,
+    page: String,
+}
+
+/// How the engine is put together.
+pub struct Parts {
+    /// The policy.
+    pub policy: Arc<Policy>,
+    /// The guarded reader.
+    pub reader: Arc<Reader>,
+    /// The store.
+    pub store: Arc<Mutex<Store>>,
+    /// The proposal checker.
+    pub proposer: Proposer,
+    /// The model, or `None` for keyword answers only.
+    pub model: Option<ModelConfig>,
+    /// The state folder (grants are re-read from it every question).
+    pub state_dir: PathBuf,
+    /// `autonomy: propose`.
+    pub proposing: bool,
+    /// A fence is configured.
+    pub fence_configured: bool,
+    /// The approval page address.
+    pub page: String,
+}
+
+struct TurnHandler<'a> {
+    assistant: &'a Assistant,
+    grants: Grants,
+}
+
+impl ToolHandler for TurnHandler<'_> {
+    async fn read(&self, tool: &str, args: Value) -> Result<Value, String> {
+        // The loop already checked visibility; this is the second, independent gate.
+        if !toolspec::allowed_read(&self.assistant.policy, &self.grants, tool) {
+            return Err("that tool is not available".to_owned());
+        }
+        self.assistant
+            .reader
+            .read(tool, args)
+            .await
+            .map_err(|e| e.to_string())
+    }
+
+    async fn propose(&self, tool: &str, args: Value, reason: &str) -> ProposeResult {
+        self.assistant.proposer.propose(tool, args, reason).await
+    }
+}
+
+impl Assistant {
+    /// Builds the engine.
+    pub fn new(parts: Parts) -> Assistant {
+        Assistant {
+            policy: parts.policy,
+            reader: parts.reader,
+            store: parts.store,
+            proposer: parts.proposer,
+            model: parts.model,
+            state_dir: parts.state_dir,
+            proposing: parts.proposing,
+            fence_configured: parts.fence_configured,
+            page: parts.page,
+        }
+    }
+
+    /// Whether answers come from the model.
+    pub fn model_on(&self) -> bool {
+        self.model.is_some()
+    }
+
+    /// Answers one question. `no_ai` forces the keyword answer (which cannot propose).
+    pub async fn ask(&self, question: &str, no_ai: bool) -> Reply {
+        let lang = lang::detect(question);
+        let chars = question.chars().count();
+        let Some(cfg) = self.model.as_ref().filter(|_| !no_ai) else {
+            let answer = self.keyword_answer(question, lang).await;
+            self.audit_question(json!({"chars": chars, "outcome": "keyword"}));
+            return Reply {
+                answer,
+                proposals: Vec::new(),
+                page: None,
+                note: None,
+            };
+        };
+
+        let grants = match Grants::load(&self.state_dir) {
+            Ok(grants) => grants,
+            Err(e) => {
+                // An untrustworthy grants file grants nothing; say so rather than guess.
+                tracing::warn!("grants: {e}");
+                Grants::default()
+            }
+        };
+        let tools = toolspec::tools(&self.policy, &grants, self.proposing, self.fence_configured);
+        let policy = Arc::clone(&self.policy);
+        let visible_grants = grants.clone();
+        let (proposing, fenced) = (self.proposing, self.fence_configured);
+        let visible =
+            move |name: &str| toolspec::is_shown(&policy, &visible_grants, proposing, fenced, name);
+        let handler = TurnHandler {
+            assistant: self,
+            grants,
+        };
+        let outcome = model::run_turn(cfg, &tools, &visible, question, &handler).await;
+        let detail = |label: &str| {
+            json!({
+                "chars": chars,
+                "tools": outcome.tools_called,
+                "proposals": outcome.proposals,
+                "turns": outcome.model_calls,
+                "input_tokens": outcome.input_tokens,
+                "output_tokens": outcome.output_tokens,
+                "outcome": label,
+            })
+        };
+        match &outcome.outcome {
+            TurnEnd::Failed(reason) => {
+                // Whatever the failed turn proposed was never explained to the operator.
+                self.expire(&outcome.proposals, "the model turn failed");
+                self.audit_question(detail("failed"));
+                let answer = self.keyword_answer(question, lang).await;
+                let note = match lang {
+                    Lang::En => format!(
+                        "The AI model could not answer ({reason}), so this is the built-in \
+                         keyword answer. Nothing was proposed."
+                    ),
+                    Lang::Es => format!(
+                        "El modelo de IA no pudo responder ({reason}); esta es la respuesta \
+                         básica por palabras clave. No se propuso nada."
+                    ),
+                };
+                Reply {
+                    answer,
+                    proposals: Vec::new(),
+                    page: None,
+                    note: Some(note),
+                }
+            }
+            end => {
+                let label = match (end, outcome.stopped_by) {
+                    (TurnEnd::Apologised, Some(bound)) => format!("stopped:{}", bound.label()),
+                    (TurnEnd::Apologised, None) => "stopped".to_owned(),
+                    _ => "answered".to_owned(),
+                };
+                self.audit_question(detail(&label));
+                let page = (!outcome.proposals.is_empty()).then(|| self.page.clone());
+                Reply {
+                    answer: outcome.answer.clone(),
+                    proposals: outcome.proposals.clone(),
+                    page,
+                    note: None,
+                }
+            }
+        }
+    }
+
+    async fn keyword_answer(&self, question: &str, lang: Lang) -> String {
+        match reads::load_snapshot(&self.reader).await {
+            Ok(snapshot) => keyword::answer(question, &snapshot),
+            Err(e) => match lang {
+                Lang::En => format!("I could not read the fleet: {e}"),
+                Lang::Es => format!("No pude leer el estado de los equipos: {e}"),
+            },
+        }
+    }
+
+    fn expire(&self, ids: &[u64], reason: &str) {
+        let Ok(mut store) = self.store.lock() else {
+            return;
+        };
+        for id in ids {
+            if let Err(e) = store.decide(*id, Status::Expired, reason, store::now_secs()) {
+                tracing::warn!("expiring proposal {id}: {e}");
+            }
+        }
+    }
+
+    fn audit_question(&self, detail: Value) {
+        let Ok(mut store) = self.store.lock() else {
+            return;
+        };
+        if let Err(e) = store.audit("question", None, &detail) {
+            tracing::warn!("audit: {e}");
+        }
+    }
+}

@@ -1,0 +1,359 @@
+//! Settings: the shared environment names (see the deployment notes) plus `settings.yaml` in
+//! the state folder, which holds what the operator decides rather than what the installer
+//! decides (autonomy, who may chat).
+//!
+//! Anything malformed is an error naming the setting, never a silent default: a typo in the
+//! fence must not quietly widen or drop it.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use fleetwatch_protocol::ids;
+use serde::Deserialize;
+
+/// Default Epiphan MCP endpoint.
+pub const DEFAULT_EPIPHAN_URL: &str = "https://go.epiphan.cloud/mcp";
+/// Default executor socket.
+pub const DEFAULT_EXECUTOR_SOCKET: &str = "/run/fleetwatch-executor/executor.sock";
+/// Default policy path.
+pub const DEFAULT_POLICY: &str = "/etc/fleetwatch/tool_policy.yaml";
+/// Default state folder.
+pub const DEFAULT_STATE_DIR: &str = "/var/lib/fleetwatch";
+/// Default bound on one read, in seconds.
+pub const DEFAULT_READ_TIMEOUT_SECS: u64 = 15;
+/// Default approval page port.
+pub const DEFAULT_APPROVE_PORT: u16 = 8767;
+/// The settings file inside the state folder.
+pub const SETTINGS_FILE: &str = "settings.yaml";
+/// The chat socket inside the state folder.
+pub const CHAT_SOCKET: &str = "chat.sock";
+
+/// A setting that could not be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("setting {name}: {problem}")]
+pub struct ConfigError {
+    /// The environment variable or settings key.
+    pub name: String,
+    /// What is wrong.
+    pub problem: String,
+}
+
+fn bad(name: &str, problem: impl Into<String>) -> ConfigError {
+    ConfigError {
+        name: name.to_owned(),
+        problem: problem.into(),
+    }
+}
+
+/// Whether the assistant may propose changes at all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+pub enum Autonomy {
+    /// Reads only; `propose_change` is never offered and always refused.
+    #[default]
+    #[serde(rename = "read-only")]
+    ReadOnly,
+    /// The model may propose; a person still approves each change.
+    #[serde(rename = "propose")]
+    Propose,
+}
+
+/// `settings.yaml` as written by the operator.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Settings {
+    /// Default read-only.
+    #[serde(default)]
+    pub autonomy: Autonomy,
+    /// Users allowed on the chat socket (default: the user running the assistant).
+    #[serde(default)]
+    pub operator_uids: Vec<u32>,
+    /// Groups allowed on the chat socket.
+    #[serde(default)]
+    pub operator_gids: Vec<u32>,
+}
+
+impl Settings {
+    /// Reads the settings file; a missing file means the defaults (read-only).
+    pub fn load(state_dir: &Path) -> Result<Settings, ConfigError> {
+        let path = state_dir.join(SETTINGS_FILE);
+        let text = match std::fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Settings::default()),
+            Err(e) => {
+                return Err(bad(
+                    SETTINGS_FILE,
+                    format!("cannot read {}: {e}", path.display()),
+                ));
+            }
+        };
+        if text.trim().is_empty() {
+            return Ok(Settings::default());
+        }
+        yaml_serde::from_str(&text).map_err(|e| bad(SETTINGS_FILE, e.to_string()))
+    }
+}
+
+/// Where changes may land: an allowlist of sandbox device IDs, a sandbox team ID, or both.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Fence {
+    /// `FLEETWATCH_WRITE_DEVICE_IDS`, sorted, no duplicates.
+    pub device_ids: Vec<String>,
+    /// `FLEETWATCH_WRITE_TEAM_ID`.
+    pub team_id: Option<String>,
+}
+
+impl Fence {
+    /// True when either half is set; with neither, nothing may be proposed.
+    pub fn configured(&self) -> bool {
+        !self.device_ids.is_empty() || self.team_id.is_some()
+    }
+
+    /// True when `device` may be a target (an empty allowlist defers to the team ID).
+    pub fn allows(&self, device: &str) -> bool {
+        self.configured()
+            && (self.device_ids.is_empty() || self.device_ids.iter().any(|d| d == device))
+    }
+}
+
+/// Everything the assistant reads from its environment and state folder.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Epiphan MCP URL (already checked for scheme).
+    pub epiphan_url: String,
+    /// `FLEETWATCH_ALLOW_LOOPBACK_HTTP=1`.
+    pub allow_loopback_http: bool,
+    /// The write fence.
+    pub fence: Fence,
+    /// The executor's socket.
+    pub executor_socket: PathBuf,
+    /// The policy file.
+    pub policy_path: PathBuf,
+    /// The state folder.
+    pub state_dir: PathBuf,
+    /// Bound on each read.
+    pub read_timeout: Duration,
+    /// Approval page port (the page itself is served elsewhere).
+    pub approve_port: u16,
+    /// The operator's settings.
+    pub settings: Settings,
+}
+
+impl Config {
+    /// From the process environment.
+    pub fn from_env() -> Result<Config, ConfigError> {
+        Config::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// From any name → value lookup (tests pass a map).
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
+        let get = |name: &str| get(name).filter(|v| !v.trim().is_empty());
+        let allow_loopback_http = match get("FLEETWATCH_ALLOW_LOOPBACK_HTTP").as_deref() {
+            None | Some("0") => false,
+            Some("1") => true,
+            Some(_) => return Err(bad("FLEETWATCH_ALLOW_LOOPBACK_HTTP", "must be 1 or unset")),
+        };
+        let epiphan_url =
+            get("FLEETWATCH_EPIPHAN_URL").unwrap_or_else(|| DEFAULT_EPIPHAN_URL.to_owned());
+        check_url(&epiphan_url, allow_loopback_http)
+            .map_err(|p| bad("FLEETWATCH_EPIPHAN_URL", p))?;
+
+        let mut device_ids = Vec::new();
+        if let Some(list) = get("FLEETWATCH_WRITE_DEVICE_IDS") {
+            for id in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+                if !ids::is_master_id(id) {
+                    return Err(bad(
+                        "FLEETWATCH_WRITE_DEVICE_IDS",
+                        format!("{id:?} is not a device (master) ID"),
+                    ));
+                }
+                device_ids.push(id.to_owned());
+            }
+        }
+        device_ids.sort();
+        device_ids.dedup();
+        let team_id = get("FLEETWATCH_WRITE_TEAM_ID").map(|t| t.trim().to_owned());
+
+        let read_timeout = match get("FLEETWATCH_READ_TIMEOUT_SECS") {
+            None => DEFAULT_READ_TIMEOUT_SECS,
+            Some(v) => v
+                .trim()
+                .parse::<u64>()
+                .ok()
+                .filter(|n| (1..=600).contains(n))
+                .ok_or_else(|| bad("FLEETWATCH_READ_TIMEOUT_SECS", "must be 1 to 600 seconds"))?,
+        };
+        let approve_port = match get("FLEETWATCH_APPROVE_PORT") {
+            None => DEFAULT_APPROVE_PORT,
+            Some(v) => v
+                .trim()
+                .parse::<u16>()
+                .ok()
+                .filter(|p| *p != 0)
+                .ok_or_else(|| bad("FLEETWATCH_APPROVE_PORT", "must be a port number"))?,
+        };
+        let state_dir = PathBuf::from(
+            get("FLEETWATCH_STATE_DIR").unwrap_or_else(|| DEFAULT_STATE_DIR.to_owned()),
+        );
+        let settings = Settings::load(&state_dir)?;
+        Ok(Config {
+            epiphan_url,
+            allow_loopback_http,
+            fence: Fence {
+                device_ids,
+                team_id,
+            },
+            executor_socket: PathBuf::from(
+                get("FLEETWATCH_EXECUTOR_SOCKET")
+                    .unwrap_or_else(|| DEFAULT_EXECUTOR_SOCKET.to_owned()),
+            ),
+            policy_path: PathBuf::from(
+                get("FLEETWATCH_POLICY").unwrap_or_else(|| DEFAULT_POLICY.to_owned()),
+            ),
+            state_dir,
+            read_timeout: Duration::from_secs(read_timeout),
+            approve_port,
+            settings,
+        })
+    }
+
+    /// Proposing needs both the operator's `autonomy: propose` and a fence.
+    pub fn proposing(&self) -> bool {
+        self.settings.autonomy == Autonomy::Propose && self.fence.configured()
+    }
+
+    /// The approval page address shown next to a proposal number.
+    pub fn page_address(&self) -> String {
+        format!("http://127.0.0.1:{}/", self.approve_port)
+    }
+
+    /// The chat socket path.
+    pub fn chat_socket(&self) -> PathBuf {
+        self.state_dir.join(CHAT_SOCKET)
+    }
+
+    /// Loads and checks the policy file.
+    pub fn load_policy(&self) -> Result<fleetwatch_protocol::policy::Policy, ConfigError> {
+        let text = std::fs::read_to_string(&self.policy_path).map_err(|e| {
+            bad(
+                "FLEETWATCH_POLICY",
+                format!("cannot read {}: {e}", self.policy_path.display()),
+            )
+        })?;
+        fleetwatch_protocol::policy::Policy::from_yaml(&text)
+            .map_err(|e| bad("FLEETWATCH_POLICY", e.to_string()))
+    }
+}
+
+/// Only `https://`, or `http://` to a loopback host when explicitly allowed.
+pub fn check_url(url: &str, allow_loopback_http: bool) -> Result<(), String> {
+    let parsed = reqwest::Url::parse(url).map_err(|e| format!("not a URL: {e}"))?;
+    if !parsed.username().is_empty() || parsed.password().is_some() {
+        return Err("must not carry a user name or password".to_owned());
+    }
+    match parsed.scheme() {
+        "https" => Ok(()),
+        "http" if allow_loopback_http => {
+            let host = parsed.host_str().unwrap_or_default();
+            let bare = host.trim_start_matches('[').trim_end_matches(']');
+            let loopback = host.eq_ignore_ascii_case("localhost")
+                || bare
+                    .parse::<std::net::IpAddr>()
+                    .is_ok_and(|ip| ip.is_loopback());
+            if loopback {
+                Ok(())
+            } else {
+                Err("http:// is allowed only to 127.0.0.1, ::1 or localhost".to_owned())
+            }
+        }
+        "http" => Err(
+            "must be https:// (http:// to loopback needs FLEETWATCH_ALLOW_LOOPBACK_HTTP=1)"
+                .to_owned(),
+        ),
+        other => Err(format!("scheme {other:?} is not allowed; use https://")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn config(pairs: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        let map: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        let dir = std::env::temp_dir().join("fleetwatch-config-test-missing");
+        let dir = dir.to_string_lossy().into_owned();
+        Config::from_lookup(move |name| {
+            if name == "FLEETWATCH_STATE_DIR" {
+                return Some(dir.clone());
+            }
+            map.get(name).cloned()
+        })
+    }
+
+    #[test]
+    fn url_schemes() {
+        assert!(check_url("https://go.epiphan.cloud/mcp", false).is_ok());
+        assert!(check_url("http://127.0.0.1:9/mcp", false).is_err());
+        assert!(check_url("http://127.0.0.1:9/mcp", true).is_ok());
+        assert!(check_url("http://localhost:9/mcp", true).is_ok());
+        assert!(check_url("http://[::1]:9/mcp", true).is_ok());
+        assert!(check_url("http://example.com/mcp", true).is_err());
+        assert!(check_url("http://127.0.0.1.example.com/mcp", true).is_err());
+        assert!(check_url("ftp://127.0.0.1/mcp", true).is_err());
+        assert!(check_url("https://user:pw@go.epiphan.cloud/mcp", false).is_err());
+    }
+
+    #[test]
+    fn fence_parsing() {
+        let c = config(&[]).unwrap();
+        assert!(!c.fence.configured());
+        assert!(!c.proposing());
+        let c = config(&[(
+            "FLEETWATCH_WRITE_DEVICE_IDS",
+            " 2000000002,1000000001,2000000002 ",
+        )])
+        .unwrap();
+        assert_eq!(c.fence.device_ids, vec!["1000000001", "2000000002"]);
+        assert!(c.fence.allows("1000000001"));
+        assert!(!c.fence.allows("3000000003"));
+        assert!(config(&[("FLEETWATCH_WRITE_DEVICE_IDS", "1000000001-1")]).is_err());
+        let c = config(&[("FLEETWATCH_WRITE_TEAM_ID", "team-1")]).unwrap();
+        assert!(c.fence.allows("3000000003"));
+        // Proposing still needs the operator's autonomy setting.
+        assert!(!c.proposing());
+    }
+
+    #[test]
+    fn bad_numbers_are_errors() {
+        assert!(config(&[("FLEETWATCH_READ_TIMEOUT_SECS", "0")]).is_err());
+        assert!(config(&[("FLEETWATCH_READ_TIMEOUT_SECS", "abc")]).is_err());
+        assert_eq!(
+            config(&[("FLEETWATCH_READ_TIMEOUT_SECS", "3")])
+                .unwrap()
+                .read_timeout,
+            Duration::from_secs(3)
+        );
+        assert!(config(&[("FLEETWATCH_ALLOW_LOOPBACK_HTTP", "yes")]).is_err());
+    }
+
+    #[test]
+    fn settings_file() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(
+            Settings::load(dir.path()).unwrap().autonomy,
+            Autonomy::ReadOnly
+        );
+        std::fs::write(dir.path().join(SETTINGS_FILE), "autonomy: propose\n").unwrap();
+        assert_eq!(
+            Settings::load(dir.path()).unwrap().autonomy,
+            Autonomy::Propose
+        );
+        std::fs::write(dir.path().join(SETTINGS_FILE), "autonomy: everything\n").unwrap();
+        assert!(Settings::load(dir.path()).is_err());
+        std::fs::write(dir.path().join(SETTINGS_FILE), "autonmy: propose\n").unwrap();
+        assert!(Settings::load(dir.path()).is_err());
+    }
+}

@@ -1,0 +1,147 @@
+//! The executor's socket, from the assistant's side: connect, send one frame, read one frame,
+//! close — every step under a deadline, so a stuck executor costs a refusal, not a hang.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use fleetwatch_protocol::Refusal;
+use fleetwatch_protocol::claims::SignedApproval;
+use fleetwatch_protocol::wire::{
+    self, DescribeRequest, Description, ExecuteRequest, Outcome, Request, Response, StatusReport,
+};
+use futures_util::{SinkExt as _, StreamExt as _};
+use tokio::net::UnixStream;
+use tokio_util::codec::{Framed, LengthDelimitedCodec};
+
+/// Why the executor could not be asked or did not answer usably.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ExecutorError {
+    /// The socket could not be opened.
+    #[error("the executor is not reachable at {path}: {problem}")]
+    Unreachable {
+        /// Socket path.
+        path: String,
+        /// The OS error.
+        problem: String,
+    },
+    /// No answer in time.
+    #[error("the executor did not answer within {0} s")]
+    Timeout(u64),
+    /// The answer was not a valid frame or message.
+    #[error("the executor's answer could not be read: {0}")]
+    Protocol(String),
+    /// The executor refused (nothing ran).
+    #[error("the executor refused: {}", .0.message())]
+    Refused(Refusal),
+}
+
+/// A client for one socket path.
+#[derive(Debug, Clone)]
+pub struct ExecutorClient {
+    socket: PathBuf,
+    timeout: Duration,
+}
+
+impl ExecutorClient {
+    /// With the default deadline for a read-only request (describe/status read Epiphan).
+    pub fn new(socket: &Path) -> ExecutorClient {
+        ExecutorClient {
+            socket: socket.to_owned(),
+            timeout: Duration::from_secs(45),
+        }
+    }
+
+    /// Changes the deadline for the whole exchange.
+    pub fn with_timeout(mut self, timeout: Duration) -> ExecutorClient {
+        self.timeout = timeout;
+        self
+    }
+
+    /// The socket path.
+    pub fn socket(&self) -> &Path {
+        &self.socket
+    }
+
+    /// Facts about a proposed change's targets, read through the sandbox sign-in.
+    pub async fn describe(
+        &self,
+        tool: &str,
+        arguments: &str,
+    ) -> Result<Description, ExecutorError> {
+        let request = Request::Describe(DescribeRequest {
+            tool: tool.to_owned(),
+            arguments: arguments.to_owned(),
+        });
+        match self.exchange(&request).await? {
+            Response::Described(description) => Ok(description),
+            Response::Refused(refusal) => Err(ExecutorError::Refused(refusal)),
+            _ => Err(ExecutorError::Protocol(
+                "unexpected answer to Describe".to_owned(),
+            )),
+        }
+    }
+
+    /// Version and configuration facts.
+    pub async fn status(&self) -> Result<StatusReport, ExecutorError> {
+        match self.exchange(&Request::Status).await? {
+            Response::Status(report) => Ok(report),
+            Response::Refused(refusal) => Err(ExecutorError::Refused(refusal)),
+            _ => Err(ExecutorError::Protocol(
+                "unexpected answer to Status".to_owned(),
+            )),
+        }
+    }
+
+    /// Runs one approved change. A lost answer after sending is the caller's "outcome
+    /// unknown": this never retries.
+    pub async fn execute(
+        &self,
+        approval: SignedApproval,
+        assistant_chain_head: [u8; 32],
+    ) -> Result<Outcome, ExecutorError> {
+        let request = Request::Execute(ExecuteRequest {
+            approval,
+            assistant_chain_head,
+        });
+        match self.exchange(&request).await? {
+            Response::Executed(outcome) => Ok(outcome),
+            Response::Refused(refusal) => Err(ExecutorError::Refused(refusal)),
+            _ => Err(ExecutorError::Protocol(
+                "unexpected answer to Execute".to_owned(),
+            )),
+        }
+    }
+
+    async fn exchange(&self, request: &Request) -> Result<Response, ExecutorError> {
+        let body = wire::encode_request(request)
+            .map_err(|e| ExecutorError::Protocol(format!("request not encodable: {e}")))?;
+        let secs = self.timeout.as_secs();
+        let exchange = async {
+            let stream = UnixStream::connect(&self.socket).await.map_err(|e| {
+                ExecutorError::Unreachable {
+                    path: self.socket.display().to_string(),
+                    problem: e.to_string(),
+                }
+            })?;
+            let codec = LengthDelimitedCodec::builder()
+                .max_frame_length(wire::MAX_FRAME)
+                .new_codec();
+            let mut framed = Framed::new(stream, codec);
+            framed
+                .send(tokio_util::bytes::Bytes::from(body))
+                .await
+                .map_err(|e| ExecutorError::Protocol(format!("send: {e}")))?;
+            let frame = framed
+                .next()
+                .await
+                .ok_or_else(|| {
+                    ExecutorError::Protocol("connection closed without an answer".to_owned())
+                })?
+                .map_err(|e| ExecutorError::Protocol(format!("receive: {e}")))?;
+            wire::decode_response(&frame).map_err(|e| ExecutorError::Protocol(e.to_string()))
+        };
+        tokio::time::timeout(self.timeout, exchange)
+            .await
+            .map_err(|_| ExecutorError::Timeout(secs))?
+    }
+}

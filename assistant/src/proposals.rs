@@ -1,0 +1,260 @@
+//! `propose_change`: from a model's tool call to a stored, pending proposal — or a refusal the
+//! model sees, starting "Not proposed:", that says why. Nothing here changes the fleet; a person
+//! approves each stored proposal on the page and the executor re-checks everything.
+//!
+//! Order matters: cheap local checks (switches, policy, grants, allowlist, fatigue limits)
+//! come before the executor is asked, so a model looping on bad calls cannot load the
+//! executor or Epiphan.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use fleetwatch_protocol::policy::Policy;
+use fleetwatch_protocol::redact;
+use serde_json::Value;
+
+use crate::config::Fence;
+use crate::executor_client::{ExecutorClient, ExecutorError};
+use crate::grants::Grants;
+use crate::model::ProposeResult;
+use crate::store::{self, NewProposal, Store};
+
+/// At most this many proposals wait at once.
+pub const MAX_PENDING: u64 = 3;
+/// At most this many non-denied proposals per hour.
+pub const MAX_PER_HOUR: u64 = 10;
+/// This many denials of one tool and target pause it for an hour.
+pub const DENIALS_TO_PAUSE: u64 = 3;
+/// The model's reason is cut to this many characters.
+pub const MAX_REASON_CHARS: usize = 300;
+
+/// Everything a proposal needs to be checked and stored.
+pub struct Proposer {
+    policy: Arc<Policy>,
+    fence: Fence,
+    proposing: bool,
+    state_dir: PathBuf,
+    store: Arc<Mutex<Store>>,
+    executor: ExecutorClient,
+}
+
+fn refused(why: impl std::fmt::Display, invalid: bool) -> ProposeResult {
+    ProposeResult {
+        message: format!("Not proposed: {why}"),
+        proposal_id: None,
+        invalid,
+    }
+}
+
+impl Proposer {
+    /// `proposing` is the operator's `autonomy: propose`; the fence is checked separately so
+    /// the refusal can say which is missing.
+    pub fn new(
+        policy: Arc<Policy>,
+        fence: Fence,
+        proposing: bool,
+        state_dir: PathBuf,
+        store: Arc<Mutex<Store>>,
+        executor: ExecutorClient,
+    ) -> Proposer {
+        Proposer {
+            policy,
+            fence,
+            proposing,
+            state_dir,
+            store,
+            executor,
+        }
+    }
+
+    /// Checks and stores one proposal.
+    pub async fn propose(&self, tool: &str, arguments: Value, reason: &str) -> ProposeResult {
+        if !self.proposing {
+            return refused(
+                "proposing is switched off (the operator's settings say read-only). Answer the \
+                 question without proposing.",
+                false,
+            );
+        }
+        if !self.fence.configured() {
+            return refused(
+                "no write fence is configured (FLEETWATCH_WRITE_DEVICE_IDS or \
+                 FLEETWATCH_WRITE_TEAM_ID), so no change can be proposed.",
+                false,
+            );
+        }
+        // The name comes from the model (and perhaps from data it read): never echoed.
+        let Some(entry) = self.policy.propose_entry(tool) else {
+            return refused("that tool cannot be proposed.", true);
+        };
+        let grants = match Grants::load(&self.state_dir) {
+            Ok(grants) => grants,
+            Err(e) => {
+                tracing::warn!("grants unreadable: {e}");
+                return refused("the operator's grants could not be read.", false);
+            }
+        };
+        if !grants.is_open(&entry.category) {
+            return refused(
+                format!(
+                    "the {} category is not granted; only the operator can open it.",
+                    entry.category
+                ),
+                true,
+            );
+        }
+        let validated = match self.policy.validate(tool, &arguments) {
+            Ok(v) => v,
+            Err(e) => return refused(format!("{e}."), true),
+        };
+        if let Some(outside) = validated.targets.iter().find(|t| !self.fence.allows(t)) {
+            return refused(
+                format!("device {outside} is not on the write allowlist."),
+                false,
+            );
+        }
+        if let Err(why) = self.check_limits(tool, &validated.targets) {
+            return refused(why, false);
+        }
+        let Some(our_digest) = self.policy.digest(tool) else {
+            return refused("that tool cannot be proposed.", true);
+        };
+
+        let description = match self
+            .executor
+            .describe(tool, validated.arguments.as_str())
+            .await
+        {
+            Ok(d) => d,
+            Err(ExecutorError::Refused(refusal)) => {
+                return refused(
+                    format!("the executor refused to describe it: {}", refusal.message()),
+                    false,
+                );
+            }
+            Err(e) => {
+                tracing::warn!("describe failed: {e}");
+                return refused(
+                    "the executor could not be asked to check the target, so nothing was \
+                     stored. Tell the operator; do not retry.",
+                    false,
+                );
+            }
+        };
+        if description.targets != validated.targets {
+            return refused("the executor resolved different targets.", false);
+        }
+        for device in &description.devices {
+            if !device.on_team {
+                return refused(
+                    format!(
+                        "device {} is not on the sandbox team's device list.",
+                        device.id
+                    ),
+                    false,
+                );
+            }
+            if !device.allowlisted || !self.fence.allows(&device.id) {
+                return refused(
+                    format!("device {} is not on the write allowlist.", device.id),
+                    false,
+                );
+            }
+        }
+        if description.devices.len() != validated.targets.len() {
+            return refused("the executor did not describe every target.", false);
+        }
+        if let Some(team) = &self.fence.team_id
+            && description.team_id.as_deref() != Some(team.as_str())
+        {
+            return refused("the sandbox team is not the configured team.", false);
+        }
+        if description.policy_digest != our_digest
+            || description.schema_version != entry.schema_version
+        {
+            return refused(
+                "the executor's copy of the tool policy differs from this one; the operator \
+                 must install the same policy on both sides.",
+                false,
+            );
+        }
+
+        let reason: String = redact::redact_text(reason)
+            .chars()
+            .take(MAX_REASON_CHARS)
+            .collect();
+        let new = NewProposal {
+            tool: tool.to_owned(),
+            arguments: validated.arguments.into_string(),
+            targets: validated.targets,
+            fingerprint: description.fingerprint,
+            schema_version: entry.schema_version,
+            policy_digest: our_digest,
+            slot: "sandbox".to_owned(),
+            reason,
+        };
+        let stored = {
+            let Ok(mut store) = self.store.lock() else {
+                return refused("the proposal store is unavailable.", false);
+            };
+            // Limits again under the lock: two questions in flight must not both slip in.
+            if let Err(why) = limits(&store, tool, &new.targets) {
+                return refused(why, false);
+            }
+            store.insert_proposal(&new, store::now_secs())
+        };
+        match stored {
+            Ok(id) => ProposeResult {
+                message: format!(
+                    "Proposal #{id} is waiting for a person to approve it on the approval page. \
+                     Nothing has changed yet."
+                ),
+                proposal_id: Some(id),
+                invalid: false,
+            },
+            Err(e) => {
+                tracing::warn!("storing a proposal failed: {e}");
+                refused("the proposal could not be saved.", false)
+            }
+        }
+    }
+
+    fn check_limits(&self, tool: &str, targets: &[String]) -> Result<(), String> {
+        let mut store = self
+            .store
+            .lock()
+            .map_err(|_| "the proposal store is unavailable.".to_owned())?;
+        // Lapsed proposals first, so the pending count is honest.
+        store
+            .expire_due(store::now_secs())
+            .map_err(|_| "the proposal store is unavailable.".to_owned())?;
+        limits(&store, tool, targets)
+    }
+}
+
+fn limits(store: &Store, tool: &str, targets: &[String]) -> Result<(), String> {
+    let unavailable = |_| "the proposal store is unavailable.".to_owned();
+    let now = store::now_secs();
+    let pending = store.pending_count().map_err(unavailable)?;
+    if pending >= MAX_PENDING {
+        return Err(format!(
+            "the approval queue is full ({pending} waiting). A person must review those first."
+        ));
+    }
+    let hourly = store.non_denied_last_hour(now).map_err(unavailable)?;
+    if hourly >= MAX_PER_HOUR {
+        return Err(format!(
+            "the hourly limit of {MAX_PER_HOUR} proposals is reached. Try again later."
+        ));
+    }
+    let denials = store
+        .recent_denials(tool, targets, now)
+        .map_err(unavailable)?;
+    if denials >= DENIALS_TO_PAUSE {
+        return Err(format!(
+            "a person denied this change {denials} times in the last hour, so it is paused for \
+             an hour. Do not propose it again."
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,481 @@
+//! The guarded read client: the only place in the assistant that calls an Epiphan tool.
+//!
+//! Every call passes [`Reader::guard`] first, before a connection is opened or a byte is sent:
+//! a name that is a write tool (by the policy's write list or by Epiphan's own list, whatever
+//! the read section says) or is not on the policy's read list is refused with an error value.
+//! Every answer is redacted before anything parses, shows, logs or returns it. The same guard
+//! and the same redaction run over a replay folder, so `--replay` exercises this exact path.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use fleetwatch_protocol::fleet;
+use fleetwatch_protocol::policy::{self, Policy};
+use fleetwatch_protocol::redact;
+use rmcp::ServiceExt as _;
+use rmcp::model::{CallToolRequestParams, CallToolResult, ClientConfig};
+use rmcp::service::RunningService;
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use serde_json::{Map, Value, json};
+use tokio::sync::Mutex;
+
+use crate::config::{self, Config};
+use crate::snapshot::Snapshot;
+
+/// The normal sign-in's token file inside the state folder.
+pub const TOKEN_FILE: &str = "epiphan-token";
+
+/// What the operator must do when the sign-in is missing or expired.
+pub const SIGN_IN_HINT: &str =
+    "sign-in expired: run `fleetwatch login` or set FLEETWATCH_EPIPHAN_TOKEN";
+
+/// Why a read did not produce data. Messages never carry the data itself.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ReadError {
+    /// The guard refused the tool; nothing was sent.
+    #[error("refused before sending: {0}")]
+    Refused(String),
+    /// Epiphan says the sign-in is missing, expired or revoked.
+    #[error("{SIGN_IN_HINT}")]
+    SignInExpired,
+    /// No sign-in is configured at all, or its file is unusable.
+    #[error("no usable sign-in: {0}")]
+    NoSignIn(String),
+    /// The read did not finish within the bound.
+    #[error("Epiphan did not answer {tool} within {secs} s; try again later")]
+    Timeout {
+        /// The read tool.
+        tool: String,
+        /// The bound.
+        secs: u64,
+    },
+    /// Connecting or talking to Epiphan failed.
+    #[error("could not reach Epiphan: {0}")]
+    Transport(String),
+    /// Epiphan answered with an error result (text redacted).
+    #[error("{tool} failed: {message}")]
+    Tool {
+        /// The read tool.
+        tool: String,
+        /// Redacted error text.
+        message: String,
+    },
+    /// The answer could not be understood.
+    #[error("{0}")]
+    Parse(String),
+    /// The replay folder could not serve the read.
+    #[error("replay: {0}")]
+    Replay(String),
+}
+
+/// The normal sign-in's bearer token. No `Debug`/`Display`, so it cannot end up in a log line
+/// or an error message by accident.
+pub struct Token(String);
+
+impl Token {
+    /// From `FLEETWATCH_EPIPHAN_TOKEN`, else the token file in the state folder. A token file
+    /// that group or others can read is refused rather than used.
+    pub fn load(state_dir: &Path) -> Result<Token, ReadError> {
+        if let Ok(value) = std::env::var("FLEETWATCH_EPIPHAN_TOKEN")
+            && !value.trim().is_empty()
+        {
+            return Token::new(value);
+        }
+        Token::from_file(&state_dir.join(TOKEN_FILE))
+    }
+
+    /// Reads a token file, refusing one readable by group or others.
+    pub fn from_file(path: &Path) -> Result<Token, ReadError> {
+        use std::os::unix::fs::PermissionsExt as _;
+        let meta = std::fs::metadata(path).map_err(|e| {
+            ReadError::NoSignIn(format!(
+                "{} ({e}); set FLEETWATCH_EPIPHAN_TOKEN or store a token there with mode 0600",
+                path.display()
+            ))
+        })?;
+        let mode = meta.permissions().mode() & 0o777;
+        if mode & 0o077 != 0 {
+            return Err(ReadError::NoSignIn(format!(
+                "{} has mode {mode:04o}; it must be 0600 (run `chmod 600` on it)",
+                path.display()
+            )));
+        }
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ReadError::NoSignIn(format!("{}: {e}", path.display())))?;
+        Token::new(text)
+    }
+
+    fn new(text: String) -> Result<Token, ReadError> {
+        let trimmed = text.trim();
+        // The transport adds the scheme itself; tolerate a pasted "Bearer …".
+        let bare = trimmed
+            .strip_prefix("Bearer ")
+            .or_else(|| trimmed.strip_prefix("bearer "))
+            .unwrap_or(trimmed)
+            .trim();
+        if bare.is_empty() || bare.chars().any(|c| c.is_control() || c == ' ') {
+            return Err(ReadError::NoSignIn(
+                "the token is empty or holds spaces or control characters".to_owned(),
+            ));
+        }
+        Ok(Token(bare.to_owned()))
+    }
+}
+
+type Client = RunningService<rmcp::RoleClient, ClientConfig>;
+
+enum Backend {
+    Live {
+        url: String,
+        token: Token,
+        client: Mutex<Option<Client>>,
+    },
+    Replay {
+        dir: PathBuf,
+        now: jiff::Timestamp,
+    },
+}
+
+/// The guarded, redacting read client (live or replay).
+pub struct Reader {
+    policy: Arc<Policy>,
+    backend: Backend,
+    timeout: Duration,
+}
+
+impl Reader {
+    /// A live reader over MCP. Nothing is sent until the first allowed read.
+    pub fn live(config: &Config, policy: Arc<Policy>, token: Token) -> Result<Reader, ReadError> {
+        config::check_url(&config.epiphan_url, config.allow_loopback_http)
+            .map_err(|p| ReadError::Transport(format!("FLEETWATCH_EPIPHAN_URL {p}")))?;
+        Ok(Reader {
+            policy,
+            backend: Backend::Live {
+                url: config.epiphan_url.clone(),
+                token,
+                client: Mutex::new(None),
+            },
+            timeout: config.read_timeout,
+        })
+    }
+
+    /// A reader over a replay folder; templates resolve against `now`.
+    pub fn replay(dir: PathBuf, now: jiff::Timestamp, policy: Arc<Policy>) -> Reader {
+        Reader {
+            policy,
+            backend: Backend::Replay { dir, now },
+            timeout: Duration::from_secs(config::DEFAULT_READ_TIMEOUT_SECS),
+        }
+    }
+
+    /// Changes the bound on each read.
+    pub fn with_timeout(mut self, timeout: Duration) -> Reader {
+        self.timeout = timeout;
+        self
+    }
+
+    /// The clock answers are relative to: the replay clock, or the current time.
+    pub fn now(&self) -> jiff::Timestamp {
+        match &self.backend {
+            Backend::Replay { now, .. } => *now,
+            Backend::Live { .. } => jiff::Timestamp::now(),
+        }
+    }
+
+    /// True over a replay folder.
+    pub fn is_replay(&self) -> bool {
+        matches!(self.backend, Backend::Replay { .. })
+    }
+
+    /// The policy this reader guards with.
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// The guard: a write tool by any list, a picture tool, or anything not on the policy's
+    /// read list is refused. The refusal names the tool only when it is a known name, so model
+    /// or data text is never echoed back.
+    pub fn guard(&self, tool: &str) -> Result<(), ReadError> {
+        if self.policy.is_write_tool(tool) || policy::EPIPHAN_WRITE_TOOLS.contains(&tool) {
+            return Err(ReadError::Refused(format!(
+                "{tool} is a write tool; the assistant can only read"
+            )));
+        }
+        if policy::NEVER_READABLE.contains(&tool) {
+            return Err(ReadError::Refused(format!("{tool} is never read")));
+        }
+        if self.policy.read_tool(tool).is_none() {
+            return Err(ReadError::Refused(
+                "that tool is not on the read list".to_owned(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// One guarded, bounded, redacted read.
+    pub async fn read(&self, tool: &str, arguments: Value) -> Result<Value, ReadError> {
+        self.guard(tool)?;
+        let arguments = match arguments {
+            Value::Object(map) => map,
+            Value::Null => Map::new(),
+            _ => {
+                return Err(ReadError::Refused(format!(
+                    "{tool}: arguments must be a JSON object"
+                )));
+            }
+        };
+        match &self.backend {
+            Backend::Replay { dir, now } => replay_read(dir, *now, tool),
+            Backend::Live { url, token, client } => {
+                let secs = self.timeout.as_secs();
+                let call = self.live_call(url, token, client, tool, arguments);
+                match tokio::time::timeout(self.timeout, call).await {
+                    Ok(result) => result,
+                    Err(_) => {
+                        // The connection may be stuck mid-answer: drop it so the next read
+                        // starts clean instead of queueing behind it.
+                        if let Ok(mut slot) = client.try_lock()
+                            && let Some(old) = slot.take()
+                        {
+                            old.cancellation_token().cancel();
+                        }
+                        Err(ReadError::Timeout {
+                            tool: tool.to_owned(),
+                            secs,
+                        })
+                    }
+                }
+            }
+        }
+    }
+
+    async fn live_call(
+        &self,
+        url: &str,
+        token: &Token,
+        client: &Mutex<Option<Client>>,
+        tool: &str,
+        arguments: Map<String, Value>,
+    ) -> Result<Value, ReadError> {
+        let mut slot = client.lock().await;
+        if slot.is_none() {
+            let transport = StreamableHttpClientTransport::from_config(
+                StreamableHttpClientTransportConfig::with_uri(url.to_owned())
+                    .auth_header(token.0.clone()),
+            );
+            let connected = ClientConfig::default()
+                .serve(transport)
+                .await
+                .map_err(|e| {
+                    if e.auth_challenge().is_some() || mentions_401(&e.to_string()) {
+                        ReadError::SignInExpired
+                    } else {
+                        ReadError::Transport(redact::redact_text(&e.to_string()))
+                    }
+                })?;
+            *slot = Some(connected);
+        }
+        let Some(service) = slot.as_ref() else {
+            return Err(ReadError::Transport("no connection".to_owned()));
+        };
+        let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
+        let outcome = service.peer().call_tool(params).await;
+        match outcome {
+            Ok(result) => interpret(tool, result),
+            Err(e) => {
+                // A broken session is not reused.
+                *slot = None;
+                if e.auth_challenge().is_some() || mentions_401(&e.to_string()) {
+                    Err(ReadError::SignInExpired)
+                } else {
+                    Err(ReadError::Transport(redact::redact_text(&e.to_string())))
+                }
+            }
+        }
+    }
+}
+
+fn mentions_401(text: &str) -> bool {
+    let lower = text.to_ascii_lowercase();
+    lower.contains("401") && lower.contains("unauthori")
+}
+
+/// Turns a tool result into a redacted JSON value. Redaction happens on the raw value before
+/// any other code looks at it; raw text is never logged.
+fn interpret(tool: &str, result: CallToolResult) -> Result<Value, ReadError> {
+    let text: String = result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.as_str()))
+        .collect::<Vec<_>>()
+        .join("\n");
+    if result.is_error == Some(true) {
+        return Err(error_result(tool, &text));
+    }
+    if let Some(mut structured) = result.structured_content.filter(|v| !v.is_null()) {
+        redact::redact_value(&mut structured);
+        return Ok(structured);
+    }
+    match serde_json::from_str::<Value>(text.trim()) {
+        Ok(mut value) => {
+            redact::redact_value(&mut value);
+            Ok(value)
+        }
+        Err(_) => {
+            // Epiphan sometimes reports errors as plain text without the error flag.
+            if text.trim_start().starts_with("Error:") {
+                return Err(error_result(tool, &text));
+            }
+            tracing::info!(tool, "read result was text, not JSON");
+            Ok(Value::String(redact::redact_text(&text)))
+        }
+    }
+}
+
+fn error_result(tool: &str, text: &str) -> ReadError {
+    let redacted = redact::redact_text(text);
+    if mentions_401(&redacted) {
+        return ReadError::SignInExpired;
+    }
+    let message: String = redacted.trim().chars().take(300).collect();
+    ReadError::Tool {
+        tool: tool.to_owned(),
+        message,
+    }
+}
+
+fn replay_read(dir: &Path, now: jiff::Timestamp, tool: &str) -> Result<Value, ReadError> {
+    // `tool` passed the guard, so it is a listed read name, never a path.
+    let path = dir.join(format!("{tool}.json"));
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| ReadError::Replay(format!("{} has no {tool}.json ({e})", dir.display())))?;
+    let resolved = fleet::resolve_templates(&text, now)
+        .map_err(|e| ReadError::Replay(format!("{tool}.json: {e}")))?;
+    let mut value: Value = serde_json::from_str(&resolved)
+        .map_err(|e| ReadError::Replay(format!("{tool}.json is not JSON: {e}")))?;
+    redact::redact_value(&mut value);
+    // Notes for humans (`_note`, …) are not fleet data.
+    if let Value::Object(map) = &mut value {
+        map.retain(|key, _| !key.starts_with('_'));
+    }
+    Ok(value)
+}
+
+/// Reads what one question needs and builds a [`Snapshot`]. The device list is required; the
+/// other reads fill in what they can, and a read that failed leaves its part empty only when
+/// it was never essential (a failure of the device list fails the whole snapshot).
+pub async fn load_snapshot(reader: &Reader) -> Result<Snapshot, ReadError> {
+    let now = reader.now();
+    let list_value = reader.read("get_devices_in_my_team", json!({})).await?;
+    let list =
+        fleet::parse_device_list(&list_value).map_err(|e| ReadError::Parse(e.to_string()))?;
+    let online: Vec<String> = list
+        .devices
+        .iter()
+        .filter(|d| d.online)
+        .map(|d| d.id.clone())
+        .collect();
+    let ids = Value::from(online.clone());
+    let (recorder, system) = if online.is_empty() {
+        (None, None)
+    } else {
+        let recorder = reader
+            .read(
+                "get_recorder_status_for_devices",
+                json!({"device_ids": ids}),
+            )
+            .await?;
+        let system = optional(
+            reader
+                .read("get_system_status_for_devices", json!({"device_ids": ids}))
+                .await,
+        )?;
+        (Some(recorder), system)
+    };
+    let until = fleet::format_time(
+        now.checked_add(jiff::SignedDuration::from_hours(24))
+            .unwrap_or(now),
+    );
+    let events = reader
+        .read(
+            "get_current_or_next_cms_events_for_devices",
+            json!({"until": until}),
+        )
+        .await?;
+    let streams = optional(reader.read("get_stream_endpoints", json!({})).await)?;
+    Snapshot::from_results(
+        now,
+        &list_value,
+        recorder.as_ref(),
+        system.as_ref(),
+        Some(&events),
+        streams.as_ref(),
+    )
+    .map_err(|e| ReadError::Parse(e.to_string()))
+}
+
+/// System status and stream destinations only decorate an answer: their absence (not listed,
+/// a missing replay file, a tool error) leaves them out. A sign-in or timeout problem still
+/// fails the question, because the next read would fail the same way.
+fn optional(result: Result<Value, ReadError>) -> Result<Option<Value>, ReadError> {
+    match result {
+        Ok(value) => Ok(Some(value)),
+        Err(ReadError::Refused(_) | ReadError::Replay(_) | ReadError::Tool { .. }) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// The device IDs the normal sign-in can see, sorted, for the executor's overlap check.
+pub async fn known_device_ids(reader: &Reader) -> Result<Vec<String>, ReadError> {
+    let value = reader.read("get_devices_in_my_team", json!({})).await?;
+    let list = fleet::parse_device_list(&value).map_err(|e| ReadError::Parse(e.to_string()))?;
+    let mut ids: Vec<String> = list.devices.into_iter().map(|d| d.id).collect();
+    ids.sort();
+    ids.dedup();
+    Ok(ids)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn token_parsing() {
+        assert!(Token::new(String::new()).is_err());
+        assert!(Token::new("a b".to_owned()).is_err());
+        assert_eq!(Token::new("Bearer abc\n".to_owned()).unwrap().0, "abc");
+        assert_eq!(Token::new(" abc ".to_owned()).unwrap().0, "abc");
+    }
+
+    #[test]
+    fn token_file_modes() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(TOKEN_FILE);
+        std::fs::write(&path, "secret-token\n").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let err = Token::from_file(&path).err().unwrap();
+        assert!(err.to_string().contains("0644"), "{err}");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o640)).unwrap();
+        assert!(Token::from_file(&path).is_err());
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        assert_eq!(Token::from_file(&path).unwrap().0, "secret-token");
+        assert!(Token::from_file(&dir.path().join("missing")).is_err());
+    }
+
+    #[test]
+    fn error_text_classification() {
+        assert!(mentions_401("Error: 401 Unauthorized"));
+        assert!(!mentions_401("Error: 500 Internal Server Error"));
+        assert_eq!(
+            error_result("get_devices_in_my_team", "Error: 401 Unauthorized"),
+            ReadError::SignInExpired
+        );
+        assert!(matches!(
+            error_result("get_devices_in_my_team", "Error: 500 Internal Server Error"),
+            ReadError::Tool { .. }
+        ));
+    }
+}

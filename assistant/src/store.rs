@@ -1,0 +1,742 @@
+//! `assistant.db`: proposals, approvals (consumed by the approval page) and the audit chain.
+//!
+//! Every connection runs in WAL mode with `synchronous=FULL` and a busy timeout, so a decision
+//! the operator made survives a crash and two processes on the same file wait rather than fail.
+//! The audit table refuses UPDATE and DELETE by trigger, and each row carries the SHA-256 of
+//! the previous row's hash and its own content, so an edit made behind the program's back
+//! (triggers dropped first) is found by [`Store::verify_audit`].
+
+use std::path::Path;
+use std::time::Duration;
+
+use rusqlite::{Connection, OptionalExtension as _, params};
+use serde_json::{Value, json};
+use sha2::{Digest as _, Sha256};
+
+/// The database file inside the state folder.
+pub const DB_FILE: &str = "assistant.db";
+/// How long a pending proposal waits for a person before it expires.
+pub const PROPOSAL_LIFETIME_SECS: i64 = 30 * 60;
+
+/// A storage failure, with the SQLite message.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// SQLite refused or failed.
+    #[error("assistant.db: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+    /// A stored value is not what this build wrote.
+    #[error("assistant.db: {0}")]
+    Corrupt(String),
+}
+
+/// Where a proposal stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    /// Waiting for a person.
+    Pending,
+    /// Approved on the page; sent to the executor.
+    Approved,
+    /// Denied by a person.
+    Denied,
+    /// Nobody decided in time, the assistant restarted, or its turn failed.
+    Expired,
+    /// The executor reported it done.
+    Executed,
+    /// The executor reported per-device errors.
+    Failed,
+    /// Sent, outcome unknown.
+    Unknown,
+    /// The executor refused it at run time.
+    Refused,
+}
+
+impl Status {
+    /// The stored word.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Pending => "pending",
+            Status::Approved => "approved",
+            Status::Denied => "denied",
+            Status::Expired => "expired",
+            Status::Executed => "executed",
+            Status::Failed => "failed",
+            Status::Unknown => "unknown",
+            Status::Refused => "refused",
+        }
+    }
+
+    fn parse(text: &str) -> Option<Status> {
+        Some(match text {
+            "pending" => Status::Pending,
+            "approved" => Status::Approved,
+            "denied" => Status::Denied,
+            "expired" => Status::Expired,
+            "executed" => Status::Executed,
+            "failed" => Status::Failed,
+            "unknown" => Status::Unknown,
+            "refused" => Status::Refused,
+            _ => return None,
+        })
+    }
+}
+
+/// A proposal to store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewProposal {
+    /// Write tool.
+    pub tool: String,
+    /// Canonical JSON arguments.
+    pub arguments: String,
+    /// Sorted target device IDs.
+    pub targets: Vec<String>,
+    /// Canonical fingerprint from the executor's describe.
+    pub fingerprint: String,
+    /// Schema version.
+    pub schema_version: u32,
+    /// Policy digest of the tool's entry.
+    pub policy_digest: [u8; 32],
+    /// Sign-in slot (`sandbox`).
+    pub slot: String,
+    /// The model's reason, redacted and capped.
+    pub reason: String,
+}
+
+/// A stored proposal.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Proposal {
+    /// Proposal number.
+    pub id: u64,
+    /// Write tool.
+    pub tool: String,
+    /// Canonical JSON arguments.
+    pub arguments: String,
+    /// Sorted target device IDs.
+    pub targets: Vec<String>,
+    /// Canonical fingerprint.
+    pub fingerprint: String,
+    /// Schema version.
+    pub schema_version: u32,
+    /// Policy digest.
+    pub policy_digest: [u8; 32],
+    /// Slot.
+    pub slot: String,
+    /// Reason (redacted, capped).
+    pub reason: String,
+    /// Status.
+    pub status: Status,
+    /// Unix seconds.
+    pub created_at: i64,
+    /// Unix seconds.
+    pub expires_at: i64,
+}
+
+/// One audit row as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuditRow {
+    /// Row number.
+    pub id: i64,
+    /// Unix seconds.
+    pub at: i64,
+    /// What happened (`proposed`, `expired`, `question`, …).
+    pub kind: String,
+    /// The proposal concerned, if any.
+    pub proposal_id: Option<u64>,
+    /// Canonical JSON details (counts, codes, IDs — never prompt or answer text).
+    pub detail: String,
+}
+
+/// The result of walking the audit chain.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ChainCheck {
+    /// Every row links to the one before; the head hash and row count.
+    Intact {
+        /// Rows checked.
+        rows: u64,
+        /// The last row's hash (zeros when empty).
+        head: [u8; 32],
+    },
+    /// The first row that does not match.
+    Broken {
+        /// Its row number.
+        row: i64,
+        /// What does not match.
+        problem: String,
+    },
+}
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS proposals (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    tool TEXT NOT NULL,
+    arguments TEXT NOT NULL,
+    targets TEXT NOT NULL,
+    fingerprint TEXT NOT NULL,
+    schema_version INTEGER NOT NULL,
+    policy_digest TEXT NOT NULL,
+    slot TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    status TEXT NOT NULL CHECK (status IN
+        ('pending','approved','denied','expired','executed','failed','unknown','refused')),
+    created_at INTEGER NOT NULL,
+    expires_at INTEGER NOT NULL,
+    decided_at INTEGER
+);
+CREATE INDEX IF NOT EXISTS proposals_status ON proposals(status);
+CREATE TABLE IF NOT EXISTS approvals (
+    id TEXT PRIMARY KEY,
+    proposal_id INTEGER NOT NULL REFERENCES proposals(id),
+    used INTEGER NOT NULL DEFAULT 0 CHECK (used IN (0, 1)),
+    created_at INTEGER NOT NULL,
+    expires_at INTEGER NOT NULL,
+    session TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS audit (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    at INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    proposal_id INTEGER,
+    detail TEXT NOT NULL,
+    prev_hash BLOB NOT NULL,
+    row_hash BLOB NOT NULL
+);
+CREATE TRIGGER IF NOT EXISTS audit_no_update BEFORE UPDATE ON audit
+BEGIN SELECT RAISE(ABORT, 'audit rows are append-only'); END;
+CREATE TRIGGER IF NOT EXISTS audit_no_delete BEFORE DELETE ON audit
+BEGIN SELECT RAISE(ABORT, 'audit rows are append-only'); END;
+";
+
+/// The open database.
+pub struct Store {
+    conn: Connection,
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn unhex32(text: &str) -> Option<[u8; 32]> {
+    if text.len() != 64 {
+        return None;
+    }
+    let mut out = [0u8; 32];
+    for (i, byte) in out.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(text.get(i * 2..i * 2 + 2)?, 16).ok()?;
+    }
+    Some(out)
+}
+
+/// The hash of one audit row: SHA-256 over the previous hash and the row's canonical content.
+fn row_hash(
+    prev: &[u8; 32],
+    id: i64,
+    at: i64,
+    kind: &str,
+    proposal_id: Option<u64>,
+    detail: &str,
+) -> [u8; 32] {
+    let content = json!({
+        "id": id,
+        "at": at,
+        "kind": kind,
+        "proposal_id": proposal_id,
+        "detail": detail,
+    });
+    // serde_json writes object keys sorted (no preserve_order feature), with no whitespace.
+    let mut hasher = Sha256::new();
+    hasher.update(prev);
+    hasher.update(content.to_string().as_bytes());
+    hasher.finalize().into()
+}
+
+/// Current Unix seconds.
+pub fn now_secs() -> i64 {
+    jiff::Timestamp::now().as_second()
+}
+
+impl Store {
+    /// Opens (creating) `assistant.db` in the state folder.
+    pub fn open(state_dir: &Path) -> Result<Store, StoreError> {
+        Store::open_path(&state_dir.join(DB_FILE))
+    }
+
+    /// Opens a database file.
+    pub fn open_path(path: &Path) -> Result<Store, StoreError> {
+        let conn = Connection::open(path)?;
+        Store::init(conn)
+    }
+
+    /// A private in-memory database (replay try-outs that must not touch the state folder).
+    pub fn in_memory() -> Result<Store, StoreError> {
+        Store::init(Connection::open_in_memory()?)
+    }
+
+    fn init(conn: Connection) -> Result<Store, StoreError> {
+        conn.busy_timeout(Duration::from_secs(5))?;
+        // In-memory databases answer "memory" here; that is fine.
+        let _mode: String = conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;
+        conn.execute_batch("PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;")?;
+        conn.execute_batch(SCHEMA)?;
+        Ok(Store { conn })
+    }
+
+    /// Appends an audit row linked to the previous one.
+    pub fn audit(
+        &mut self,
+        kind: &str,
+        proposal_id: Option<u64>,
+        detail: &Value,
+    ) -> Result<(), StoreError> {
+        let tx = self.conn.transaction()?;
+        append_audit(&tx, now_secs(), kind, proposal_id, detail)?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// The hash of the newest audit row (zeros when empty).
+    pub fn chain_head(&self) -> Result<[u8; 32], StoreError> {
+        chain_head(&self.conn)
+    }
+
+    /// Walks the whole chain and names the first row that does not match.
+    pub fn verify_audit(&self) -> Result<ChainCheck, StoreError> {
+        let mut stmt = self.conn.prepare(
+            "SELECT id, at, kind, proposal_id, detail, prev_hash, row_hash FROM audit ORDER BY id",
+        )?;
+        let mut rows = stmt.query([])?;
+        let mut prev = [0u8; 32];
+        let mut count = 0u64;
+        while let Some(row) = rows.next()? {
+            let id: i64 = row.get(0)?;
+            let at: i64 = row.get(1)?;
+            let kind: String = row.get(2)?;
+            let proposal_id: Option<i64> = row.get(3)?;
+            let detail: String = row.get(4)?;
+            let stored_prev: Vec<u8> = row.get(5)?;
+            let stored_hash: Vec<u8> = row.get(6)?;
+            if stored_prev.as_slice() != prev.as_slice() {
+                return Ok(ChainCheck::Broken {
+                    row: id,
+                    problem: "does not link to the row before it (a row was removed or edited)"
+                        .to_owned(),
+                });
+            }
+            let proposal_id = proposal_id.and_then(|p| u64::try_from(p).ok());
+            let expected = row_hash(&prev, id, at, &kind, proposal_id, &detail);
+            if stored_hash.as_slice() != expected.as_slice() {
+                return Ok(ChainCheck::Broken {
+                    row: id,
+                    problem: "its content does not match its hash (the row was edited)".to_owned(),
+                });
+            }
+            prev = expected;
+            count += 1;
+        }
+        Ok(ChainCheck::Intact {
+            rows: count,
+            head: prev,
+        })
+    }
+
+    /// All audit rows, oldest first.
+    pub fn audit_rows(&self) -> Result<Vec<AuditRow>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT id, at, kind, proposal_id, detail FROM audit ORDER BY id")?;
+        let rows = stmt.query_map([], |row| {
+            let proposal_id: Option<i64> = row.get(3)?;
+            Ok(AuditRow {
+                id: row.get(0)?,
+                at: row.get(1)?,
+                kind: row.get(2)?,
+                proposal_id: proposal_id.and_then(|p| u64::try_from(p).ok()),
+                detail: row.get(4)?,
+            })
+        })?;
+        Ok(rows.collect::<Result<Vec<_>, _>>()?)
+    }
+
+    /// Inserts a pending proposal and its audit row in one transaction.
+    pub fn insert_proposal(&mut self, proposal: &NewProposal, now: i64) -> Result<u64, StoreError> {
+        let targets = serde_json::to_string(&proposal.targets)
+            .map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        let tx = self.conn.transaction()?;
+        tx.execute(
+            "INSERT INTO proposals (tool, arguments, targets, fingerprint, schema_version,
+                 policy_digest, slot, reason, status, created_at, expires_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'pending', ?9, ?10)",
+            params![
+                proposal.tool,
+                proposal.arguments,
+                targets,
+                proposal.fingerprint,
+                proposal.schema_version,
+                hex(&proposal.policy_digest),
+                proposal.slot,
+                proposal.reason,
+                now,
+                now + PROPOSAL_LIFETIME_SECS,
+            ],
+        )?;
+        let id = u64::try_from(tx.last_insert_rowid())
+            .map_err(|_| StoreError::Corrupt("negative row id".to_owned()))?;
+        append_audit(
+            &tx,
+            now,
+            "proposed",
+            Some(id),
+            &json!({"tool": proposal.tool, "targets": proposal.targets}),
+        )?;
+        tx.commit()?;
+        Ok(id)
+    }
+
+    /// One proposal.
+    pub fn proposal(&self, id: u64) -> Result<Option<Proposal>, StoreError> {
+        let id =
+            i64::try_from(id).map_err(|_| StoreError::Corrupt("id out of range".to_owned()))?;
+        let row = self
+            .conn
+            .query_row(
+                "SELECT id, tool, arguments, targets, fingerprint, schema_version, policy_digest,
+                        slot, reason, status, created_at, expires_at
+                 FROM proposals WHERE id = ?1",
+                [id],
+                raw_proposal,
+            )
+            .optional()?;
+        row.map(RawProposal::decode).transpose()
+    }
+
+    /// Pending proposals, oldest first.
+    pub fn pending(&self) -> Result<Vec<Proposal>, StoreError> {
+        let mut stmt = self.conn.prepare(
+            "SELECT id, tool, arguments, targets, fingerprint, schema_version, policy_digest,
+                    slot, reason, status, created_at, expires_at
+             FROM proposals WHERE status = 'pending' ORDER BY id",
+        )?;
+        let rows = stmt.query_map([], raw_proposal)?;
+        let raw = rows.collect::<Result<Vec<_>, _>>()?;
+        raw.into_iter().map(RawProposal::decode).collect()
+    }
+
+    /// Moves a pending proposal to a final state; false when it was not pending.
+    pub fn decide(
+        &mut self,
+        id: u64,
+        status: Status,
+        reason: &str,
+        now: i64,
+    ) -> Result<bool, StoreError> {
+        let sql_id =
+            i64::try_from(id).map_err(|_| StoreError::Corrupt("id out of range".to_owned()))?;
+        let tx = self.conn.transaction()?;
+        let changed = tx.execute(
+            "UPDATE proposals SET status = ?1, decided_at = ?2 WHERE id = ?3 AND status = 'pending'",
+            params![status.as_str(), now, sql_id],
+        )?;
+        if changed == 1 {
+            append_audit(
+                &tx,
+                now,
+                status.as_str(),
+                Some(id),
+                &json!({"reason": reason}),
+            )?;
+        }
+        tx.commit()?;
+        Ok(changed == 1)
+    }
+
+    /// Expires every pending proposal (at start, so nothing from an earlier run can be
+    /// approved against a fleet that has moved on). Returns how many.
+    pub fn expire_all_pending(&mut self, reason: &str, now: i64) -> Result<usize, StoreError> {
+        self.expire_where("status = 'pending'", reason, now)
+    }
+
+    /// Expires pending proposals whose time is up.
+    pub fn expire_due(&mut self, now: i64) -> Result<usize, StoreError> {
+        self.expire_where(
+            &format!("status = 'pending' AND expires_at <= {now}"),
+            "timed out",
+            now,
+        )
+    }
+
+    fn expire_where(
+        &mut self,
+        condition: &str,
+        reason: &str,
+        now: i64,
+    ) -> Result<usize, StoreError> {
+        let tx = self.conn.transaction()?;
+        let ids: Vec<i64> = {
+            let mut stmt = tx.prepare(&format!(
+                "SELECT id FROM proposals WHERE {condition} ORDER BY id"
+            ))?;
+            let rows = stmt.query_map([], |r| r.get(0))?;
+            rows.collect::<Result<Vec<_>, _>>()?
+        };
+        for id in &ids {
+            tx.execute(
+                "UPDATE proposals SET status = 'expired', decided_at = ?1 WHERE id = ?2",
+                params![now, id],
+            )?;
+            append_audit(
+                &tx,
+                now,
+                "expired",
+                u64::try_from(*id).ok(),
+                &json!({"reason": reason}),
+            )?;
+        }
+        tx.commit()?;
+        Ok(ids.len())
+    }
+
+    /// Pending proposals now.
+    pub fn pending_count(&self) -> Result<u64, StoreError> {
+        count(
+            &self.conn,
+            "SELECT COUNT(*) FROM proposals WHERE status = 'pending'",
+            params![],
+        )
+    }
+
+    /// Proposals made in the hour before `now` that were not denied (expired and unreviewed
+    /// ones count, so letting proposals lapse does not open room for more).
+    pub fn non_denied_last_hour(&self, now: i64) -> Result<u64, StoreError> {
+        count(
+            &self.conn,
+            "SELECT COUNT(*) FROM proposals WHERE created_at > ?1 AND status != 'denied'",
+            params![now - 3600],
+        )
+    }
+
+    /// Denials of this tool for these targets within the hour before `now`.
+    pub fn recent_denials(
+        &self,
+        tool: &str,
+        targets: &[String],
+        now: i64,
+    ) -> Result<u64, StoreError> {
+        let targets =
+            serde_json::to_string(targets).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        count(
+            &self.conn,
+            "SELECT COUNT(*) FROM proposals
+             WHERE tool = ?1 AND targets = ?2 AND status = 'denied' AND decided_at > ?3",
+            params![tool, targets, now - 3600],
+        )
+    }
+
+    /// Records an approval row for the page (single use, expires on the database clock).
+    pub fn create_approval(
+        &mut self,
+        id: &str,
+        proposal_id: u64,
+        session: &str,
+        lifetime_secs: i64,
+    ) -> Result<(), StoreError> {
+        let pid = i64::try_from(proposal_id)
+            .map_err(|_| StoreError::Corrupt("id out of range".to_owned()))?;
+        self.conn.execute(
+            "INSERT INTO approvals (id, proposal_id, used, created_at, expires_at, session)
+             VALUES (?1, ?2, 0, unixepoch(), unixepoch() + ?3, ?4)",
+            params![id, pid, lifetime_secs, session],
+        )?;
+        Ok(())
+    }
+
+    /// Consumes an approval in one statement on the database clock; false when it was used,
+    /// expired or unknown.
+    pub fn consume_approval(&mut self, id: &str) -> Result<bool, StoreError> {
+        let changed = self.conn.execute(
+            "UPDATE approvals SET used = 1 WHERE id = ?1 AND used = 0 AND expires_at > unixepoch()",
+            [id],
+        )?;
+        Ok(changed == 1)
+    }
+
+    /// Raw access for tests that tamper with the file as an intruder would.
+    pub fn connection(&self) -> &Connection {
+        &self.conn
+    }
+}
+
+fn count(conn: &Connection, sql: &str, params: &[&dyn rusqlite::ToSql]) -> Result<u64, StoreError> {
+    let n: i64 = conn.query_row(sql, params, |r| r.get(0))?;
+    Ok(u64::try_from(n).unwrap_or(0))
+}
+
+fn chain_head(conn: &Connection) -> Result<[u8; 32], StoreError> {
+    let head: Option<Vec<u8>> = conn
+        .query_row(
+            "SELECT row_hash FROM audit ORDER BY id DESC LIMIT 1",
+            [],
+            |r| r.get(0),
+        )
+        .optional()?;
+    match head {
+        None => Ok([0u8; 32]),
+        Some(bytes) => <[u8; 32]>::try_from(bytes.as_slice())
+            .map_err(|_| StoreError::Corrupt("audit hash is not 32 bytes".to_owned())),
+    }
+}
+
+fn append_audit(
+    conn: &Connection,
+    at: i64,
+    kind: &str,
+    proposal_id: Option<u64>,
+    detail: &Value,
+) -> Result<(), StoreError> {
+    let detail = detail.to_string();
+    let prev = chain_head(conn)?;
+    let next_id: i64 = conn.query_row(
+        "SELECT COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'audit'), 0) + 1",
+        [],
+        |r| r.get(0),
+    )?;
+    let hash = row_hash(&prev, next_id, at, kind, proposal_id, &detail);
+    let pid = proposal_id.and_then(|p| i64::try_from(p).ok());
+    conn.execute(
+        "INSERT INTO audit (id, at, kind, proposal_id, detail, prev_hash, row_hash)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        params![
+            next_id,
+            at,
+            kind,
+            pid,
+            detail,
+            prev.as_slice(),
+            hash.as_slice()
+        ],
+    )?;
+    Ok(())
+}
+
+struct RawProposal {
+    id: i64,
+    tool: String,
+    arguments: String,
+    targets: String,
+    fingerprint: String,
+    schema_version: i64,
+    policy_digest: String,
+    slot: String,
+    reason: String,
+    status: String,
+    created_at: i64,
+    expires_at: i64,
+}
+
+fn raw_proposal(row: &rusqlite::Row<'_>) -> rusqlite::Result<RawProposal> {
+    Ok(RawProposal {
+        id: row.get(0)?,
+        tool: row.get(1)?,
+        arguments: row.get(2)?,
+        targets: row.get(3)?,
+        fingerprint: row.get(4)?,
+        schema_version: row.get(5)?,
+        policy_digest: row.get(6)?,
+        slot: row.get(7)?,
+        reason: row.get(8)?,
+        status: row.get(9)?,
+        created_at: row.get(10)?,
+        expires_at: row.get(11)?,
+    })
+}
+
+impl RawProposal {
+    fn decode(self) -> Result<Proposal, StoreError> {
+        let corrupt = |what: &str| StoreError::Corrupt(format!("proposal {}: bad {what}", self.id));
+        Ok(Proposal {
+            id: u64::try_from(self.id).map_err(|_| corrupt("id"))?,
+            targets: serde_json::from_str(&self.targets).map_err(|_| corrupt("targets"))?,
+            schema_version: u32::try_from(self.schema_version)
+                .map_err(|_| corrupt("schema version"))?,
+            policy_digest: unhex32(&self.policy_digest).ok_or_else(|| corrupt("policy digest"))?,
+            status: Status::parse(&self.status).ok_or_else(|| corrupt("status"))?,
+            tool: self.tool,
+            arguments: self.arguments,
+            fingerprint: self.fingerprint,
+            slot: self.slot,
+            reason: self.reason,
+            created_at: self.created_at,
+            expires_at: self.expires_at,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(tool: &str, target: &str) -> NewProposal {
+        NewProposal {
+            tool: tool.to_owned(),
+            arguments: format!(r#"{{"device_ids":["{target}"]}}"#),
+            targets: vec![target.to_owned()],
+            fingerprint: "{}".to_owned(),
+            schema_version: 1,
+            policy_digest: [7u8; 32],
+            slot: "sandbox".to_owned(),
+            reason: "why".to_owned(),
+        }
+    }
+
+    #[test]
+    fn proposals_round_trip_and_expire() {
+        let mut store = Store::in_memory().unwrap();
+        let id = store
+            .insert_proposal(&sample("batch_reboot", "1000000001"), 1000)
+            .unwrap();
+        let p = store.proposal(id).unwrap().unwrap();
+        assert_eq!(p.status, Status::Pending);
+        assert_eq!(p.policy_digest, [7u8; 32]);
+        assert_eq!(p.targets, vec!["1000000001"]);
+        assert_eq!(store.pending_count().unwrap(), 1);
+        assert_eq!(
+            store.expire_due(1000 + PROPOSAL_LIFETIME_SECS - 1).unwrap(),
+            0
+        );
+        assert_eq!(store.expire_due(1000 + PROPOSAL_LIFETIME_SECS).unwrap(), 1);
+        assert_eq!(store.proposal(id).unwrap().unwrap().status, Status::Expired);
+        // A final state is final.
+        assert!(!store.decide(id, Status::Denied, "late", 2000).unwrap());
+    }
+
+    #[test]
+    fn audit_is_append_only_and_chained() {
+        let mut store = Store::in_memory().unwrap();
+        store.audit("question", None, &json!({"chars": 3})).unwrap();
+        store
+            .insert_proposal(&sample("batch_reboot", "1000000001"), 1000)
+            .unwrap();
+        assert!(matches!(
+            store.verify_audit().unwrap(),
+            ChainCheck::Intact { rows: 2, .. }
+        ));
+        assert!(
+            store
+                .connection()
+                .execute("UPDATE audit SET kind = 'x'", [])
+                .is_err()
+        );
+        assert!(store.connection().execute("DELETE FROM audit", []).is_err());
+    }
+
+    #[test]
+    fn approvals_are_single_use() {
+        let mut store = Store::in_memory().unwrap();
+        let id = store
+            .insert_proposal(&sample("batch_reboot", "1000000001"), now_secs())
+            .unwrap();
+        store.create_approval("a1", id, "s1", 300).unwrap();
+        assert!(store.consume_approval("a1").unwrap());
+        assert!(!store.consume_approval("a1").unwrap());
+        store.create_approval("a2", id, "s1", -1).unwrap();
+        assert!(!store.consume_approval("a2").unwrap());
+        assert!(!store.consume_approval("nope").unwrap());
+    }
+}
