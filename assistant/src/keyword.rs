@@ -244,6 +244,15 @@ pub enum RoomMatch<'a> {
 /// Words that belong to the question, not to a room name.
 const QUESTION_WORDS: &[&str] = &[
     "is",
+    "happening",
+    "at",
+    "info",
+    "pasa",
+    "con",
+    "hay",
+    "sobre",
+    "tal",
+    "estado",
     "are",
     "the",
     "a",

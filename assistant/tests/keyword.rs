@@ -334,6 +334,14 @@ fn room_names_match_fuzzily() {
     );
     // A bare room name is taken as a readiness question.
     assert_eq!(first_line("Studio B?"), "Studio B (19012340066): ready.");
+    assert_eq!(
+        first_line("what about studio b?"),
+        "Studio B (19012340066): ready."
+    );
+    assert_eq!(
+        first_line("¿Qué pasa con la sala magna?"),
+        "Sala Magna (19012340077): NO está lista."
+    );
 }
 
 #[test]
