@@ -10,6 +10,8 @@ use std::sync::{Arc, Mutex};
 use fleetwatch_protocol::policy::Policy;
 use serde_json::{Value, json};
 
+use crate::config::Config;
+use crate::executor_client::ExecutorClient;
 use crate::grants::Grants;
 use crate::lang::{self, Lang};
 use crate::model::{self, ModelConfig, ProposeResult, ToolHandler, TurnEnd};
@@ -103,6 +105,37 @@ impl Assistant {
             fence_configured: parts.fence_configured,
             page: parts.page,
         }
+    }
+
+    /// The usual assembly from settings. `proposing` is the caller's final word (a replay
+    /// try-out passes false whatever the settings say).
+    pub fn from_config(
+        config: &Config,
+        policy: Arc<Policy>,
+        reader: Arc<Reader>,
+        store: Arc<Mutex<Store>>,
+        model: Option<ModelConfig>,
+        proposing: bool,
+    ) -> Assistant {
+        let proposer = Proposer::new(
+            Arc::clone(&policy),
+            config.fence.clone(),
+            proposing,
+            config.state_dir.clone(),
+            Arc::clone(&store),
+            ExecutorClient::new(&config.executor_socket),
+        );
+        Assistant::new(Parts {
+            policy,
+            reader,
+            store,
+            proposer,
+            model,
+            state_dir: config.state_dir.clone(),
+            proposing,
+            fence_configured: config.fence.configured(),
+            page: config.page_address(),
+        })
     }
 
     /// Whether answers come from the model.

@@ -14,9 +14,14 @@ pub mod prompt;
 pub mod toolspec;
 
 pub mod answer;
+pub mod ask;
+pub mod chat;
+pub mod cli;
 pub mod config;
+pub mod doctor;
 pub mod executor_client;
 pub mod keys;
 pub mod proposals;
 pub mod reads;
+pub mod serve;
 pub mod store;

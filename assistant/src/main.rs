@@ -1,2 +1,18 @@
+//! `fleetwatch`: parses the command line and hands over to the library.
 #![forbid(unsafe_code)]
-fn main() {}
+
+use clap::Parser as _;
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("FLEETWATCH_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = fleetwatch::cli::Cli::parse();
+    let code = fleetwatch::cli::run(cli).await;
+    std::process::exit(code);
+}

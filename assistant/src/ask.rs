@@ -1,0 +1,169 @@
+//! `fleetwatch ask`: the terminal client. With a question it prints one answer and exits;
+//! without, it opens a prompt with line editing and in-memory history (questions are never
+//! written to disk), a spinner while waiting, Ctrl-C to cancel a question and Ctrl-D to quit.
+//!
+//! It holds no secret: it talks to `fleetwatch serve` over the chat socket. With `--replay` it
+//! answers in process over the replay folder instead, needing no daemon, and cannot propose.
+
+use std::io::{IsTerminal as _, Write as _};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crate::answer::{Assistant, Reply};
+use crate::chat::{self, ChatRequest};
+use crate::config::Config;
+use crate::model::ModelConfig;
+use crate::reads::Reader;
+use crate::store::Store;
+
+/// Where answers come from.
+pub enum Source {
+    /// A running `fleetwatch serve`.
+    Socket(PathBuf),
+    /// In process, over a replay folder.
+    Local(Box<Assistant>),
+}
+
+impl Source {
+    /// The in-process engine over a replay folder: the state folder is not touched (the
+    /// audit goes to a private in-memory database) and proposing is off.
+    pub fn replay(
+        config: &Config,
+        dir: PathBuf,
+        now: jiff::Timestamp,
+        no_ai: bool,
+    ) -> Result<Source, String> {
+        if !dir.is_dir() {
+            return Err(format!("replay folder {} does not exist", dir.display()));
+        }
+        let policy = Arc::new(config.load_policy().map_err(|e| e.to_string())?);
+        let reader = Arc::new(Reader::replay(dir, now, Arc::clone(&policy)));
+        let store = Store::in_memory().map_err(|e| e.to_string())?;
+        let model = if no_ai { None } else { ModelConfig::from_env() };
+        Ok(Source::Local(Box::new(Assistant::from_config(
+            config,
+            policy,
+            reader,
+            Arc::new(Mutex::new(store)),
+            model,
+            false,
+        ))))
+    }
+
+    async fn ask(&self, question: &str, no_ai: bool) -> Result<Reply, String> {
+        match self {
+            Source::Socket(path) => {
+                chat::ask(
+                    path,
+                    &ChatRequest {
+                        question: question.to_owned(),
+                        no_ai,
+                    },
+                )
+                .await
+            }
+            Source::Local(assistant) => Ok(assistant.ask(question, no_ai).await),
+        }
+    }
+}
+
+/// Formats a reply for the terminal.
+pub fn render(reply: &Reply) -> String {
+    let mut out = reply.answer.trim_end().to_owned();
+    if let Some(note) = &reply.note {
+        out.push_str("\n\nNote: ");
+        out.push_str(note);
+    }
+    for id in &reply.proposals {
+        out.push_str(&format!(
+            "\n\nProposal #{id} is waiting for a person to approve it"
+        ));
+        if let Some(page) = &reply.page {
+            out.push_str(&format!(" at {page}"));
+        }
+        out.push_str(". Nothing has changed yet.");
+    }
+    out
+}
+
+/// One question, printed; the exit code.
+pub async fn one_shot(source: &Source, question: &str, no_ai: bool) -> i32 {
+    match with_spinner(source.ask(question, no_ai)).await {
+        Ok(reply) => {
+            println!("{}", render(&reply));
+            0
+        }
+        Err(e) => {
+            eprintln!("fleetwatch ask: {e}");
+            1
+        }
+    }
+}
+
+/// The interactive prompt. Runs on the current runtime; line reading blocks a worker thread
+/// briefly, which is fine for a single-user terminal client.
+pub async fn repl(source: &Source, no_ai: bool) -> i32 {
+    let mut editor = match rustyline::DefaultEditor::new() {
+        Ok(editor) => editor,
+        Err(e) => {
+            eprintln!("fleetwatch ask: cannot open the terminal: {e}");
+            return 1;
+        }
+    };
+    eprintln!("Ask about the fleet (Ctrl-C cancels a question, Ctrl-D quits).");
+    loop {
+        let line = match tokio::task::block_in_place(|| editor.readline("fleetwatch> ")) {
+            Ok(line) => line,
+            Err(rustyline::error::ReadlineError::Interrupted) => continue,
+            Err(rustyline::error::ReadlineError::Eof) => return 0,
+            Err(e) => {
+                eprintln!("fleetwatch ask: {e}");
+                return 1;
+            }
+        };
+        let question = line.trim();
+        if question.is_empty() {
+            continue;
+        }
+        let _ = editor.add_history_entry(question);
+        tokio::select! {
+            result = with_spinner(source.ask(question, no_ai)) => match result {
+                Ok(reply) => println!("{}\n", render(&reply)),
+                Err(e) => eprintln!("{e}\n"),
+            },
+            // Dropping the question's future closes the socket, which cancels it server-side.
+            _ = tokio::signal::ctrl_c() => eprintln!("\n(cancelled)\n"),
+        }
+    }
+}
+
+async fn with_spinner<T>(work: impl std::future::Future<Output = T>) -> T {
+    if !std::io::stderr().is_terminal() {
+        return work.await;
+    }
+    let spinner = tokio::spawn(async {
+        let frames = ['|', '/', '-', '\\'];
+        let mut i = 0usize;
+        loop {
+            tokio::time::sleep(Duration::from_millis(120)).await;
+            let frame = frames.get(i % frames.len()).copied().unwrap_or('|');
+            eprint!("\r{frame} reading the fleet…");
+            let _ = std::io::stderr().flush();
+            i = i.wrapping_add(1);
+        }
+    });
+    // A guard, so a cancelled question (its future dropped) also stops the spinner.
+    let _guard = SpinnerGuard(spinner);
+    work.await
+}
+
+struct SpinnerGuard(tokio::task::JoinHandle<()>);
+
+impl Drop for SpinnerGuard {
+    fn drop(&mut self) {
+        self.0.abort();
+        eprint!("\r\x1b[2K");
+        let _ = std::io::stderr().flush();
+    }
+}

@@ -1,0 +1,261 @@
+//! The `fleetwatch` command line: argument parsing and dispatch to the library.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use clap::{Parser, Subcommand};
+
+use crate::config::Config;
+use crate::reads::{self, Reader, Token};
+use crate::store::{ChainCheck, Store};
+use crate::{ask, doctor, grants, keys, serve};
+
+/// Fleetwatch: answers questions about Epiphan Pearl recorders and proposes changes a person
+/// approves.
+#[derive(Debug, Parser)]
+#[command(name = "fleetwatch", version)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Replay options shared by every command that reads the fleet.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ReplayArgs {
+    /// Read from a replay folder of `<tool>.json` files instead of Epiphan.
+    #[arg(long, value_name = "DIR")]
+    pub replay: Option<PathBuf>,
+    /// The replay clock (RFC 3339, e.g. 2026-09-24T20:00:00Z); default the current time.
+    #[arg(long, value_name = "TIME", requires = "replay")]
+    pub now: Option<jiff::Timestamp>,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Ask a question (one answer), or open a prompt when no question is given.
+    Ask {
+        /// The question; omit it for an interactive prompt.
+        question: Option<String>,
+        /// Keyword answers only (read-only; never proposes).
+        #[arg(long)]
+        no_ai: bool,
+        #[command(flatten)]
+        replay: ReplayArgs,
+    },
+    /// Run the assistant: holds the sign-in and keys, answers on the chat socket.
+    Serve,
+    /// Check the installation (exit 1 on any FAIL).
+    Doctor,
+    /// Write the normal sign-in's device IDs for the executor's overlap check.
+    ExportDevices {
+        /// Output file (default: known-devices.json in the state folder).
+        #[arg(long, value_name = "PATH")]
+        out: Option<PathBuf>,
+        #[command(flatten)]
+        replay: ReplayArgs,
+    },
+    /// Show or change which tool categories the model may use.
+    Grants {
+        /// list, open or close.
+        #[command(subcommand)]
+        action: GrantsAction,
+    },
+    /// The audit log.
+    Audit {
+        /// What to do with it.
+        #[command(subcommand)]
+        action: AuditAction,
+    },
+    /// The approval-signing key.
+    Keys {
+        /// What to do with it.
+        #[command(subcommand)]
+        action: KeysAction,
+    },
+}
+
+/// `fleetwatch grants …`
+#[derive(Debug, Subcommand)]
+pub enum GrantsAction {
+    /// Every category, open or closed, with its tools.
+    List,
+    /// Open a category.
+    Open {
+        /// Category name.
+        category: String,
+    },
+    /// Close a category (takes effect on the next question).
+    Close {
+        /// Category name.
+        category: String,
+    },
+}
+
+/// `fleetwatch audit …`
+#[derive(Debug, Subcommand)]
+pub enum AuditAction {
+    /// Walk the hash chain and name the first row that does not match.
+    Verify,
+}
+
+/// `fleetwatch keys …`
+#[derive(Debug, Subcommand)]
+pub enum KeysAction {
+    /// Print the public key line to install for the executor.
+    Show,
+}
+
+fn fail(message: impl std::fmt::Display) -> i32 {
+    eprintln!("fleetwatch: {message}");
+    1
+}
+
+/// Runs a parsed command; returns the exit code.
+pub async fn run(cli: Cli) -> i32 {
+    let config = match Config::from_env() {
+        Ok(config) => config,
+        Err(e) => return fail(e),
+    };
+    match cli.command {
+        Command::Ask {
+            question,
+            no_ai,
+            replay,
+        } => {
+            let source = match replay.replay {
+                Some(dir) => {
+                    let now = replay.now.unwrap_or_else(jiff::Timestamp::now);
+                    match ask::Source::replay(&config, dir, now, no_ai) {
+                        Ok(source) => source,
+                        Err(e) => return fail(e),
+                    }
+                }
+                None => ask::Source::Socket(config.chat_socket()),
+            };
+            match question {
+                Some(q) => ask::one_shot(&source, &q, no_ai).await,
+                None => ask::repl(&source, no_ai).await,
+            }
+        }
+        Command::Serve => {
+            let shutdown = async {
+                let mut term =
+                    match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+                    {
+                        Ok(term) => term,
+                        Err(_) => {
+                            let _ = tokio::signal::ctrl_c().await;
+                            return;
+                        }
+                    };
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            };
+            match serve::run(config, shutdown).await {
+                Ok(()) => 0,
+                Err(e) => fail(e),
+            }
+        }
+        Command::Doctor => {
+            let checks = doctor::run(&config).await;
+            for c in &checks {
+                println!("{c}");
+            }
+            i32::from(checks.iter().any(|c| c.level == doctor::Level::Fail))
+        }
+        Command::ExportDevices { out, replay } => export_devices(&config, out, replay).await,
+        Command::Grants { action } => {
+            let policy = match config.load_policy() {
+                Ok(p) => p,
+                Err(e) => return fail(e),
+            };
+            let result = match action {
+                GrantsAction::List => grants::list(&config.state_dir, &policy),
+                GrantsAction::Open { category } => {
+                    grants::open(&config.state_dir, &policy, &category)
+                        .map(|_| format!("{category}: open"))
+                }
+                GrantsAction::Close { category } => grants::close(&config.state_dir, &category)
+                    .map(|_| format!("{category}: closed (from the next question)")),
+            };
+            match result {
+                Ok(text) => {
+                    println!("{}", text.trim_end());
+                    0
+                }
+                Err(e) => fail(e),
+            }
+        }
+        Command::Audit {
+            action: AuditAction::Verify,
+        } => {
+            let store = match Store::open(&config.state_dir) {
+                Ok(s) => s,
+                Err(e) => return fail(e),
+            };
+            match store.verify_audit() {
+                Ok(ChainCheck::Intact { rows, head }) => {
+                    let head: String = head.iter().map(|b| format!("{b:02x}")).collect();
+                    println!("audit chain intact: {rows} rows, head {head}");
+                    0
+                }
+                Ok(ChainCheck::Broken { row, problem }) => {
+                    println!("audit chain broken at row {row}: {problem}");
+                    1
+                }
+                Err(e) => fail(e),
+            }
+        }
+        Command::Keys {
+            action: KeysAction::Show,
+        } => {
+            if let Err(e) = std::fs::create_dir_all(&config.state_dir) {
+                return fail(format!("{}: {e}", config.state_dir.display()));
+            }
+            match keys::ApproverKey::load_or_create(&config.state_dir) {
+                Ok(key) => {
+                    println!("{}", key.key_line());
+                    0
+                }
+                Err(e) => fail(e),
+            }
+        }
+    }
+}
+
+async fn export_devices(config: &Config, out: Option<PathBuf>, replay: ReplayArgs) -> i32 {
+    let policy = match config.load_policy() {
+        Ok(p) => Arc::new(p),
+        Err(e) => return fail(e),
+    };
+    let reader = match replay.replay {
+        Some(dir) => Reader::replay(dir, replay.now.unwrap_or_else(jiff::Timestamp::now), policy),
+        None => {
+            let token = match Token::load(&config.state_dir) {
+                Ok(t) => t,
+                Err(e) => return fail(e),
+            };
+            match Reader::live(config, policy, token) {
+                Ok(r) => r.with_timeout(config.read_timeout),
+                Err(e) => return fail(e),
+            }
+        }
+    };
+    let ids = match reads::known_device_ids(&reader).await {
+        Ok(ids) => ids,
+        Err(e) => return fail(e),
+    };
+    let path = out.unwrap_or_else(|| config.state_dir.join("known-devices.json"));
+    let body = serde_json::json!({ "device_ids": ids }).to_string();
+    match std::fs::write(&path, body + "\n") {
+        Ok(()) => {
+            println!("wrote {} device IDs to {}", ids.len(), path.display());
+            0
+        }
+        Err(e) => fail(format!("{}: {e}", path.display())),
+    }
+}

@@ -1,0 +1,360 @@
+//! `fleetwatch doctor`: one OK/WARN/FAIL line per check, exit 1 when anything fails. Each line
+//! says what to do about a problem, not just that there is one.
+
+use std::os::unix::fs::PermissionsExt as _;
+use std::sync::Arc;
+
+use fleetwatch_protocol::policy::{self, Policy};
+use fleetwatch_protocol::redact;
+use serde_json::json;
+
+use crate::config::Config;
+use crate::executor_client::ExecutorClient;
+use crate::grants::Grants;
+use crate::keys::{self, ApproverKey};
+use crate::model::ModelConfig;
+use crate::proposals;
+use crate::reads::{self, Reader, Token};
+use crate::store::{self, Store};
+
+/// How a check came out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Level {
+    /// Fine.
+    Ok,
+    /// Works, but the operator should know.
+    Warn,
+    /// Broken; `doctor` exits 1.
+    Fail,
+}
+
+/// One line of the report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Check {
+    /// Outcome.
+    pub level: Level,
+    /// What was checked.
+    pub name: &'static str,
+    /// What was found and what to do.
+    pub message: String,
+}
+
+impl std::fmt::Display for Check {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let level = match self.level {
+            Level::Ok => "OK  ",
+            Level::Warn => "WARN",
+            Level::Fail => "FAIL",
+        };
+        write!(f, "{level} {}: {}", self.name, self.message)
+    }
+}
+
+fn check(level: Level, name: &'static str, message: impl Into<String>) -> Check {
+    Check {
+        level,
+        name,
+        message: message.into(),
+    }
+}
+
+/// Runs every check.
+pub async fn run(config: &Config) -> Vec<Check> {
+    let mut out = Vec::new();
+    let policy = match config.load_policy() {
+        Ok(policy) => {
+            out.push(check(
+                Level::Ok,
+                "policy",
+                format!(
+                    "{} loads: {} read tools, {} proposable",
+                    config.policy_path.display(),
+                    policy.read_tools().count(),
+                    policy.propose_entries().count()
+                ),
+            ));
+            Some(Arc::new(policy))
+        }
+        Err(e) => {
+            out.push(check(Level::Fail, "policy", e.to_string()));
+            None
+        }
+    };
+    if let Some(policy) = &policy {
+        out.push(guard_self_test(policy));
+    }
+    out.push(redaction_self_test());
+    out.push(sign_in(config));
+    out.extend(state_files(config));
+    out.push(if config.fence.configured() {
+        check(
+            Level::Ok,
+            "fence",
+            format!(
+                "{} allowlisted device(s){}",
+                config.fence.device_ids.len(),
+                match &config.fence.team_id {
+                    Some(team) => format!(", sandbox team {team}"),
+                    None => String::new(),
+                }
+            ),
+        )
+    } else {
+        check(
+            Level::Fail,
+            "fence",
+            "neither FLEETWATCH_WRITE_DEVICE_IDS nor FLEETWATCH_WRITE_TEAM_ID is set; nothing \
+             can be proposed or run",
+        )
+    });
+    out.push(if config.proposing() {
+        check(Level::Ok, "autonomy", "propose: the assistant may propose; a person approves each change")
+    } else {
+        check(Level::Ok, "autonomy", "read-only: the assistant cannot propose (set `autonomy: propose` in settings.yaml to change)")
+    });
+    out.push(executor(config).await);
+    out.push(match ModelConfig::from_env() {
+        Some(cfg) => match cfg.base_url_problem() {
+            Some(problem) => check(Level::Fail, "model", problem),
+            None => check(
+                Level::Warn,
+                "model",
+                format!(
+                    "on ({}): questions and redacted fleet data are sent to Anthropic at {}",
+                    cfg.model, cfg.base_url
+                ),
+            ),
+        },
+        None => check(
+            Level::Ok,
+            "model",
+            "off: keyword answers only (read-only, cannot propose); nothing leaves the machine",
+        ),
+    });
+    out.push(queue(config));
+    if let Some(policy) = &policy {
+        out.push(grants(config, policy));
+    }
+    out
+}
+
+fn guard_self_test(policy: &Arc<Policy>) -> Check {
+    let dir = std::env::temp_dir();
+    let reader = Reader::replay(dir, jiff::Timestamp::now(), Arc::clone(policy));
+    let leaks: Vec<&str> = policy::EPIPHAN_WRITE_TOOLS
+        .iter()
+        .chain(policy::NEVER_READABLE)
+        .copied()
+        .filter(|tool| reader.guard(tool).is_ok())
+        .collect();
+    if leaks.is_empty() && reader.guard("factory_reset_device").is_err() {
+        check(
+            Level::Ok,
+            "read-only guard",
+            "refuses every write tool and any unlisted tool before sending",
+        )
+    } else {
+        check(
+            Level::Fail,
+            "read-only guard",
+            format!("would let through: {}", leaks.join(", ")),
+        )
+    }
+}
+
+fn redaction_self_test() -> Check {
+    let mut sample = json!({
+        "stream_key": "live_abc123secret",
+        "url": "rtmp://ingest.example.com/live/live_abc123secret",
+        "settings": [{"id": "password", "value": "hunter2hunter2"}],
+        "note": "Authorization: Bearer abcdefghijklmnop",
+    });
+    redact::redact_value(&mut sample);
+    let text = sample.to_string();
+    let masked = !text.contains("abc123secret")
+        && !text.contains("hunter2")
+        && !text.contains("abcdefghijklmnop")
+        && text.contains("ingest.example.com");
+    let args = json!({"stream_id": "0f8fad5b-d9cb-469f-a165-70867728950e", "device_id": "19012341234", "channel_id": "1"});
+    let mut copy = args.clone();
+    redact::redact_value(&mut copy);
+    let mut twice = sample.clone();
+    redact::redact_value(&mut twice);
+    if masked && copy == args && twice == sample {
+        check(
+            Level::Ok,
+            "redaction",
+            "masks stream keys, passwords and tokens; keeps valid arguments; idempotent",
+        )
+    } else {
+        check(
+            Level::Fail,
+            "redaction",
+            "the self-test did not mask as expected",
+        )
+    }
+}
+
+fn sign_in(config: &Config) -> Check {
+    match Token::load(&config.state_dir) {
+        Ok(_) => {
+            let from =
+                if std::env::var("FLEETWATCH_EPIPHAN_TOKEN").is_ok_and(|v| !v.trim().is_empty()) {
+                    "FLEETWATCH_EPIPHAN_TOKEN".to_owned()
+                } else {
+                    format!(
+                        "{} (mode 0600)",
+                        config.state_dir.join(reads::TOKEN_FILE).display()
+                    )
+                };
+            check(
+                Level::Ok,
+                "sign-in",
+                format!("normal sign-in present from {from}"),
+            )
+        }
+        Err(e) => check(Level::Fail, "sign-in", e.to_string()),
+    }
+}
+
+fn state_files(config: &Config) -> Vec<Check> {
+    let mut out = Vec::new();
+    match std::fs::metadata(&config.state_dir) {
+        Ok(meta) => {
+            let mode = meta.permissions().mode() & 0o777;
+            out.push(if mode & 0o002 != 0 {
+                check(
+                    Level::Fail,
+                    "state folder",
+                    format!(
+                        "{} is world-writable ({mode:04o}); run chmod o-w",
+                        config.state_dir.display()
+                    ),
+                )
+            } else {
+                check(
+                    Level::Ok,
+                    "state folder",
+                    format!("{} ({mode:04o})", config.state_dir.display()),
+                )
+            });
+        }
+        Err(e) => out.push(check(
+            Level::Fail,
+            "state folder",
+            format!("{}: {e}", config.state_dir.display()),
+        )),
+    }
+    let key_path = config.state_dir.join(keys::KEY_FILE);
+    out.push(match ApproverKey::load(&key_path) {
+        Ok(key) => check(
+            Level::Ok,
+            "signing key",
+            format!("present, mode 0600, key ID {}", key.key_id().to_hex()),
+        ),
+        Err(keys::KeyError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+            check(
+                Level::Warn,
+                "signing key",
+                "not made yet; `fleetwatch serve` or `fleetwatch keys show` creates it",
+            )
+        }
+        Err(e) => check(Level::Fail, "signing key", e.to_string()),
+    });
+    out
+}
+
+async fn executor(config: &Config) -> Check {
+    let client = ExecutorClient::new(&config.executor_socket)
+        .with_timeout(std::time::Duration::from_secs(10));
+    // Without proposing an absent executor costs nothing; with it, nothing can be approved.
+    let missing = if config.proposing() {
+        Level::Fail
+    } else {
+        Level::Warn
+    };
+    match client.status().await {
+        Ok(status) => {
+            let ours = ApproverKey::load(&config.state_dir.join(keys::KEY_FILE))
+                .ok()
+                .map(|k| k.key_id());
+            match ours {
+                Some(id) if status.key_ids.contains(&id) => check(
+                    Level::Ok,
+                    "executor",
+                    format!(
+                        "reachable (version {}), our key {} is installed, sandbox sign-in {}",
+                        status.version,
+                        id.to_hex(),
+                        if status.sandbox_sign_in {
+                            "present"
+                        } else {
+                            "missing"
+                        }
+                    ),
+                ),
+                Some(id) => check(
+                    missing,
+                    "executor",
+                    format!(
+                        "reachable, but our key {} is not installed there; install the line from \
+                         `fleetwatch keys show`",
+                        id.to_hex()
+                    ),
+                ),
+                None => check(
+                    missing,
+                    "executor",
+                    "reachable, but this assistant has no signing key yet",
+                ),
+            }
+        }
+        Err(e) => check(missing, "executor", e.to_string()),
+    }
+}
+
+fn queue(config: &Config) -> Check {
+    let path = config.state_dir.join(store::DB_FILE);
+    if !path.exists() {
+        return check(Level::Ok, "queue", "no proposals yet");
+    }
+    match Store::open_path(&path) {
+        Ok(store) => {
+            let pending = store.pending_count().unwrap_or(0);
+            let hourly = store.non_denied_last_hour(store::now_secs()).unwrap_or(0);
+            let level = if pending >= proposals::MAX_PENDING || hourly >= proposals::MAX_PER_HOUR {
+                Level::Warn
+            } else {
+                Level::Ok
+            };
+            check(
+                level,
+                "queue",
+                format!(
+                    "{pending} of {} pending; {hourly} of {} proposals in the last hour",
+                    proposals::MAX_PENDING,
+                    proposals::MAX_PER_HOUR
+                ),
+            )
+        }
+        Err(e) => check(Level::Fail, "queue", e.to_string()),
+    }
+}
+
+fn grants(config: &Config, _policy: &Policy) -> Check {
+    match Grants::load(&config.state_dir) {
+        Ok(grants) => {
+            let open: Vec<&str> = grants.open_categories().collect();
+            if open.is_empty() {
+                check(
+                    Level::Warn,
+                    "grants",
+                    "nothing granted: the model can read nothing; `fleetwatch grants open fleet`",
+                )
+            } else {
+                check(Level::Ok, "grants", format!("open: {}", open.join(", ")))
+            }
+        }
+        Err(e) => check(Level::Fail, "grants", e.to_string()),
+    }
+}

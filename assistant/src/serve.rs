@@ -1,0 +1,257 @@
+//! `fleetwatch serve`: the long-running assistant. It holds the normal sign-in, the model key
+//! and the signing key, and answers questions on a Unix socket (mode 0660) whose peers are
+//! checked against the operator uid/gid list before a byte is read.
+
+use std::os::unix::fs::{FileTypeExt as _, PermissionsExt as _};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use futures_util::{SinkExt as _, StreamExt as _};
+use serde_json::json;
+use tokio::net::{UnixListener, UnixStream};
+use tokio::sync::{Semaphore, watch};
+use tokio_util::codec::Framed;
+
+use crate::answer::Assistant;
+use crate::chat::{self, ChatRequest, ChatResponse};
+use crate::config::Config;
+use crate::keys::ApproverKey;
+use crate::model::ModelConfig;
+use crate::reads::{Reader, Token};
+use crate::store::{self, Store};
+
+/// At most this many chat connections at once; further ones wait in the kernel's backlog.
+pub const MAX_CONNECTIONS: usize = 16;
+
+/// Who may talk to the chat socket.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Operators {
+    /// Allowed user IDs.
+    pub uids: Vec<u32>,
+    /// Allowed group IDs (primary group of the peer process).
+    pub gids: Vec<u32>,
+}
+
+impl Operators {
+    /// From the settings; with none listed, only the user running the assistant.
+    pub fn from_config(config: &Config) -> Operators {
+        let mut uids = config.settings.operator_uids.clone();
+        if uids.is_empty() && config.settings.operator_gids.is_empty() {
+            uids.push(rustix::process::getuid().as_raw());
+        }
+        Operators {
+            uids,
+            gids: config.settings.operator_gids.clone(),
+        }
+    }
+
+    /// Whether a peer with these credentials may chat.
+    pub fn allows(&self, uid: u32, gid: u32) -> bool {
+        self.uids.contains(&uid) || self.gids.contains(&gid)
+    }
+}
+
+/// Removes the socket file when the server stops, however it stops.
+struct SocketGuard(PathBuf);
+
+impl Drop for SocketGuard {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// Prepares everything `serve` holds, then serves until `shutdown` resolves.
+pub async fn run(
+    config: Config,
+    shutdown: impl std::future::Future<Output = ()>,
+) -> Result<(), String> {
+    let policy = Arc::new(config.load_policy().map_err(|e| e.to_string())?);
+    std::fs::create_dir_all(&config.state_dir)
+        .map_err(|e| format!("state folder {}: {e}", config.state_dir.display()))?;
+    let mut store = Store::open(&config.state_dir).map_err(|e| e.to_string())?;
+    // Nothing from an earlier run may be approved against a fleet that has moved on.
+    let expired = store
+        .expire_all_pending("the assistant restarted", store::now_secs())
+        .map_err(|e| e.to_string())?;
+    let key = ApproverKey::load_or_create(&config.state_dir).map_err(|e| e.to_string())?;
+    store
+        .audit(
+            "started",
+            None,
+            &json!({"expired": expired, "key_id": key.key_id().to_hex()}),
+        )
+        .map_err(|e| e.to_string())?;
+    let token = Token::load(&config.state_dir).map_err(|e| e.to_string())?;
+    let reader =
+        Arc::new(Reader::live(&config, Arc::clone(&policy), token).map_err(|e| e.to_string())?);
+    let model = ModelConfig::from_env();
+    let assistant = Arc::new(Assistant::from_config(
+        &config,
+        policy,
+        reader,
+        Arc::new(Mutex::new(store)),
+        model,
+        config.proposing(),
+    ));
+    let socket = config.chat_socket();
+    let listener = bind(&socket)?;
+    let _guard = SocketGuard(socket.clone());
+    eprintln!(
+        "fleetwatch serve: chat on {} (model {}, proposing {})",
+        socket.display(),
+        if assistant.model_on() { "on" } else { "off" },
+        if config.proposing() { "on" } else { "off" },
+    );
+    serve(
+        listener,
+        assistant,
+        Operators::from_config(&config),
+        shutdown,
+    )
+    .await;
+    Ok(())
+}
+
+/// Binds the chat socket, replacing a stale one, and sets mode 0660.
+pub fn bind(path: &Path) -> Result<UnixListener, String> {
+    if let Ok(meta) = std::fs::symlink_metadata(path) {
+        if meta.file_type().is_socket() {
+            std::fs::remove_file(path)
+                .map_err(|e| format!("removing stale socket {}: {e}", path.display()))?;
+        } else {
+            return Err(format!(
+                "{} exists and is not a socket; remove it first",
+                path.display()
+            ));
+        }
+    }
+    let listener =
+        UnixListener::bind(path).map_err(|e| format!("binding {}: {e}", path.display()))?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o660))
+        .map_err(|e| format!("setting the mode of {}: {e}", path.display()))?;
+    Ok(listener)
+}
+
+/// The accept loop.
+pub async fn serve(
+    listener: UnixListener,
+    assistant: Arc<Assistant>,
+    operators: Operators,
+    shutdown: impl std::future::Future<Output = ()>,
+) {
+    // Each connection task holds a receiver; when the sender is dropped (or sends), every
+    // task sees `changed()` resolve and stops at its next await point, dropping any question
+    // in flight rather than answering into a closing socket.
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let limit = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    tokio::pin!(shutdown);
+    loop {
+        // The permit is taken before accepting, so at the limit new peers wait in the
+        // listen backlog instead of being accepted and then starved.
+        let permit = tokio::select! {
+            permit = Arc::clone(&limit).acquire_owned() => match permit {
+                Ok(permit) => permit,
+                Err(_) => break,
+            },
+            () = &mut shutdown => break,
+        };
+        let stream = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                Err(e) => {
+                    tracing::warn!("accept: {e}");
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        // The credential check happens before any byte is read from the peer.
+        let allowed = stream
+            .peer_cred()
+            .map(|cred| operators.allows(cred.uid(), cred.gid()))
+            .unwrap_or(false);
+        if !allowed {
+            tracing::warn!("chat: peer not on the operator list; connection closed");
+            drop(stream);
+            continue;
+        }
+        let assistant = Arc::clone(&assistant);
+        let stop = stop_rx.clone();
+        tokio::spawn(async move {
+            connection(stream, assistant, stop).await;
+            // Released only when the connection is fully done.
+            drop(permit);
+        });
+    }
+    let _ = stop_tx.send(true);
+    // Wait for the tasks to notice: each holds a permit until it returns.
+    let _ = limit
+        .acquire_many(u32::try_from(MAX_CONNECTIONS).unwrap_or(u32::MAX))
+        .await;
+}
+
+async fn connection(
+    stream: UnixStream,
+    assistant: Arc<Assistant>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let (mut sink, mut source) = Framed::new(stream, chat::codec()).split();
+    loop {
+        let frame = tokio::select! {
+            frame = source.next() => frame,
+            _ = stop.changed() => return,
+        };
+        let Some(Ok(frame)) = frame else {
+            return;
+        };
+        let response = match serde_json::from_slice::<ChatRequest>(&frame) {
+            Err(_) => ChatResponse::Error("the question could not be read".to_owned()),
+            Ok(request) if request.question.chars().count() > chat::MAX_QUESTION_CHARS => {
+                ChatResponse::Error(format!(
+                    "questions are limited to {} characters",
+                    chat::MAX_QUESTION_CHARS
+                ))
+            }
+            Ok(request) if request.question.trim().is_empty() => {
+                ChatResponse::Error("the question is empty".to_owned())
+            }
+            Ok(request) => {
+                // The client closing its end (Ctrl-C) or sending anything mid-question
+                // cancels the question: the future is dropped at its next await point.
+                tokio::select! {
+                    reply = assistant.ask(&request.question, request.no_ai) => {
+                        ChatResponse::Reply(reply)
+                    }
+                    _ = source.next() => return,
+                    _ = stop.changed() => return,
+                }
+            }
+        };
+        let Ok(body) = serde_json::to_vec(&response) else {
+            return;
+        };
+        if sink
+            .send(tokio_util::bytes::Bytes::from(body))
+            .await
+            .is_err()
+        {
+            return;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn operator_list() {
+        let ops = Operators {
+            uids: vec![1000],
+            gids: vec![2000],
+        };
+        assert!(ops.allows(1000, 5));
+        assert!(ops.allows(5, 2000));
+        assert!(!ops.allows(5, 5));
+    }
+}
