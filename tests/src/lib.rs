@@ -326,6 +326,12 @@ impl Harness {
         }
     }
 
+    /// Claims for a change without a describe: the binding fields are copied from `like`
+    /// (used when the sandbox cannot be read).
+    pub fn claims_unchecked(&self, tool: &str, arguments: &serde_json::Value, like: &ApprovalClaims) -> ApprovalClaims {
+        ApprovalClaims { approval_id: random_id(), tool: tool.into(), arguments: canonical(arguments), ..like.clone() }
+    }
+
     /// Sends an `Execute` with the given approval.
     pub async fn execute(&self, approval: SignedApproval) -> Option<Response> {
         self.request(&Request::Execute(ExecuteRequest { approval, assistant_chain_head: [0xab; 32] })).await

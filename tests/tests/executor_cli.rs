@@ -1,0 +1,266 @@
+//! The executor's commands: truthful help, `login --sandbox` / `logout --sandbox`, `doctor`,
+//! `audit verify` against tampering, `keys list`, and that the sandbox token never leaks.
+
+use std::os::unix::fs::PermissionsExt;
+
+use fleetwatch_e2e::{Harness, Setup, sandbox_devices, sign};
+use fleetwatch_protocol::Refusal;
+use fleetwatch_protocol::wire::Response;
+use fleetwatch_sim::{SimConfig, TeamConfig, TeamSource};
+use serde_json::json;
+
+fn text(o: &std::process::Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn help_tells_the_truth() {
+    let h = Harness::prepare(Setup::default()).await;
+    let top = h.cli(&["--help"], None);
+    assert!(top.status.success());
+    let top = text(&top);
+    for word in ["serve", "login", "logout", "doctor", "audit", "keys", "--config"] {
+        assert!(top.contains(word), "{word} missing from --help:\n{top}");
+    }
+    let cases: [(&[&str], &[&str]); 7] = [
+        (&["serve", "--help"], &["Unix socket", "one request per connection"]),
+        (&["login", "--help"], &["--sandbox", "--token-file", "--known-devices", "0600"]),
+        (&["logout", "--help"], &["--sandbox"]),
+        (&["doctor", "--help"], &["OK/WARN/FAIL", "Exits 1"]),
+        (&["audit", "verify", "--help"], &["hash chain", "first"]),
+        (&["keys", "list", "--help"], &["approver key file"]),
+        (&["audit", "--help"], &["verify"]),
+    ];
+    for (args, words) in cases {
+        let out = h.cli(args, None);
+        assert!(out.status.success(), "{args:?}");
+        let out = text(&out);
+        for word in words {
+            assert!(out.contains(word), "{args:?}: {word} missing:\n{out}");
+        }
+    }
+}
+
+fn known_devices(h: &Harness, ids: &[String]) -> std::path::PathBuf {
+    let path = h.dir.path().join("known-devices.json");
+    std::fs::write(&path, json!({"device_ids": ids}).to_string()).unwrap();
+    path
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn login_stores_the_token_0600_and_refuses_overlap() {
+    let h = Harness::prepare(Setup { token: None, ..Setup::default() }).await;
+    let slot = h.state.join("sandbox.token");
+    let normal = h.sim.team_devices("normal");
+    let known = known_devices(&h, &normal);
+    let out = h.cli(&["login", "--sandbox", "--known-devices", known.to_str().unwrap()], Some("sandbox-token\n"));
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(std::fs::read_to_string(&slot).unwrap(), "sandbox-token");
+    assert_eq!(std::fs::metadata(&slot).unwrap().permissions().mode() & 0o777, 0o600);
+
+    let out = h.cli(&["logout", "--sandbox"], None);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(!slot.exists());
+
+    // Overlap: the normal sign-in already knows one of the sandbox devices.
+    let mut overlapping = normal.clone();
+    let shared = sandbox_devices(&h.sim)[2].clone();
+    overlapping.push(shared.clone());
+    let known = known_devices(&h, &overlapping);
+    let token_file = h.dir.path().join("token.txt");
+    std::fs::write(&token_file, "sandbox-token").unwrap();
+    let out = h.cli(
+        &["login", "--sandbox", "--token-file", token_file.to_str().unwrap(), "--known-devices", known.to_str().unwrap()],
+        None,
+    );
+    assert!(!out.status.success());
+    assert!(text(&out).contains(&shared), "{}", text(&out));
+    assert!(!slot.exists(), "the token was deleted");
+
+    // The normal token's team overlaps itself completely.
+    let known = known_devices(&h, &normal);
+    let out = h.cli(&["login", "--sandbox", "--known-devices", known.to_str().unwrap()], Some("normal-token"));
+    assert!(!out.status.success());
+    assert!(!slot.exists());
+    assert_eq!(h.writes(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn login_refuses_an_empty_sandbox_team() {
+    let replay = tempfile::tempdir().unwrap();
+    std::fs::write(replay.path().join("get_devices_in_my_team.json"), r#"{"devices": []}"#).unwrap();
+    let setup = Setup {
+        token: None,
+        sim: SimConfig {
+            teams: vec![TeamConfig { name: "sandbox".into(), token: "empty-token".into(), source: TeamSource::Replay(replay.path().into()) }],
+            now: None,
+        },
+        ..Setup::default()
+    };
+    let h = Harness::prepare(setup).await;
+    let known = known_devices(&h, &[]);
+    let out = h.cli(&["login", "--sandbox", "--known-devices", known.to_str().unwrap()], Some("empty-token"));
+    assert!(!out.status.success());
+    assert!(text(&out).contains("no devices"), "{}", text(&out));
+    assert!(!h.state.join("sandbox.token").exists());
+}
+
+fn fails_on(out: &std::process::Output, check: &str) {
+    let t = text(out);
+    assert_eq!(out.status.code(), Some(1), "{t}");
+    assert!(t.lines().any(|l| l.starts_with("FAIL") && l.contains(check)), "no FAIL line for {check}:\n{t}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn doctor_passes_when_complete_and_fails_on_each_missing_piece() {
+    let mut h = Harness::prepare(Setup::default()).await;
+    h.setup.allowlist = Some(sandbox_devices(&h.sim));
+    let out = h.cli(&["doctor"], None);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(!text(&out).contains("FAIL"));
+
+    h.setup.allowlist = None;
+    fails_on(&h.cli(&["doctor"], None), "fence");
+    h.setup.allowlist = Some(sandbox_devices(&h.sim));
+
+    let slot = h.state.join("sandbox.token");
+    std::fs::set_permissions(&slot, std::fs::Permissions::from_mode(0o644)).unwrap();
+    fails_on(&h.cli(&["doctor"], None), "sandbox sign-in");
+    std::fs::remove_file(&slot).unwrap();
+    fails_on(&h.cli(&["doctor"], None), "sandbox sign-in");
+    std::fs::write(&slot, "wrong-token").unwrap();
+    std::fs::set_permissions(&slot, std::fs::Permissions::from_mode(0o600)).unwrap();
+    fails_on(&h.cli(&["doctor"], None), "sandbox sign-in");
+    std::fs::write(&slot, "sandbox-token").unwrap();
+
+    let keys = h.dir.path().join("etc/approvers.pub");
+    let saved = std::fs::read_to_string(&keys).unwrap();
+    std::fs::remove_file(&keys).unwrap();
+    fails_on(&h.cli(&["doctor"], None), "key file");
+    std::fs::write(&keys, &saved).unwrap();
+
+    let policy = h.dir.path().join("etc/tool_policy.yaml");
+    std::fs::set_permissions(&policy, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let out = h.cli(&["doctor"], None);
+    fails_on(&out, "policy");
+    assert!(text(&out).contains("chmod go-w"), "{}", text(&out));
+    std::fs::set_permissions(&policy, std::fs::Permissions::from_mode(0o644)).unwrap();
+
+    let run = h.socket.parent().unwrap().to_path_buf();
+    std::fs::set_permissions(&run, std::fs::Permissions::from_mode(0o777)).unwrap();
+    fails_on(&h.cli(&["doctor"], None), "socket directory");
+    std::fs::set_permissions(&run, std::fs::Permissions::from_mode(0o750)).unwrap();
+
+    let out = h.cli(&["doctor"], None);
+    assert!(out.status.success(), "everything restored:\n{}", text(&out));
+}
+
+async fn run_one(h: &mut Harness) {
+    h.spawn();
+    h.wait_ready().await;
+    let dev = sandbox_devices(&h.sim)[0].clone();
+    for action in ["start", "stop"] {
+        let c = h.claims("batch_recording", &json!({"action": action, "device_ids": [format!("{dev}-1")]})).await;
+        assert!(matches!(h.execute(sign(&c, 7)).await, Some(Response::Executed(_))), "{}", h.log_text());
+    }
+    h.kill();
+}
+
+fn tamper(h: &Harness, sql: &str) {
+    let conn = rusqlite::Connection::open(h.state.join("executor.db")).unwrap();
+    // The program's guards must hold first; the attacker drops them.
+    assert!(conn.execute("UPDATE audit SET reason = 'x' WHERE seq = 2", []).is_err());
+    assert!(conn.execute("DELETE FROM audit WHERE seq = 2", []).is_err());
+    conn.execute_batch("DROP TRIGGER audit_no_update; DROP TRIGGER audit_no_delete;").unwrap();
+    conn.execute_batch(sql).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn audit_verify_names_the_first_bad_row() {
+    let cases = [
+        ("edit", "UPDATE audit SET reason = 'error' WHERE seq = 2", "audit row 2"),
+        ("delete", "DELETE FROM audit WHERE seq = 2", "audit row 3"),
+        (
+            "insert",
+            "UPDATE audit SET seq = -seq WHERE seq >= 3; UPDATE audit SET seq = 1 - seq WHERE seq < 0; \
+             INSERT INTO audit SELECT 3, time, kind, reason, approval_id, tool, targets, assistant_head, detail, row_hash, row_hash FROM audit WHERE seq = 2",
+            "audit row 3",
+        ),
+    ];
+    for (case, sql, expected) in cases {
+        let mut h = Harness::prepare(Setup::default()).await;
+        h.setup.allowlist = Some(sandbox_devices(&h.sim));
+        run_one(&mut h).await;
+        let ok = h.cli(&["audit", "verify"], None);
+        assert!(ok.status.success(), "{case}: {}", text(&ok));
+        tamper(&h, sql);
+        let out = h.cli(&["audit", "verify"], None);
+        assert!(!out.status.success(), "{case}");
+        assert!(text(&out).contains(expected), "{case}: {}", text(&out));
+        fails_on(&h.cli(&["doctor"], None), "audit");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_sandbox_token_never_leaks() {
+    let secret = "tok-S3CRET-9f8e7d6c5b4a";
+    let mut sim = SimConfig::demo();
+    sim.teams[1].token = secret.into();
+    let mut h = Harness::prepare(Setup { token: None, sim, ..Setup::default() }).await;
+    h.setup.allowlist = Some(sandbox_devices(&h.sim));
+    let known = known_devices(&h, &h.sim.team_devices("normal"));
+    let mut outputs = String::new();
+    let out = h.cli(&["login", "--sandbox", "--known-devices", known.to_str().unwrap()], Some(secret));
+    assert!(out.status.success(), "{}", text(&out));
+    outputs += &text(&out);
+    h.spawn();
+    h.wait_ready().await;
+    let dev = sandbox_devices(&h.sim)[0].clone();
+    let c = h.claims("batch_recording", &json!({"action": "start", "device_ids": [format!("{dev}-1")]})).await;
+    let signed = sign(&c, 7);
+    outputs += &format!("{:?}", h.execute(signed.clone()).await);
+    let replay = h.execute(signed).await;
+    assert_eq!(replay, Some(Response::Refused(Refusal::Replayed)));
+    outputs += &replay.map(|r| format!("{r:?}")).unwrap_or_default();
+    h.sim.set_fault("get_devices_in_my_team", fleetwatch_sim::Fault::Unauthorized);
+    let c = h.claims_unchecked("batch_recording", &json!({"action": "stop", "device_ids": [format!("{dev}-1")]}), &c);
+    outputs += &format!("{:?}", h.execute(sign(&c, 7)).await);
+    outputs += &text(&h.cli(&["doctor"], None));
+    h.kill();
+    outputs += &h.log_text();
+    for name in ["executor.db", "executor.db-wal"] {
+        if let Ok(bytes) = std::fs::read(h.state.join(name)) {
+            outputs += &String::from_utf8_lossy(&bytes);
+        }
+    }
+    assert!(outputs.contains("sign"), "the run produced output to search");
+    assert!(!outputs.contains(secret), "the sandbox token leaked");
+    assert!(!outputs.contains("9f8e7d6c5b4a"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_small_order_key_in_the_key_file_stops_the_executor() {
+    let small_order = format!("ed25519 {} weak", base64_of(&[1u8].iter().chain([0u8; 31].iter()).copied().collect::<Vec<_>>()));
+    let h = Harness::prepare(Setup { extra_key_lines: vec![small_order], ..Setup::default() }).await;
+    let out = h.cli(&["serve"], None);
+    assert!(!out.status.success());
+    assert!(text(&out).contains("approvers.pub"), "{}", text(&out));
+    fails_on(&h.cli(&["doctor"], None), "key file");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn keys_list_prints_the_installed_key_ids() {
+    let h = Harness::prepare(Setup { key_seeds: vec![7, 8], ..Setup::default() }).await;
+    let out = h.cli(&["keys", "list"], None);
+    assert!(out.status.success(), "{}", text(&out));
+    let listed = String::from_utf8_lossy(&out.stdout).to_string();
+    for seed in [7, 8] {
+        let id = fleetwatch_protocol::claims::KeyId::of(&fleetwatch_e2e::test_key(seed).verifying_key()).to_hex();
+        assert!(listed.contains(&id), "{listed}");
+    }
+}
+
+fn base64_of(bytes: &[u8]) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
