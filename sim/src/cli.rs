@@ -23,8 +23,9 @@ pub enum Command {
     /// then the control token (header `x-control-token` for /control/*), then with --demo the
     /// team tokens. Runs until Ctrl-C or SIGTERM.
     Serve(ServeArgs),
-    /// Serve a scripted Anthropic Messages API (POST /v1/messages). Prints its base URL on the
-    /// first line of stdout. Runs until Ctrl-C or SIGTERM.
+    /// Serve an Anthropic Messages API stand-in (POST /v1/messages): scripted (--script) or
+    /// the offline demo's rule-based stand-in (--offline). Prints its base URL on the first
+    /// line of stdout. Runs until Ctrl-C or SIGTERM.
     Model(ModelArgs),
 }
 
@@ -57,8 +58,12 @@ pub struct ServeArgs {
 #[derive(Debug, clap::Args)]
 pub struct ModelArgs {
     /// JSON file holding a list of Messages API response bodies, answered in order.
-    #[arg(long, value_name = "FILE.json")]
-    pub script: PathBuf,
+    #[arg(long, value_name = "FILE.json", required_unless_present = "offline")]
+    pub script: Option<PathBuf>,
+    /// Answer with the rule-based offline stand-in instead of a script: a fixed set of
+    /// English and Spanish questions and change requests, no AI, every answer labelled so.
+    #[arg(long, conflicts_with = "script")]
+    pub offline: bool,
     /// Port on 127.0.0.1; 0 picks a free one.
     #[arg(long, default_value_t = 0)]
     pub port: u16,
@@ -164,14 +169,25 @@ pub async fn run(cli: Cli) -> Result<(), SimError> {
             handle.shutdown().await;
         }
         Command::Model(args) => {
-            let text = std::fs::read_to_string(&args.script)?;
-            let script: Vec<serde_json::Value> = serde_json::from_str(&text).map_err(|e| {
-                SimError::Config(format!(
-                    "{}: expected a JSON list of response bodies: {e}",
-                    args.script.display()
-                ))
-            })?;
-            let handle = crate::model::start_on_port(script, args.port).await?;
+            let handle = match &args.script {
+                _ if args.offline => crate::model::start_offline_on_port(args.port).await?,
+                Some(path) => {
+                    let text = std::fs::read_to_string(path)?;
+                    let script: Vec<serde_json::Value> =
+                        serde_json::from_str(&text).map_err(|e| {
+                            SimError::Config(format!(
+                                "{}: expected a JSON list of response bodies: {e}",
+                                path.display()
+                            ))
+                        })?;
+                    crate::model::start_on_port(script, args.port).await?
+                }
+                None => {
+                    return Err(SimError::Config(
+                        "model: give --script FILE.json or --offline".into(),
+                    ));
+                }
+            };
             print_lines(&[handle.url()])?;
             stop_signal().await;
             handle.shutdown().await;

@@ -1,6 +1,7 @@
 //! Fleetwatch's simulator of the outside world: an Epiphan MCP server (two or more teams chosen
-//! by bearer token, every call recorded, injectable faults, replay folders) and a scripted
-//! stand-in for the Anthropic Messages API ([`model`]).
+//! by bearer token, every call recorded, injectable faults, replay folders) and a stand-in for
+//! the Anthropic Messages API ([`model`]), scripted for tests or rule-based for the offline
+//! demo.
 //!
 //! Nothing here is used on a production path; tests, the demo and benchmarks start it on
 //! loopback and drive it through [`SimHandle`] or its `/control/*` endpoint.
@@ -32,6 +33,7 @@ pub mod model;
 
 mod demo;
 mod mcp;
+mod offline;
 mod replay;
 mod server;
 mod state;

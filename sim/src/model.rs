@@ -1,5 +1,6 @@
-//! A stand-in for the Anthropic Messages API: `POST /v1/messages` answers with the next body of
-//! a script and records every request body.
+//! A stand-in for the Anthropic Messages API: `POST /v1/messages` answers either with the next
+//! body of a script ([`start`]) or from fixed rules over the request itself ([`start_offline`],
+//! the offline demo's model), and records request bodies.
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -19,9 +20,21 @@ use tokio_util::sync::CancellationToken;
 
 use crate::SimError;
 
+/// Where replies come from.
+enum Replies {
+    /// Scripted bodies, answered in order.
+    Script(Mutex<VecDeque<Value>>),
+    /// The rule-based stand-in (see the `offline` module).
+    Offline,
+}
+
+/// How many request bodies the offline stand-in keeps: it may serve a demo for hours, and a
+/// recording that grows with every question would slowly fill memory.
+const OFFLINE_KEPT_REQUESTS: usize = 64;
+
 struct Script {
-    replies: Mutex<VecDeque<Value>>,
-    requests: Mutex<Vec<Value>>,
+    replies: Replies,
+    requests: Mutex<VecDeque<Value>>,
 }
 
 /// A running model stand-in; stops when dropped or on [`ModelHandle::shutdown`].
@@ -53,12 +66,15 @@ impl ModelHandle {
     }
 
     /// Every request body received, in order (a body that was not JSON is kept as a string).
+    /// The offline stand-in keeps only the most recent ones.
     pub fn requests(&self) -> Vec<Value> {
         self.script
             .requests
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .clone()
+            .iter()
+            .cloned()
+            .collect()
     }
 
     /// Stops the server.
@@ -77,9 +93,34 @@ pub async fn start(script: Vec<Value>) -> Result<ModelHandle, SimError> {
 
 /// Like [`start`], on a chosen port (`0` picks a free one).
 pub async fn start_on_port(script: Vec<Value>, port: u16) -> Result<ModelHandle, SimError> {
+    serve(Replies::Script(Mutex::new(script.into())), port).await
+}
+
+/// Starts the rule-based offline stand-in on `127.0.0.1` (a free port).
+///
+/// It answers every request from the request body alone: the operator's last question, the
+/// tools offered and the tool results so far. It understands a fixed set of questions and
+/// requests in English and Spanish, asks for reads with `tool_use`, proposes changes through
+/// `propose_change` when that tool is offered, and opens every text answer with
+/// [`OFFLINE_NOTE_EN`] or [`OFFLINE_NOTE_ES`], because it is not a model.
+pub async fn start_offline() -> Result<ModelHandle, SimError> {
+    start_offline_on_port(0).await
+}
+
+/// Like [`start_offline`], on a chosen port (`0` picks a free one).
+pub async fn start_offline_on_port(port: u16) -> Result<ModelHandle, SimError> {
+    serve(Replies::Offline, port).await
+}
+
+/// The line every English text answer of the offline stand-in opens with.
+pub const OFFLINE_NOTE_EN: &str = crate::offline::NOTE_EN;
+/// The line every Spanish text answer of the offline stand-in opens with.
+pub const OFFLINE_NOTE_ES: &str = crate::offline::NOTE_ES;
+
+async fn serve(replies: Replies, port: u16) -> Result<ModelHandle, SimError> {
     let script = Arc::new(Script {
-        replies: Mutex::new(script.into()),
-        requests: Mutex::new(Vec::new()),
+        replies,
+        requests: Mutex::new(VecDeque::new()),
     });
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
     let addr = listener.local_addr()?;
@@ -118,23 +159,30 @@ async fn messages(State(script): State<Arc<Script>>, body: Bytes) -> Response {
         Ok(value) => value.clone(),
         Err(_) => Value::String(String::from_utf8_lossy(&body).into_owned()),
     };
-    script
-        .requests
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .push(recorded);
-    if parsed.is_err() {
-        return api_error(
-            StatusCode::BAD_REQUEST,
-            "invalid_request_error",
-            "request body is not JSON",
-        );
+    {
+        let mut requests = script.requests.lock().unwrap_or_else(|p| p.into_inner());
+        requests.push_back(recorded);
+        if matches!(script.replies, Replies::Offline) {
+            while requests.len() > OFFLINE_KEPT_REQUESTS {
+                requests.pop_front();
+            }
+        }
     }
-    let next = script
-        .replies
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .pop_front();
+    let body = match parsed {
+        Ok(body) => body,
+        Err(_) => {
+            return api_error(
+                StatusCode::BAD_REQUEST,
+                "invalid_request_error",
+                "request body is not JSON",
+            );
+        }
+    };
+    let queue = match &script.replies {
+        Replies::Script(queue) => queue,
+        Replies::Offline => return offline_reply(&body),
+    };
+    let next = queue.lock().unwrap_or_else(|p| p.into_inner()).pop_front();
     match next {
         Some(reply) => axum::Json(reply).into_response(),
         None => api_error(
@@ -144,6 +192,40 @@ async fn messages(State(script): State<Arc<Script>>, body: Bytes) -> Response {
         ),
     }
 }
+
+fn offline_reply(body: &Value) -> Response {
+    let mut next_id = || {
+        format!(
+            "toolu_offline_{:08}",
+            NEXT_ID.fetch_add(1, Ordering::Relaxed)
+        )
+    };
+    match crate::offline::respond(body, jiff::Timestamp::now(), &mut next_id) {
+        Ok((content, stop_reason)) => {
+            let words = content
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|b| {
+                    b.get("text")
+                        .and_then(Value::as_str)
+                        .map_or(20, |t| t.split_whitespace().count())
+                })
+                .sum::<usize>();
+            let mut reply = reply(
+                content,
+                stop_reason,
+                u64::try_from(words).unwrap_or(u64::MAX).max(1),
+            );
+            reply["model"] = json!(OFFLINE_MODEL);
+            axum::Json(reply).into_response()
+        }
+        Err(problem) => api_error(StatusCode::BAD_REQUEST, "invalid_request_error", problem),
+    }
+}
+
+/// The `model` the offline stand-in reports: plainly not a real model's name.
+pub const OFFLINE_MODEL: &str = "fleetwatch-offline-rules";
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
