@@ -1,0 +1,153 @@
+//! The executor's normal dependency graph may only hold crates listed in `executor/allowed-deps`,
+//! and never a web server, a template engine or a model client.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+use std::collections::BTreeSet;
+use std::process::Command;
+
+fn cargo_tree(extra: &[&str]) -> String {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = Command::new(cargo)
+        .args([
+            "tree",
+            "-p",
+            "fleetwatch-executor",
+            "-e",
+            "normal",
+            "--prefix",
+            "none",
+        ])
+        .args(extra)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("cargo tree runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Crate names in the executor's resolved normal dependency closure (for this platform).
+fn resolved() -> BTreeSet<String> {
+    cargo_tree(&["-f", "{p}"])
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|n| *n != "fleetwatch-executor")
+        .map(str::to_string)
+        .collect()
+}
+
+fn allowed() -> BTreeSet<String> {
+    std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/allowed-deps"))
+        .unwrap()
+        .lines()
+        .map(|l| l.split('#').next().unwrap_or_default().trim())
+        .filter(|l| !l.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn every_dependency_is_listed_with_a_reason() {
+    let text =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/allowed-deps")).unwrap();
+    for line in text
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+    {
+        let reason = line
+            .split_once('#')
+            .map(|(_, r)| r.trim())
+            .unwrap_or_default();
+        assert!(reason.len() > 3, "no reason given: {line}");
+    }
+    let resolved = resolved();
+    let allowed = allowed();
+    let unlisted: Vec<_> = resolved.difference(&allowed).collect();
+    assert!(
+        unlisted.is_empty(),
+        "crates in the executor's graph but not in executor/allowed-deps: {unlisted:?}"
+    );
+    assert!(resolved.len() > 10, "cargo tree output was not understood");
+}
+
+#[test]
+fn no_server_template_or_model_client() {
+    let resolved = resolved();
+    for banned in [
+        "axum",
+        "actix-web",
+        "warp",
+        "tiny_http",
+        "askama",
+        "maud",
+        "tera",
+        "handlebars",
+        "minijinja",
+        "async-openai",
+        "anthropic",
+        "fleetwatch",
+        "fleetwatch-sim",
+    ] {
+        assert!(
+            !resolved.contains(banned),
+            "{banned} must not be in the executor's graph"
+        );
+    }
+    // reqwest brings hyper and tower-http as an HTTP client; their server sides must stay off.
+    let features = cargo_tree(&["-e", "features", "-f", "{p} {f}"]);
+    let enabled = |krate: &str| -> BTreeSet<String> {
+        features
+            .lines()
+            .filter(|l| l.starts_with(&format!("{krate} v")))
+            .filter_map(|l| l.split_whitespace().nth(2))
+            .flat_map(|f| f.split(',').map(str::to_string).collect::<Vec<_>>())
+            .collect()
+    };
+    let within = |krate: &str, allowed: &[&str]| {
+        let extra: Vec<_> = enabled(krate)
+            .into_iter()
+            .filter(|f| !allowed.contains(&f.as_str()))
+            .collect();
+        assert!(
+            extra.is_empty(),
+            "{krate} has features beyond its client side: {extra:?}"
+        );
+    };
+    within("hyper", &["client", "default", "http1"]);
+    within(
+        "hyper-util",
+        &[
+            "client",
+            "client-legacy",
+            "client-proxy",
+            "default",
+            "http1",
+            "tokio",
+        ],
+    );
+    within("tower-http", &["follow-redirect", "futures-util", "tower"]);
+    within(
+        "rmcp",
+        &[
+            "__reqwest",
+            "base64",
+            "client",
+            "client-side-sse",
+            "transport-streamable-http-client",
+            "transport-streamable-http-client-reqwest",
+            "transport-worker",
+        ],
+    );
+    assert!(
+        enabled("rmcp").contains("client"),
+        "feature listing was not understood"
+    );
+}
