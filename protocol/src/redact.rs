@@ -49,11 +49,14 @@
 //!    right before the separator, or the last two words, or the whole quoted name) is secret.
 //!    A quoted value has its content masked and keeps its quotes (`\"` escaped quotes too, for
 //!    JSON held inside a string); an unquoted value runs to whitespace or one of
-//!    `, ; & " ' < > } )` and is masked; after a quoted (JSON-style) name it is written as
-//!    `"[redacted]"` so JSON text stays JSON. After a quoted name a value starting with `{` or
-//!    `[` is left to the nested names (parse and use [`redact_value`] for those) and `null`
-//!    stays. An authorization scheme word (`Bearer`, `Basic`, `Digest`, `Token`) at the start
-//!    of a value stays and the credential after it is masked.
+//!    ``, ; & " ' < > } ) ` `` and is masked (not `]`, so a bracket cannot end a secret early);
+//!    after a quoted (JSON-style) name it is written as `"[redacted]"` so JSON text stays
+//!    JSON. After a quoted name a value starting with `{` or `[` is left to the nested names
+//!    and `null` stays. An authorization scheme word (`Bearer`, `Basic`, `Digest`, `Token`) at
+//!    the start of a value stays and the credential after it is masked. A value on the next
+//!    line is not reached (`credentials:` opening a YAML block must not swallow the block).
+//!    Text rules cannot see settings pairs or whole objects under a secret name: JSON should
+//!    be parsed and given to [`redact_value`], which applies both.
 //! 3. `Bearer X` / `Basic X` anywhere: X is masked when it looks like a credential (8 or more
 //!    credential characters including a digit, or 20 or more with mixed case, `+`, `/` or
 //!    `=`), so "a bearer of good news" and "Basic information" stay.
@@ -64,9 +67,12 @@
 //! name followed by a separator is an assignment, whatever the intent).
 //!
 //! **Idempotence.** Every rule writes the exact mask, and every rule that meets text already
-//! starting with the mask leaves it as it is. Because a mask can change what a later rule sees
-//! (a masked span next to a separator), the text passes repeat until nothing changes (bounded);
-//! in practice one repetition confirms the fixed point.
+//! starting with the mask leaves it as it is. A mask can still uncover work for an earlier
+//! rule: in `sk-ant-x://rtmp://h/k` the second URL sits inside the first one's body until the
+//! key is masked. So the text rules repeat until a round changes nothing (at most eight
+//! rounds; each round only ever masks more, so stopping early never un-masks anything). JSON
+//! decisions are taken on already-redacted member names and labels, so a second pass decides
+//! exactly as the first.
 
 use serde_json::{Map, Value};
 
@@ -314,7 +320,8 @@ fn is_uuid(s: &str) -> bool {
 
 fn redact_object(map: &mut Map<String, Value>) {
     // Decisions use the redacted member names and labels, so a second pass over the output
-    // sees exactly the names the first pass decided on.
+    // sees exactly the names the first pass decided on. Two names that redact alike collapse
+    // into one member (the later wins): losing a duplicate beats keeping a secret in a name.
     let members: Vec<(String, Value)> = std::mem::take(map)
         .into_iter()
         .map(|(k, v)| (redact_text(&k), v))
@@ -787,22 +794,25 @@ fn mask_auth_schemes(chars: &[char]) -> Vec<char> {
         if word_start {
             let word_end = run_end(chars, i, |c| c.is_alphanumeric());
             let word = text_of(span(chars, i, word_end)).to_ascii_lowercase();
-            let cred_start = run_end(chars, word_end, |c| c == ' ' || c == '\t');
-            let cred_end = run_end(chars, cred_start, is_credential_char);
-            let cred = span(chars, cred_start, cred_end);
-            let is_scheme = word == "bearer" || word == "basic";
-            if is_scheme
-                && cred_start > word_end
-                && !starts_with_at(chars, cred_start, MASK)
-                && looks_like_credential(cred)
-            {
-                out.extend_from_slice(span(chars, i, cred_start));
-                push_str(&mut out, MASK);
-                i = cred_end;
-            } else {
-                out.extend_from_slice(span(chars, i, word_end));
-                i = word_end;
+            // Only scheme words look ahead: scanning a credential after every word would make
+            // long runs of words quadratic.
+            if word == "bearer" || word == "basic" {
+                let cred_start = run_end(chars, word_end, |c| c == ' ' || c == '\t');
+                let spaced = cred_start > word_end && !starts_with_at(chars, cred_start, MASK);
+                let cred_end = if spaced {
+                    run_end(chars, cred_start, is_credential_char)
+                } else {
+                    cred_start
+                };
+                if spaced && looks_like_credential(span(chars, cred_start, cred_end)) {
+                    out.extend_from_slice(span(chars, i, cred_start));
+                    push_str(&mut out, MASK);
+                    i = cred_end;
+                    continue;
+                }
             }
+            out.extend_from_slice(span(chars, i, word_end));
+            i = word_end;
             continue;
         }
         out.push(ch);

@@ -741,6 +741,32 @@ fn every_secret_name_masks_its_value_in_json_and_text() {
     }
 }
 
+/// Long repetitive inputs that once made a rule rescan the rest of the text at every word. The
+/// assertions are about output; a quadratic rule shows up as this test taking minutes.
+#[test]
+fn long_repetitive_inputs() {
+    let rows: &[(&str, &str)] = &[
+        ("sk-ant-", MASK),
+        ("rtmp://u:p@h/", "rtmp://[redacted]@h/[redacted]"),
+        ("password=", "password=[redacted]"),
+    ];
+    for (unit, want) in rows {
+        assert_eq!(redact_text(&unit.repeat(20_000)), *want, "{unit}");
+    }
+    for unit in [
+        "eyJ.",
+        "Basic a.",
+        "basic.",
+        "a:",
+        "\"x\":",
+        "[redacted]",
+        "Bearer ",
+    ] {
+        let big = unit.repeat(20_000);
+        assert_eq!(redact_text(&big), big, "{unit}");
+    }
+}
+
 /// Strings built from fragments that exercise every rule and the seams between them.
 fn tricky_string() -> impl Strategy<Value = String> {
     let fragment = prop_oneof![
