@@ -21,7 +21,10 @@ use tokio_util::codec::{Framed, LengthDelimitedCodec};
 
 /// The workspace root.
 pub fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).unwrap_or_default()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default()
 }
 
 /// A workspace binary next to the running test executable (`target/<profile>/NAME`). When it is
@@ -30,7 +33,11 @@ pub fn binary(package: &str, name: &str) -> PathBuf {
     static BUILT: OnceLock<std::sync::Mutex<Vec<String>>> = OnceLock::new();
     let exe = std::env::current_exe().unwrap_or_default();
     // target/debug/deps/test-hash → target/debug
-    let dir = exe.parent().and_then(Path::parent).map(Path::to_path_buf).unwrap_or_default();
+    let dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .map(Path::to_path_buf)
+        .unwrap_or_default();
     let path = dir.join(name);
     let lock = BUILT.get_or_init(|| std::sync::Mutex::new(Vec::new()));
     let mut built = lock.lock().unwrap_or_else(|p| p.into_inner());
@@ -40,7 +47,10 @@ pub fn binary(package: &str, name: &str) -> PathBuf {
             .args(["build", "-q", "-p", package, "--bin", name])
             .current_dir(workspace_root())
             .status();
-        assert!(status.is_ok_and(|s| s.success()), "could not build {package}");
+        assert!(
+            status.is_ok_and(|s| s.success()),
+            "could not build {package}"
+        );
         built.push(package.to_string());
     }
     assert!(path.exists(), "{} missing after the build", path.display());
@@ -71,7 +81,9 @@ pub fn now() -> i64 {
 
 /// Canonical JSON text of a value.
 pub fn canonical(value: &serde_json::Value) -> String {
-    fleetwatch_protocol::canonical::from_value(value).map(|c| c.into_string()).unwrap_or_default()
+    fleetwatch_protocol::canonical::from_value(value)
+        .map(|c| c.into_string())
+        .unwrap_or_default()
 }
 
 /// How a test executor is set up.
@@ -149,7 +161,9 @@ impl Harness {
 
     /// Starts the simulator and writes the executor's files, without starting it.
     pub async fn prepare(setup: Setup) -> Harness {
-        let sim = fleetwatch_sim::start(setup.sim.clone()).await.expect("simulator starts");
+        let sim = fleetwatch_sim::start(setup.sim.clone())
+            .await
+            .expect("simulator starts");
         let dir = tempfile::tempdir().expect("temp dir");
         let etc = dir.path().join("etc");
         std::fs::create_dir(&etc).expect("etc");
@@ -163,12 +177,18 @@ impl Harness {
         std::fs::copy(workspace_root().join("tool_policy.yaml"), &policy).expect("policy");
         std::fs::set_permissions(&policy, std::fs::Permissions::from_mode(0o644)).expect("chmod");
         let keys = etc.join("approvers.pub");
-        let mut lines: Vec<String> =
-            setup.key_seeds.iter().map(|s| claims::key_line(&test_key(*s).verifying_key(), "test")).collect();
+        let mut lines: Vec<String> = setup
+            .key_seeds
+            .iter()
+            .map(|s| claims::key_line(&test_key(*s).verifying_key(), "test"))
+            .collect();
         lines.extend(setup.extra_key_lines.iter().cloned());
         std::fs::write(&keys, lines.join("\n") + "\n").expect("keys");
         std::fs::set_permissions(&keys, std::fs::Permissions::from_mode(0o644)).expect("chmod");
-        let uids = setup.allowed_uids.clone().unwrap_or_else(|| vec![rustix::process::getuid().as_raw()]);
+        let uids = setup
+            .allowed_uids
+            .clone()
+            .unwrap_or_else(|| vec![rustix::process::getuid().as_raw()]);
         let config = etc.join("executor.yaml");
         let yaml = format!(
             "socket: {}\nallowed_uids: {:?}\napprover_keys: {}\npolicy: {}\nstate_dir: {}\nmax_connections: {}\nframe_timeout_secs: 3\n",
@@ -189,7 +209,16 @@ impl Harness {
             std::fs::set_permissions(&slot, std::fs::Permissions::from_mode(0o600)).expect("chmod");
         }
         let log = dir.path().join("executor.log");
-        Harness { dir, sim, child: None, setup, socket, state, config, log }
+        Harness {
+            dir,
+            sim,
+            child: None,
+            setup,
+            socket,
+            state,
+            config,
+            log,
+        }
     }
 
     /// The executor command with this harness's environment (and nothing inherited that could
@@ -219,7 +248,10 @@ impl Harness {
     /// Runs an executor subcommand to completion.
     pub fn cli(&self, args: &[&str], stdin: Option<&str>) -> Output {
         let mut cmd = self.command();
-        cmd.args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        cmd.args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
         let mut child = cmd.spawn().expect("executor runs");
         if let Some(mut input) = child.stdin.take() {
             use std::io::Write;
@@ -230,7 +262,11 @@ impl Harness {
 
     /// Starts `serve` in the background.
     pub fn spawn(&mut self) {
-        let log = std::fs::OpenOptions::new().create(true).append(true).open(&self.log).expect("log");
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.log)
+            .expect("log");
         let child = self
             .command()
             .arg("serve")
@@ -251,10 +287,19 @@ impl Harness {
             {
                 panic!("executor exited early ({status}): {}", self.log_text());
             }
-            if self.socket.exists() && matches!(self.request(&Request::Status).await, Some(Response::Status(_))) {
+            if self.socket.exists()
+                && matches!(
+                    self.request(&Request::Status).await,
+                    Some(Response::Status(_))
+                )
+            {
                 return;
             }
-            assert!(Instant::now() < deadline, "executor did not become ready: {}", self.log_text());
+            assert!(
+                Instant::now() < deadline,
+                "executor did not become ready: {}",
+                self.log_text()
+            );
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
@@ -286,7 +331,8 @@ impl Harness {
         let _ = stream.write_all(bytes).await;
         let _ = stream.shutdown().await;
         let mut answer = Vec::new();
-        let read = tokio::time::timeout(Duration::from_secs(60), stream.read_to_end(&mut answer)).await;
+        let read =
+            tokio::time::timeout(Duration::from_secs(60), stream.read_to_end(&mut answer)).await;
         read.ok()?.ok()?;
         decode_answer(&answer)
     }
@@ -298,7 +344,10 @@ impl Harness {
 
     /// Describes a change; panics unless described.
     pub async fn describe(&self, tool: &str, arguments: &serde_json::Value) -> Description {
-        let request = Request::Describe(DescribeRequest { tool: tool.into(), arguments: canonical(arguments) });
+        let request = Request::Describe(DescribeRequest {
+            tool: tool.into(),
+            arguments: canonical(arguments),
+        });
         match self.request(&request).await {
             Some(Response::Described(d)) => d,
             other => panic!("describe {tool}: {other:?}\n{}", self.log_text()),
@@ -328,29 +377,52 @@ impl Harness {
 
     /// Claims for a change without a describe: the binding fields are copied from `like`
     /// (used when the sandbox cannot be read).
-    pub fn claims_unchecked(&self, tool: &str, arguments: &serde_json::Value, like: &ApprovalClaims) -> ApprovalClaims {
-        ApprovalClaims { approval_id: random_id(), tool: tool.into(), arguments: canonical(arguments), ..like.clone() }
+    pub fn claims_unchecked(
+        &self,
+        tool: &str,
+        arguments: &serde_json::Value,
+        like: &ApprovalClaims,
+    ) -> ApprovalClaims {
+        ApprovalClaims {
+            approval_id: random_id(),
+            tool: tool.into(),
+            arguments: canonical(arguments),
+            ..like.clone()
+        }
     }
 
     /// Sends an `Execute` with the given approval.
     pub async fn execute(&self, approval: SignedApproval) -> Option<Response> {
-        self.request(&Request::Execute(ExecuteRequest { approval, assistant_chain_head: [0xab; 32] })).await
+        self.request(&Request::Execute(ExecuteRequest {
+            approval,
+            assistant_chain_head: [0xab; 32],
+        }))
+        .await
     }
 
     /// The executor's audit rows: `(seq, kind, reason, approval_id, detail)`.
     pub fn audit_rows(&self) -> Vec<(i64, String, String, String, String)> {
         let conn = rusqlite::Connection::open(self.state.join("executor.db")).expect("db");
-        let mut stmt = conn.prepare("SELECT seq, kind, reason, approval_id, detail FROM audit ORDER BY seq").expect("select");
-        stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))
-            .expect("rows")
-            .collect::<Result<Vec<_>, _>>()
-            .expect("rows")
+        let mut stmt = conn
+            .prepare("SELECT seq, kind, reason, approval_id, detail FROM audit ORDER BY seq")
+            .expect("select");
+        stmt.query_map([], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+        })
+        .expect("rows")
+        .collect::<Result<Vec<_>, _>>()
+        .expect("rows")
     }
 
     /// The execution state recorded for an approval.
     pub fn execution_state(&self, approval_id: &[u8; 16]) -> Option<String> {
         let conn = rusqlite::Connection::open(self.state.join("executor.db")).expect("db");
-        conn.query_row("SELECT state FROM executions WHERE approval_id = ?1", [approval_id.to_vec()], |r| r.get(0)).ok()
+        conn.query_row(
+            "SELECT state FROM executions WHERE approval_id = ?1",
+            [approval_id.to_vec()],
+            |r| r.get(0),
+        )
+        .ok()
     }
 
     /// Number of write calls the simulator recorded.
@@ -369,10 +441,21 @@ impl Drop for Harness {
 /// without an answer.
 pub async fn send(socket: &Path, request: &Request) -> Option<Response> {
     let stream = tokio::net::UnixStream::connect(socket).await.ok()?;
-    let mut framed = Framed::new(stream, LengthDelimitedCodec::builder().max_frame_length(wire::MAX_FRAME).new_codec());
+    let mut framed = Framed::new(
+        stream,
+        LengthDelimitedCodec::builder()
+            .max_frame_length(wire::MAX_FRAME)
+            .new_codec(),
+    );
     let body = wire::encode_request(request).ok()?;
-    framed.send(tokio_util::bytes::Bytes::from(body)).await.ok()?;
-    let frame = tokio::time::timeout(Duration::from_secs(120), framed.next()).await.ok()??.ok()?;
+    framed
+        .send(tokio_util::bytes::Bytes::from(body))
+        .await
+        .ok()?;
+    let frame = tokio::time::timeout(Duration::from_secs(120), framed.next())
+        .await
+        .ok()??
+        .ok()?;
     wire::decode_response(&frame).ok()
 }
 

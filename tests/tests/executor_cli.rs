@@ -10,7 +10,11 @@ use fleetwatch_sim::{SimConfig, TeamConfig, TeamSource};
 use serde_json::json;
 
 fn text(o: &std::process::Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -19,12 +23,20 @@ async fn help_tells_the_truth() {
     let top = h.cli(&["--help"], None);
     assert!(top.status.success());
     let top = text(&top);
-    for word in ["serve", "login", "logout", "doctor", "audit", "keys", "--config"] {
+    for word in [
+        "serve", "login", "logout", "doctor", "audit", "keys", "--config",
+    ] {
         assert!(top.contains(word), "{word} missing from --help:\n{top}");
     }
     let cases: [(&[&str], &[&str]); 7] = [
-        (&["serve", "--help"], &["Unix socket", "one request per connection"]),
-        (&["login", "--help"], &["--sandbox", "--token-file", "--known-devices", "0600"]),
+        (
+            &["serve", "--help"],
+            &["Unix socket", "one request per connection"],
+        ),
+        (
+            &["login", "--help"],
+            &["--sandbox", "--token-file", "--known-devices", "0600"],
+        ),
         (&["logout", "--help"], &["--sandbox"]),
         (&["doctor", "--help"], &["OK/WARN/FAIL", "Exits 1"]),
         (&["audit", "verify", "--help"], &["hash chain", "first"]),
@@ -49,14 +61,29 @@ fn known_devices(h: &Harness, ids: &[String]) -> std::path::PathBuf {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn login_stores_the_token_0600_and_refuses_overlap() {
-    let h = Harness::prepare(Setup { token: None, ..Setup::default() }).await;
+    let h = Harness::prepare(Setup {
+        token: None,
+        ..Setup::default()
+    })
+    .await;
     let slot = h.state.join("sandbox.token");
     let normal = h.sim.team_devices("normal");
     let known = known_devices(&h, &normal);
-    let out = h.cli(&["login", "--sandbox", "--known-devices", known.to_str().unwrap()], Some("sandbox-token\n"));
+    let out = h.cli(
+        &[
+            "login",
+            "--sandbox",
+            "--known-devices",
+            known.to_str().unwrap(),
+        ],
+        Some("sandbox-token\n"),
+    );
     assert!(out.status.success(), "{}", text(&out));
     assert_eq!(std::fs::read_to_string(&slot).unwrap(), "sandbox-token");
-    assert_eq!(std::fs::metadata(&slot).unwrap().permissions().mode() & 0o777, 0o600);
+    assert_eq!(
+        std::fs::metadata(&slot).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
 
     let out = h.cli(&["logout", "--sandbox"], None);
     assert!(out.status.success(), "{}", text(&out));
@@ -70,7 +97,14 @@ async fn login_stores_the_token_0600_and_refuses_overlap() {
     let token_file = h.dir.path().join("token.txt");
     std::fs::write(&token_file, "sandbox-token").unwrap();
     let out = h.cli(
-        &["login", "--sandbox", "--token-file", token_file.to_str().unwrap(), "--known-devices", known.to_str().unwrap()],
+        &[
+            "login",
+            "--sandbox",
+            "--token-file",
+            token_file.to_str().unwrap(),
+            "--known-devices",
+            known.to_str().unwrap(),
+        ],
         None,
     );
     assert!(!out.status.success());
@@ -79,7 +113,15 @@ async fn login_stores_the_token_0600_and_refuses_overlap() {
 
     // The normal token's team overlaps itself completely.
     let known = known_devices(&h, &normal);
-    let out = h.cli(&["login", "--sandbox", "--known-devices", known.to_str().unwrap()], Some("normal-token"));
+    let out = h.cli(
+        &[
+            "login",
+            "--sandbox",
+            "--known-devices",
+            known.to_str().unwrap(),
+        ],
+        Some("normal-token"),
+    );
     assert!(!out.status.success());
     assert!(!slot.exists());
     assert_eq!(h.writes(), 0);
@@ -88,18 +130,34 @@ async fn login_stores_the_token_0600_and_refuses_overlap() {
 #[tokio::test(flavor = "multi_thread")]
 async fn login_refuses_an_empty_sandbox_team() {
     let replay = tempfile::tempdir().unwrap();
-    std::fs::write(replay.path().join("get_devices_in_my_team.json"), r#"{"devices": []}"#).unwrap();
+    std::fs::write(
+        replay.path().join("get_devices_in_my_team.json"),
+        r#"{"devices": []}"#,
+    )
+    .unwrap();
     let setup = Setup {
         token: None,
         sim: SimConfig {
-            teams: vec![TeamConfig { name: "sandbox".into(), token: "empty-token".into(), source: TeamSource::Replay(replay.path().into()) }],
+            teams: vec![TeamConfig {
+                name: "sandbox".into(),
+                token: "empty-token".into(),
+                source: TeamSource::Replay(replay.path().into()),
+            }],
             now: None,
         },
         ..Setup::default()
     };
     let h = Harness::prepare(setup).await;
     let known = known_devices(&h, &[]);
-    let out = h.cli(&["login", "--sandbox", "--known-devices", known.to_str().unwrap()], Some("empty-token"));
+    let out = h.cli(
+        &[
+            "login",
+            "--sandbox",
+            "--known-devices",
+            known.to_str().unwrap(),
+        ],
+        Some("empty-token"),
+    );
     assert!(!out.status.success());
     assert!(text(&out).contains("no devices"), "{}", text(&out));
     assert!(!h.state.join("sandbox.token").exists());
@@ -108,7 +166,11 @@ async fn login_refuses_an_empty_sandbox_team() {
 fn fails_on(out: &std::process::Output, check: &str) {
     let t = text(out);
     assert_eq!(out.status.code(), Some(1), "{t}");
-    assert!(t.lines().any(|l| l.starts_with("FAIL") && l.contains(check)), "no FAIL line for {check}:\n{t}");
+    assert!(
+        t.lines()
+            .any(|l| l.starts_with("FAIL") && l.contains(check)),
+        "no FAIL line for {check}:\n{t}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -160,8 +222,17 @@ async fn run_one(h: &mut Harness) {
     h.wait_ready().await;
     let dev = sandbox_devices(&h.sim)[0].clone();
     for action in ["start", "stop"] {
-        let c = h.claims("batch_recording", &json!({"action": action, "device_ids": [format!("{dev}-1")]})).await;
-        assert!(matches!(h.execute(sign(&c, 7)).await, Some(Response::Executed(_))), "{}", h.log_text());
+        let c = h
+            .claims(
+                "batch_recording",
+                &json!({"action": action, "device_ids": [format!("{dev}-1")]}),
+            )
+            .await;
+        assert!(
+            matches!(h.execute(sign(&c, 7)).await, Some(Response::Executed(_))),
+            "{}",
+            h.log_text()
+        );
     }
     h.kill();
 }
@@ -169,16 +240,24 @@ async fn run_one(h: &mut Harness) {
 fn tamper(h: &Harness, sql: &str) {
     let conn = rusqlite::Connection::open(h.state.join("executor.db")).unwrap();
     // The program's guards must hold first; the attacker drops them.
-    assert!(conn.execute("UPDATE audit SET reason = 'x' WHERE seq = 2", []).is_err());
+    assert!(
+        conn.execute("UPDATE audit SET reason = 'x' WHERE seq = 2", [])
+            .is_err()
+    );
     assert!(conn.execute("DELETE FROM audit WHERE seq = 2", []).is_err());
-    conn.execute_batch("DROP TRIGGER audit_no_update; DROP TRIGGER audit_no_delete;").unwrap();
+    conn.execute_batch("DROP TRIGGER audit_no_update; DROP TRIGGER audit_no_delete;")
+        .unwrap();
     conn.execute_batch(sql).unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn audit_verify_names_the_first_bad_row() {
     let cases = [
-        ("edit", "UPDATE audit SET reason = 'error' WHERE seq = 2", "audit row 2"),
+        (
+            "edit",
+            "UPDATE audit SET reason = 'error' WHERE seq = 2",
+            "audit row 2",
+        ),
         ("delete", "DELETE FROM audit WHERE seq = 2", "audit row 3"),
         (
             "insert",
@@ -206,24 +285,49 @@ async fn the_sandbox_token_never_leaks() {
     let secret = "tok-S3CRET-9f8e7d6c5b4a";
     let mut sim = SimConfig::demo();
     sim.teams[1].token = secret.into();
-    let mut h = Harness::prepare(Setup { token: None, sim, ..Setup::default() }).await;
+    let mut h = Harness::prepare(Setup {
+        token: None,
+        sim,
+        ..Setup::default()
+    })
+    .await;
     h.setup.allowlist = Some(sandbox_devices(&h.sim));
     let known = known_devices(&h, &h.sim.team_devices("normal"));
     let mut outputs = String::new();
-    let out = h.cli(&["login", "--sandbox", "--known-devices", known.to_str().unwrap()], Some(secret));
+    let out = h.cli(
+        &[
+            "login",
+            "--sandbox",
+            "--known-devices",
+            known.to_str().unwrap(),
+        ],
+        Some(secret),
+    );
     assert!(out.status.success(), "{}", text(&out));
     outputs += &text(&out);
     h.spawn();
     h.wait_ready().await;
     let dev = sandbox_devices(&h.sim)[0].clone();
-    let c = h.claims("batch_recording", &json!({"action": "start", "device_ids": [format!("{dev}-1")]})).await;
+    let c = h
+        .claims(
+            "batch_recording",
+            &json!({"action": "start", "device_ids": [format!("{dev}-1")]}),
+        )
+        .await;
     let signed = sign(&c, 7);
     outputs += &format!("{:?}", h.execute(signed.clone()).await);
     let replay = h.execute(signed).await;
     assert_eq!(replay, Some(Response::Refused(Refusal::Replayed)));
     outputs += &replay.map(|r| format!("{r:?}")).unwrap_or_default();
-    h.sim.set_fault("get_devices_in_my_team", fleetwatch_sim::Fault::Unauthorized);
-    let c = h.claims_unchecked("batch_recording", &json!({"action": "stop", "device_ids": [format!("{dev}-1")]}), &c);
+    h.sim.set_fault(
+        "get_devices_in_my_team",
+        fleetwatch_sim::Fault::Unauthorized,
+    );
+    let c = h.claims_unchecked(
+        "batch_recording",
+        &json!({"action": "stop", "device_ids": [format!("{dev}-1")]}),
+        &c,
+    );
     outputs += &format!("{:?}", h.execute(sign(&c, 7)).await);
     outputs += &text(&h.cli(&["doctor"], None));
     h.kill();
@@ -233,15 +337,31 @@ async fn the_sandbox_token_never_leaks() {
             outputs += &String::from_utf8_lossy(&bytes);
         }
     }
-    assert!(outputs.contains("sign"), "the run produced output to search");
+    assert!(
+        outputs.contains("sign"),
+        "the run produced output to search"
+    );
     assert!(!outputs.contains(secret), "the sandbox token leaked");
     assert!(!outputs.contains("9f8e7d6c5b4a"));
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_small_order_key_in_the_key_file_stops_the_executor() {
-    let small_order = format!("ed25519 {} weak", base64_of(&[1u8].iter().chain([0u8; 31].iter()).copied().collect::<Vec<_>>()));
-    let h = Harness::prepare(Setup { extra_key_lines: vec![small_order], ..Setup::default() }).await;
+    let small_order = format!(
+        "ed25519 {} weak",
+        base64_of(
+            &[1u8]
+                .iter()
+                .chain([0u8; 31].iter())
+                .copied()
+                .collect::<Vec<_>>()
+        )
+    );
+    let h = Harness::prepare(Setup {
+        extra_key_lines: vec![small_order],
+        ..Setup::default()
+    })
+    .await;
     let out = h.cli(&["serve"], None);
     assert!(!out.status.success());
     assert!(text(&out).contains("approvers.pub"), "{}", text(&out));
@@ -250,12 +370,18 @@ async fn a_small_order_key_in_the_key_file_stops_the_executor() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn keys_list_prints_the_installed_key_ids() {
-    let h = Harness::prepare(Setup { key_seeds: vec![7, 8], ..Setup::default() }).await;
+    let h = Harness::prepare(Setup {
+        key_seeds: vec![7, 8],
+        ..Setup::default()
+    })
+    .await;
     let out = h.cli(&["keys", "list"], None);
     assert!(out.status.success(), "{}", text(&out));
     let listed = String::from_utf8_lossy(&out.stdout).to_string();
     for seed in [7, 8] {
-        let id = fleetwatch_protocol::claims::KeyId::of(&fleetwatch_e2e::test_key(seed).verifying_key()).to_hex();
+        let id =
+            fleetwatch_protocol::claims::KeyId::of(&fleetwatch_e2e::test_key(seed).verifying_key())
+                .to_hex();
         assert!(listed.contains(&id), "{listed}");
     }
 }

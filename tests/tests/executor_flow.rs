@@ -26,7 +26,9 @@ async fn success_makes_exactly_one_write_with_the_canonical_arguments() {
     let args = start_recording(&device);
     let claims = h.claims("batch_recording", &args).await;
     let response = h.execute(sign(&claims, 7)).await;
-    let Some(Response::Executed(outcome)) = response else { panic!("{response:?}\n{}", h.log_text()) };
+    let Some(Response::Executed(outcome)) = response else {
+        panic!("{response:?}\n{}", h.log_text())
+    };
     assert_eq!(outcome.kind, OutcomeKind::Done);
     let writes = h.sim.writes();
     assert_eq!(writes.len(), 1);
@@ -36,17 +38,36 @@ async fn success_makes_exactly_one_write_with_the_canonical_arguments() {
     // Audit: accepted (nonce stored, with the assistant's head), then the outcome; the
     // outcome's chain head is the newest row's.
     let rows = h.audit_rows();
-    let ours: Vec<_> = rows.iter().filter(|r| r.3 == fleetwatch_executor_hex(&claims.approval_id)).collect();
+    let ours: Vec<_> = rows
+        .iter()
+        .filter(|r| r.3 == fleetwatch_executor_hex(&claims.approval_id))
+        .collect();
     assert_eq!(ours.len(), 2, "{rows:?}");
-    assert_eq!((ours[0].1.as_str(), ours[0].2.as_str()), ("accepted", "nonce_stored"));
-    assert_eq!((ours[1].1.as_str(), ours[1].2.as_str()), ("outcome", "done"));
+    assert_eq!(
+        (ours[0].1.as_str(), ours[0].2.as_str()),
+        ("accepted", "nonce_stored")
+    );
+    assert_eq!(
+        (ours[1].1.as_str(), ours[1].2.as_str()),
+        ("outcome", "done")
+    );
     assert!(ours[0].0 < ours[1].0);
-    assert_eq!(h.execution_state(&claims.approval_id).as_deref(), Some("done"));
+    assert_eq!(
+        h.execution_state(&claims.approval_id).as_deref(),
+        Some("done")
+    );
     let verify = h.cli(&["audit", "verify"], None);
-    assert!(verify.status.success(), "{}", String::from_utf8_lossy(&verify.stderr));
+    assert!(
+        verify.status.success(),
+        "{}",
+        String::from_utf8_lossy(&verify.stderr)
+    );
     // The last read was answered before the write arrived, with no call in between.
     let calls = h.sim.calls();
-    let write_at = calls.iter().position(|c| c.tool == "batch_recording").unwrap();
+    let write_at = calls
+        .iter()
+        .position(|c| c.tool == "batch_recording")
+        .unwrap();
     let last_read = &calls[write_at - 1];
     assert_eq!(last_read.tool, "get_recorder_status_for_devices");
     assert!(last_read.answered_ns.unwrap() <= calls[write_at].received_ns);
@@ -62,8 +83,14 @@ async fn the_same_approval_twice_is_refused_the_second_time() {
     let device = sandbox_devices(&h.sim)[0].clone();
     let claims = h.claims("batch_recording", &start_recording(&device)).await;
     let signed = sign(&claims, 7);
-    assert!(matches!(h.execute(signed.clone()).await, Some(Response::Executed(_))));
-    assert_eq!(h.execute(signed).await, Some(Response::Refused(Refusal::Replayed)));
+    assert!(matches!(
+        h.execute(signed.clone()).await,
+        Some(Response::Executed(_))
+    ));
+    assert_eq!(
+        h.execute(signed).await,
+        Some(Response::Refused(Refusal::Replayed))
+    );
     assert_eq!(h.writes(), 1);
 }
 
@@ -74,8 +101,14 @@ async fn sixteen_identical_executes_at_once_write_once() {
     let claims = h.claims("batch_recording", &start_recording(&device)).await;
     let signed = sign(&claims, 7);
     let results = futures_util::future::join_all((0..16).map(|_| h.execute(signed.clone()))).await;
-    let executed = results.iter().filter(|r| matches!(r, Some(Response::Executed(_)))).count();
-    let replayed = results.iter().filter(|r| **r == Some(Response::Refused(Refusal::Replayed))).count();
+    let executed = results
+        .iter()
+        .filter(|r| matches!(r, Some(Response::Executed(_))))
+        .count();
+    let replayed = results
+        .iter()
+        .filter(|r| **r == Some(Response::Refused(Refusal::Replayed)))
+        .count();
     assert_eq!((executed, replayed), (1, 15), "{results:?}");
     assert_eq!(h.writes(), 1);
 }
@@ -89,21 +122,35 @@ async fn per_device_errors_come_back_redacted() {
     // write itself to report an error, so make the simulator answer with an error map.
     h.sim.set_fault(
         "batch_recording",
-        Fault::Text(format!(r#"{{"{device}": "upload failed: stream_key=abc123secret rtmp://u:pw@host/app/key"}}"#)),
+        Fault::Text(format!(
+            r#"{{"{device}": "upload failed: stream_key=abc123secret rtmp://u:pw@host/app/key"}}"#
+        )),
     );
     let response = h.execute(sign(&claims, 7)).await;
-    let Some(Response::Executed(outcome)) = response else { panic!("{response:?}") };
-    let OutcomeKind::Error(map) = outcome.kind else { panic!("{:?}", outcome.kind) };
+    let Some(Response::Executed(outcome)) = response else {
+        panic!("{response:?}")
+    };
+    let OutcomeKind::Error(map) = outcome.kind else {
+        panic!("{:?}", outcome.kind)
+    };
     let message = &map[&device];
-    assert!(!message.contains("abc123secret") && !message.contains("pw@"), "{message}");
+    assert!(
+        !message.contains("abc123secret") && !message.contains("pw@"),
+        "{message}"
+    );
     assert_eq!(h.writes(), 1);
-    assert_eq!(h.execution_state(&claims.approval_id).as_deref(), Some("error"));
+    assert_eq!(
+        h.execution_state(&claims.approval_id).as_deref(),
+        Some("error")
+    );
 }
 
 async fn unknown_after(fault: Fault, write_timeout: Option<&str>) {
     let mut setup = Setup::default();
     if let Some(secs) = write_timeout {
-        setup.env.push(("FLEETWATCH_WRITE_TIMEOUT_SECS".into(), secs.into()));
+        setup
+            .env
+            .push(("FLEETWATCH_WRITE_TIMEOUT_SECS".into(), secs.into()));
     }
     let mut h = Harness::prepare(setup).await;
     h.setup.allowlist = Some(sandbox_devices(&h.sim));
@@ -113,10 +160,15 @@ async fn unknown_after(fault: Fault, write_timeout: Option<&str>) {
     let claims = h.claims("batch_recording", &start_recording(&device)).await;
     h.sim.set_fault("batch_recording", fault.clone());
     let response = h.execute(sign(&claims, 7)).await;
-    let Some(Response::Executed(outcome)) = response else { panic!("{fault:?}: {response:?}\n{}", h.log_text()) };
+    let Some(Response::Executed(outcome)) = response else {
+        panic!("{fault:?}: {response:?}\n{}", h.log_text())
+    };
     assert_eq!(outcome.kind, OutcomeKind::Unknown, "{fault:?}");
     assert_eq!(h.writes(), 1, "{fault:?}: exactly one call, never retried");
-    assert_eq!(h.execution_state(&claims.approval_id).as_deref(), Some("unknown"));
+    assert_eq!(
+        h.execution_state(&claims.approval_id).as_deref(),
+        Some("unknown")
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -145,7 +197,8 @@ async fn sigkill_while_a_read_hangs_leaves_unknown_and_never_reruns() {
     let device = sandbox_devices(&h.sim)[0].clone();
     let claims = h.claims("batch_recording", &start_recording(&device)).await;
     let signed = sign(&claims, 7);
-    h.sim.set_fault("get_recorder_status_for_devices", Fault::Hang);
+    h.sim
+        .set_fault("get_recorder_status_for_devices", Fault::Hang);
     let socket = h.socket.clone();
     let pending = tokio::spawn({
         let signed = signed.clone();
@@ -156,20 +209,41 @@ async fn sigkill_while_a_read_hangs_leaves_unknown_and_never_reruns() {
     });
     // Wait until the hanging read has arrived: the nonce is stored by then.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while !h.sim.calls().iter().any(|c| c.tool == "get_recorder_status_for_devices" && c.answered_ns.is_none()) {
-        assert!(std::time::Instant::now() < deadline, "the read never arrived");
+    while !h
+        .sim
+        .calls()
+        .iter()
+        .any(|c| c.tool == "get_recorder_status_for_devices" && c.answered_ns.is_none())
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the read never arrived"
+        );
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
-    assert_eq!(h.execution_state(&claims.approval_id).as_deref(), Some("in_flight"));
+    assert_eq!(
+        h.execution_state(&claims.approval_id).as_deref(),
+        Some("in_flight")
+    );
     h.kill();
     let _ = pending.await;
     h.sim.clear_faults();
     h.spawn();
     h.wait_ready().await;
-    assert_eq!(h.execution_state(&claims.approval_id).as_deref(), Some("unknown"));
-    assert_eq!(h.execute(signed).await, Some(Response::Refused(Refusal::Replayed)));
+    assert_eq!(
+        h.execution_state(&claims.approval_id).as_deref(),
+        Some("unknown")
+    );
+    assert_eq!(
+        h.execute(signed).await,
+        Some(Response::Refused(Refusal::Replayed))
+    );
     assert_eq!(h.writes(), 0);
-    assert!(h.audit_rows().iter().any(|r| r.1 == "recovered" && r.2 == "unknown"));
+    assert!(
+        h.audit_rows()
+            .iter()
+            .any(|r| r.1 == "recovered" && r.2 == "unknown")
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -186,7 +260,10 @@ async fn sigkill_after_the_write_was_sent_is_unknown_with_one_write_ever() {
     });
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     while h.writes() == 0 {
-        assert!(std::time::Instant::now() < deadline, "the write never arrived");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the write never arrived"
+        );
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
     h.kill();
@@ -194,8 +271,14 @@ async fn sigkill_after_the_write_was_sent_is_unknown_with_one_write_ever() {
     h.sim.clear_faults();
     h.spawn();
     h.wait_ready().await;
-    assert_eq!(h.execution_state(&claims.approval_id).as_deref(), Some("unknown"));
-    assert_eq!(h.execute(signed).await, Some(Response::Refused(Refusal::Replayed)));
+    assert_eq!(
+        h.execution_state(&claims.approval_id).as_deref(),
+        Some("unknown")
+    );
+    assert_eq!(
+        h.execute(signed).await,
+        Some(Response::Refused(Refusal::Replayed))
+    );
     assert_eq!(h.writes(), 1);
 }
 
@@ -205,13 +288,18 @@ struct HarnessClient {
 }
 
 impl HarnessClient {
-    async fn execute(&self, approval: fleetwatch_protocol::claims::SignedApproval) -> Option<Response> {
+    async fn execute(
+        &self,
+        approval: fleetwatch_protocol::claims::SignedApproval,
+    ) -> Option<Response> {
         fleetwatch_e2e::send(
             &self.socket,
-            &fleetwatch_protocol::wire::Request::Execute(fleetwatch_protocol::wire::ExecuteRequest {
-                approval,
-                assistant_chain_head: [0; 32],
-            }),
+            &fleetwatch_protocol::wire::Request::Execute(
+                fleetwatch_protocol::wire::ExecuteRequest {
+                    approval,
+                    assistant_chain_head: [0; 32],
+                },
+            ),
         )
         .await
     }

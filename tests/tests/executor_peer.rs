@@ -22,12 +22,20 @@ async fn a_uid_not_allowed_is_closed_without_an_answer() {
     h.spawn();
     h.wait_ready().await;
     let dev = sandbox_devices(&h.sim)[0].clone();
-    let claims = h.claims("batch_recording", &json!({"action": "start", "device_ids": [format!("{dev}-1")]})).await;
+    let claims = h
+        .claims(
+            "batch_recording",
+            &json!({"action": "start", "device_ids": [format!("{dev}-1")]}),
+        )
+        .await;
     h.kill();
 
     // Now only the next uid up is allowed.
     let yaml = std::fs::read_to_string(&h.config).unwrap();
-    let yaml = yaml.replace(&format!("allowed_uids: [{}]", my_uid()), &format!("allowed_uids: [{}]", my_uid() + 1));
+    let yaml = yaml.replace(
+        &format!("allowed_uids: [{}]", my_uid()),
+        &format!("allowed_uids: [{}]", my_uid() + 1),
+    );
     std::fs::write(&h.config, yaml).unwrap();
     h.spawn();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
@@ -36,26 +44,53 @@ async fn a_uid_not_allowed_is_closed_without_an_answer() {
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
     tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-    assert_eq!(h.request(&Request::Status).await, None, "closed without an answer");
+    assert_eq!(
+        h.request(&Request::Status).await,
+        None,
+        "closed without an answer"
+    );
     assert_eq!(h.execute(sign(&claims, 7)).await, None);
     assert_eq!(h.writes(), 0);
-    let refused: Vec<_> = h.audit_rows().into_iter().filter(|r| r.1 == "peer_refused").collect();
+    let refused: Vec<_> = h
+        .audit_rows()
+        .into_iter()
+        .filter(|r| r.1 == "peer_refused")
+        .collect();
     assert!(refused.len() >= 2, "{refused:?}");
-    assert!(refused.iter().all(|r| r.2 == "peer_not_allowed" && r.4 == format!("uid={}", my_uid())));
+    assert!(
+        refused
+            .iter()
+            .all(|r| r.2 == "peer_not_allowed" && r.4 == format!("uid={}", my_uid()))
+    );
     // The nonce was never stored, so the same approval still runs for the right uid.
     h.kill();
     let yaml = std::fs::read_to_string(&h.config).unwrap();
-    std::fs::write(&h.config, yaml.replace(&format!("allowed_uids: [{}]", my_uid() + 1), &format!("allowed_uids: [{}]", my_uid()))).unwrap();
+    std::fs::write(
+        &h.config,
+        yaml.replace(
+            &format!("allowed_uids: [{}]", my_uid() + 1),
+            &format!("allowed_uids: [{}]", my_uid()),
+        ),
+    )
+    .unwrap();
     h.spawn();
     h.wait_ready().await;
-    assert!(matches!(h.execute(sign(&claims, 7)).await, Some(Response::Executed(_))), "positive control");
+    assert!(
+        matches!(
+            h.execute(sign(&claims, 7)).await,
+            Some(Response::Executed(_))
+        ),
+        "positive control"
+    );
     assert_eq!(h.writes(), 1);
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_client_running_as_another_uid_is_refused() {
     if my_uid() != 0 {
-        eprintln!("SKIPPED a_client_running_as_another_uid_is_refused: needs root to run a client as another uid");
+        eprintln!(
+            "SKIPPED a_client_running_as_another_uid_is_refused: needs root to run a client as another uid"
+        );
         return;
     }
     let h = Harness::start(Setup::default()).await;
@@ -66,18 +101,35 @@ async fn a_client_running_as_another_uid_is_refused() {
     std::fs::set_permissions(&h.socket, std::fs::Permissions::from_mode(0o666)).unwrap();
     let nobody = 65534;
     let output = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "peer_client_helper", "--ignored", "--nocapture", "--test-threads=1"])
+        .args([
+            "--exact",
+            "peer_client_helper",
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env(HELPER_ENV, &h.socket)
         .uid(nobody)
         .gid(nobody)
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(stdout.contains("HELPER_CONNECTED"), "{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        stdout.contains("HELPER_CONNECTED"),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     assert!(stdout.contains("HELPER_ANSWER_BYTES=0"), "{stdout}");
-    assert!(h.audit_rows().iter().any(|r| r.1 == "peer_refused" && r.4 == format!("uid={nobody}")));
+    assert!(
+        h.audit_rows()
+            .iter()
+            .any(|r| r.1 == "peer_refused" && r.4 == format!("uid={nobody}"))
+    );
     // Positive control from the allowed uid.
-    assert!(matches!(h.request(&Request::Status).await, Some(Response::Status(_))));
+    assert!(matches!(
+        h.request(&Request::Status).await,
+        Some(Response::Status(_))
+    ));
     assert_eq!(h.writes(), 0);
 }
 

@@ -1,7 +1,9 @@
 //! Every check of the executor refusing, across the process boundary: each case asserts the
 //! refusal reason and that the simulator recorded no write.
 
-use fleetwatch_e2e::{Harness, Setup, canonical, frame, random_id, sandbox_devices, sign, test_key};
+use fleetwatch_e2e::{
+    Harness, Setup, canonical, frame, random_id, sandbox_devices, sign, test_key,
+};
 use fleetwatch_protocol::Refusal;
 use fleetwatch_protocol::claims::{ApprovalClaims, ApprovalSignature, KeyId, SignedApproval};
 use fleetwatch_protocol::wire::{self, OutcomeKind, Request, Response};
@@ -30,11 +32,21 @@ fn recording(device: &str, action: &str) -> Value {
 async fn refused(h: &Harness, approval: SignedApproval, expected: Refusal, case: &str) {
     let before = h.writes();
     let response = h.execute(approval).await;
-    assert_eq!(response, Some(Response::Refused(expected.clone())), "{case}\n{}", h.log_text());
+    assert_eq!(
+        response,
+        Some(Response::Refused(expected.clone())),
+        "{case}\n{}",
+        h.log_text()
+    );
     assert_eq!(h.writes(), before, "{case}: no write");
-    assert!(matches!(h.request(&Request::Status).await, Some(Response::Status(_))), "{case}: still serving");
     assert!(
-        h.audit_rows().iter().any(|r| r.1 == "refused" && r.2 == expected.code()),
+        matches!(h.request(&Request::Status).await, Some(Response::Status(_))),
+        "{case}: still serving"
+    );
+    assert!(
+        h.audit_rows()
+            .iter()
+            .any(|r| r.1 == "refused" && r.2 == expected.code()),
         "{case}: audit row with reason {}",
         expected.code()
     );
@@ -42,7 +54,9 @@ async fn refused(h: &Harness, approval: SignedApproval, expected: Refusal, case:
 
 async fn done(h: &Harness, approval: SignedApproval, case: &str) {
     let response = h.execute(approval).await;
-    let Some(Response::Executed(outcome)) = &response else { panic!("{case}: {response:?}\n{}", h.log_text()) };
+    let Some(Response::Executed(outcome)) = &response else {
+        panic!("{case}: {response:?}\n{}", h.log_text())
+    };
     assert_eq!(outcome.kind, OutcomeKind::Done, "{case}");
 }
 
@@ -57,25 +71,59 @@ async fn framing_errors_are_refused_distinctly_and_serving_continues() {
     let mut truncated = (100u32).to_be_bytes().to_vec();
     truncated.extend_from_slice(&[1; 10]);
     let cases: Vec<(&str, Vec<u8>, Refusal)> = vec![
-        ("oversize length", ((wire::MAX_FRAME + 1) as u32).to_be_bytes().to_vec(), Refusal::FrameTooLarge),
-        ("huge length", u32::MAX.to_be_bytes().to_vec(), Refusal::FrameTooLarge),
+        (
+            "oversize length",
+            ((wire::MAX_FRAME + 1) as u32).to_be_bytes().to_vec(),
+            Refusal::FrameTooLarge,
+        ),
+        (
+            "huge length",
+            u32::MAX.to_be_bytes().to_vec(),
+            Refusal::FrameTooLarge,
+        ),
         ("zero length", frame(&[]), Refusal::FrameEmpty),
         ("truncated", truncated, Refusal::FrameTruncated),
         ("trailing bytes", frame(&trailing), Refusal::TrailingBytes),
-        ("unknown envelope version", frame(&wrong_version), Refusal::UnknownWireVersion),
-        ("garbage", frame(&[1, 0xff, 0xff, 0xff, 0xff, 0xff, 0x13, 0x37]), Refusal::Malformed),
+        (
+            "unknown envelope version",
+            frame(&wrong_version),
+            Refusal::UnknownWireVersion,
+        ),
+        (
+            "garbage",
+            frame(&[1, 0xff, 0xff, 0xff, 0xff, 0xff, 0x13, 0x37]),
+            Refusal::Malformed,
+        ),
     ];
     for (case, bytes, expected) in cases {
-        assert_eq!(h.raw(&bytes).await, Some(Response::Refused(expected.clone())), "{case}");
-        assert!(matches!(h.request(&Request::Status).await, Some(Response::Status(_))), "{case}: still serving");
-        assert!(h.audit_rows().iter().any(|r| r.2 == expected.code()), "{case}: audited");
+        assert_eq!(
+            h.raw(&bytes).await,
+            Some(Response::Refused(expected.clone())),
+            "{case}"
+        );
+        assert!(
+            matches!(h.request(&Request::Status).await, Some(Response::Status(_))),
+            "{case}: still serving"
+        );
+        assert!(
+            h.audit_rows().iter().any(|r| r.2 == expected.code()),
+            "{case}: audited"
+        );
     }
     assert_eq!(h.writes(), 0);
 
     // A claims version this build does not speak, correctly signed.
-    let mut c = h.claims("batch_recording", &recording(&device(&h, 0), "start")).await;
+    let mut c = h
+        .claims("batch_recording", &recording(&device(&h, 0), "start"))
+        .await;
     c.version = 2;
-    refused(&h, sign(&c, 7), Refusal::UnknownClaimsVersion, "unknown claims version").await;
+    refused(
+        &h,
+        sign(&c, 7),
+        Refusal::UnknownClaimsVersion,
+        "unknown claims version",
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -86,7 +134,13 @@ async fn signatures_that_do_not_verify_are_refused() {
 
     let mut flipped = sign(&good, 7);
     flipped.claims[5] ^= 0x01;
-    refused(&h, flipped, Refusal::BadSignature, "flipped bit in the claims").await;
+    refused(
+        &h,
+        flipped,
+        Refusal::BadSignature,
+        "flipped bit in the claims",
+    )
+    .await;
 
     refused(&h, sign(&good, 8), Refusal::UnknownKey, "key not installed").await;
 
@@ -98,8 +152,8 @@ async fn signatures_that_do_not_verify_are_refused() {
     let mut malleable = sign(&good, 7);
     let sig = &mut malleable.signatures[0].signature;
     const L: [u8; 32] = [
-        0xed, 0xd3, 0xf5, 0x5c, 0x1a, 0x63, 0x12, 0x58, 0xd6, 0x9c, 0xf7, 0xa2, 0xde, 0xf9, 0xde, 0x14, 0, 0, 0, 0, 0, 0, 0,
-        0, 0, 0, 0, 0, 0, 0, 0, 0x10,
+        0xed, 0xd3, 0xf5, 0x5c, 0x1a, 0x63, 0x12, 0x58, 0xd6, 0x9c, 0xf7, 0xa2, 0xde, 0xf9, 0xde,
+        0x14, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x10,
     ];
     let mut carry = 0u16;
     for i in 0..32 {
@@ -111,7 +165,11 @@ async fn signatures_that_do_not_verify_are_refused() {
 
     // A small-order public key cannot be installed; a signature naming one is from no
     // installed key.
-    let small_order = [1u8].iter().chain([0u8; 31].iter()).copied().collect::<Vec<_>>();
+    let small_order = [1u8]
+        .iter()
+        .chain([0u8; 31].iter())
+        .copied()
+        .collect::<Vec<_>>();
     let weak = SignedApproval {
         claims: good.encode().unwrap(),
         signatures: vec![ApprovalSignature {
@@ -146,7 +204,9 @@ fn sha_prefix(bytes: &[u8]) -> [u8; 8] {
 #[tokio::test(flavor = "multi_thread")]
 async fn approvals_outside_their_time_window_are_refused() {
     let h = harness(true).await;
-    let base = h.claims("batch_recording", &recording(&device(&h, 0), "start")).await;
+    let base = h
+        .claims("batch_recording", &recording(&device(&h, 0), "start"))
+        .await;
     let now = fleetwatch_e2e::now();
     let with = |approved_at: i64, expires_at: i64| ApprovalClaims {
         approval_id: random_id(),
@@ -154,9 +214,27 @@ async fn approvals_outside_their_time_window_are_refused() {
         expires_at,
         ..base.clone()
     };
-    refused(&h, sign(&with(now - 400, now - 100), 7), Refusal::Expired, "expired").await;
-    refused(&h, sign(&with(now - 10, now - 10 + 361), 7), Refusal::LifetimeTooLong, "lifetime above 5 min + 60 s").await;
-    refused(&h, sign(&with(now + 120, now + 300), 7), Refusal::NotYetValid, "approved in the future").await;
+    refused(
+        &h,
+        sign(&with(now - 400, now - 100), 7),
+        Refusal::Expired,
+        "expired",
+    )
+    .await;
+    refused(
+        &h,
+        sign(&with(now - 10, now - 10 + 361), 7),
+        Refusal::LifetimeTooLong,
+        "lifetime above 5 min + 60 s",
+    )
+    .await;
+    refused(
+        &h,
+        sign(&with(now + 120, now + 300), 7),
+        Refusal::NotYetValid,
+        "approved in the future",
+    )
+    .await;
     done(&h, sign(&with(now - 10, now + 290), 7), "control").await;
 }
 
@@ -168,62 +246,116 @@ async fn the_executors_own_policy_is_rechecked() {
     let args = recording(&dev, "start");
     let base = h.claims("batch_recording", &args).await;
     let fresh = |f: &dyn Fn(&mut ApprovalClaims)| {
-        let mut c = ApprovalClaims { approval_id: random_id(), ..base.clone() };
+        let mut c = ApprovalClaims {
+            approval_id: random_id(),
+            ..base.clone()
+        };
         f(&mut c);
         sign(&c, 7)
     };
     let cases: Vec<(&str, SignedApproval, Refusal)> = vec![
-        ("tool not proposable", fresh(&|c| c.tool = "delete_cms_event".into()), Refusal::ToolNotProposable),
-        ("policy digest differs", fresh(&|c| c.policy_digest[0] ^= 1), Refusal::PolicyDigestMismatch),
-        ("schema version differs", fresh(&|c| c.schema_version += 1), Refusal::SchemaVersionMismatch),
+        (
+            "tool not proposable",
+            fresh(&|c| c.tool = "delete_cms_event".into()),
+            Refusal::ToolNotProposable,
+        ),
+        (
+            "policy digest differs",
+            fresh(&|c| c.policy_digest[0] ^= 1),
+            Refusal::PolicyDigestMismatch,
+        ),
+        (
+            "schema version differs",
+            fresh(&|c| c.schema_version += 1),
+            Refusal::SchemaVersionMismatch,
+        ),
         (
             "extra field",
-            fresh(&|c| c.arguments = canonical(&json!({"action": "start", "device_ids": [format!("{dev}-1")], "extra": 1}))),
+            fresh(&|c| {
+                c.arguments = canonical(
+                    &json!({"action": "start", "device_ids": [format!("{dev}-1")], "extra": 1}),
+                )
+            }),
             Refusal::ArgumentsInvalid,
         ),
         (
             "wrong type",
-            fresh(&|c| c.arguments = canonical(&json!({"action": 1, "device_ids": [format!("{dev}-1")]}))),
+            fresh(&|c| {
+                c.arguments = canonical(&json!({"action": 1, "device_ids": [format!("{dev}-1")]}))
+            }),
             Refusal::ArgumentsInvalid,
         ),
         (
             "wrong ID kind (master where a channel is required)",
-            fresh(&|c| c.arguments = canonical(&json!({"action": "start", "device_ids": [dev.clone()]}))),
+            fresh(&|c| {
+                c.arguments = canonical(&json!({"action": "start", "device_ids": [dev.clone()]}))
+            }),
             Refusal::ArgumentsInvalid,
         ),
         (
             "trailing newline",
-            fresh(&|c| c.arguments = canonical(&json!({"action": "start", "device_ids": [format!("{dev}-1\n")]}))),
+            fresh(&|c| {
+                c.arguments =
+                    canonical(&json!({"action": "start", "device_ids": [format!("{dev}-1\n")]}))
+            }),
             Refusal::ArgumentsInvalid,
         ),
         (
             "duplicate key",
-            fresh(&|c| c.arguments = format!(r#"{{"action":"start","action":"stop","device_ids":["{dev}-1"]}}"#)),
+            fresh(&|c| {
+                c.arguments =
+                    format!(r#"{{"action":"start","action":"stop","device_ids":["{dev}-1"]}}"#)
+            }),
             Refusal::ArgumentsInvalid,
         ),
         (
             "not canonical",
-            fresh(&|c| c.arguments = format!(r#"{{"device_ids": ["{dev}-1"], "action": "start"}}"#)),
+            fresh(&|c| {
+                c.arguments = format!(r#"{{"device_ids": ["{dev}-1"], "action": "start"}}"#)
+            }),
             Refusal::NotCanonical,
         ),
-        ("targets differ", fresh(&|c| c.targets = vec![other.clone()]), Refusal::TargetsMismatch),
+        (
+            "targets differ",
+            fresh(&|c| c.targets = vec![other.clone()]),
+            Refusal::TargetsMismatch,
+        ),
     ];
     for (case, approval, expected) in cases {
         refused(&h, approval, expected, case).await;
     }
     let two = json!({"device_ids": [dev.clone(), other.clone()]});
-    let mut c = ApprovalClaims { approval_id: random_id(), ..h.claims("batch_reboot", &json!({"device_ids": [dev.clone()]})).await };
+    let mut c = ApprovalClaims {
+        approval_id: random_id(),
+        ..h.claims("batch_reboot", &json!({"device_ids": [dev.clone()]}))
+            .await
+    };
     c.arguments = canonical(&two);
-    c.targets = { let mut t = vec![dev.clone(), other.clone()]; t.sort(); t };
-    refused(&h, sign(&c, 7), Refusal::TooManyTargets, "more than max_targets").await;
+    c.targets = {
+        let mut t = vec![dev.clone(), other.clone()];
+        t.sort();
+        t
+    };
+    refused(
+        &h,
+        sign(&c, 7),
+        Refusal::TooManyTargets,
+        "more than max_targets",
+    )
+    .await;
     // The refused approvals are spent: each has a refused execution row.
-    assert_eq!(h.execution_state(&c.approval_id).as_deref(), Some("refused"));
+    assert_eq!(
+        h.execution_state(&c.approval_id).as_deref(),
+        Some("refused")
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn no_fence_refuses_before_any_read() {
     let h = harness(false).await;
-    let c = h.claims("batch_recording", &recording(&device(&h, 0), "start")).await;
+    let c = h
+        .claims("batch_recording", &recording(&device(&h, 0), "start"))
+        .await;
     let calls = h.sim.calls().len();
     refused(&h, sign(&c, 7), Refusal::NoFence, "no fence").await;
     assert_eq!(h.sim.calls().len(), calls, "no call reached the simulator");
@@ -236,16 +368,37 @@ async fn allowlist_misses_are_refused_before_any_read() {
     h.setup.allowlist = Some(vec![devices[0].clone()]);
     h.spawn();
     h.wait_ready().await;
-    let c = h.claims("batch_reboot", &json!({"device_ids": [devices[2].clone()]})).await;
+    let c = h
+        .claims("batch_reboot", &json!({"device_ids": [devices[2].clone()]}))
+        .await;
     let calls = h.sim.calls().len();
     refused(&h, sign(&c, 7), Refusal::NotAllowlisted, "allowlist miss").await;
     assert_eq!(h.sim.calls().len(), calls);
     // A channel on a device that was not approved for writes.
-    let c = h.claims("batch_recording", &recording(&devices[2], "start")).await;
-    refused(&h, sign(&c, 7), Refusal::NotAllowlisted, "channel on another device").await;
+    let c = h
+        .claims("batch_recording", &recording(&devices[2], "start"))
+        .await;
+    refused(
+        &h,
+        sign(&c, 7),
+        Refusal::NotAllowlisted,
+        "channel on another device",
+    )
+    .await;
     // A channel that does not exist on the allowed device.
-    let c = h.claims("batch_recording", &json!({"action": "start", "device_ids": [format!("{}-9", devices[0])]})).await;
-    refused(&h, sign(&c, 7), Refusal::NotOnTeam, "channel not on the device").await;
+    let c = h
+        .claims(
+            "batch_recording",
+            &json!({"action": "start", "device_ids": [format!("{}-9", devices[0])]}),
+        )
+        .await;
+    refused(
+        &h,
+        sign(&c, 7),
+        Refusal::NotOnTeam,
+        "channel not on the device",
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -254,7 +407,9 @@ async fn team_id_must_match_and_be_reported() {
     h.setup.team_id = Some("another-team".into());
     h.spawn();
     h.wait_ready().await;
-    let c = h.claims("batch_recording", &recording(&device(&h, 0), "start")).await;
+    let c = h
+        .claims("batch_recording", &recording(&device(&h, 0), "start"))
+        .await;
     refused(&h, sign(&c, 7), Refusal::TeamMismatch, "team mismatch").await;
     drop(h);
 
@@ -279,8 +434,16 @@ async fn team_id_must_match_and_be_reported() {
         ..Setup::default()
     };
     let h = Harness::start(setup).await;
-    let c = h.claims("batch_recording", &recording("5551230001", "start")).await;
-    refused(&h, sign(&c, 7), Refusal::TeamNotReported, "team not reported").await;
+    let c = h
+        .claims("batch_recording", &recording("5551230001", "start"))
+        .await;
+    refused(
+        &h,
+        sign(&c, 7),
+        Refusal::TeamNotReported,
+        "team not reported",
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -292,13 +455,29 @@ async fn a_target_missing_from_the_sandbox_team_is_refused() {
     h.setup.allowlist = Some(list);
     h.spawn();
     h.wait_ready().await;
-    let c = h.claims("batch_reboot", &json!({"device_ids": [foreign]})).await;
-    refused(&h, sign(&c, 7), Refusal::NotOnTeam, "not on the sandbox team").await;
+    let c = h
+        .claims("batch_reboot", &json!({"device_ids": [foreign]}))
+        .await;
+    refused(
+        &h,
+        sign(&c, 7),
+        Refusal::NotOnTeam,
+        "not on the sandbox team",
+    )
+    .await;
     // A device removed from the team after approval.
     let gone = device(&h, 0);
-    let c = h.claims("batch_recording", &recording(&gone, "start")).await;
+    let c = h
+        .claims("batch_recording", &recording(&gone, "start"))
+        .await;
     assert!(h.sim.remove_device("sandbox", &gone));
-    refused(&h, sign(&c, 7), Refusal::NotOnTeam, "removed after approval").await;
+    refused(
+        &h,
+        sign(&c, 7),
+        Refusal::NotOnTeam,
+        "removed after approval",
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -307,28 +486,53 @@ async fn live_state_changes_since_approval_are_refused() {
     let dev = device(&h, 0);
     let c = h.claims("batch_recording", &recording(&dev, "start")).await;
     assert!(h.sim.set_recording("sandbox", &format!("{dev}-1"), true));
-    refused(&h, sign(&c, 7), Refusal::FingerprintMoved, "recording flipped").await;
+    refused(
+        &h,
+        sign(&c, 7),
+        Refusal::FingerprintMoved,
+        "recording flipped",
+    )
+    .await;
 
     let bench2 = device(&h, 4);
-    let c = h.claims("batch_recording", &recording(&bench2, "start")).await;
+    let c = h
+        .claims("batch_recording", &recording(&bench2, "start"))
+        .await;
     let later = jiff::Timestamp::now() + jiff::SignedDuration::from_mins(200);
     assert!(h.sim.move_event("sandbox", &bench2, later, None));
     refused(&h, sign(&c, 7), Refusal::FingerprintMoved, "event moved").await;
 
     // Disruptive while recording.
     let pruebas1 = device(&h, 1);
-    let c = h.claims("batch_reboot", &json!({"device_ids": [pruebas1.clone()]})).await;
-    refused(&h, sign(&c, 7), Refusal::Recording, "reboot while recording").await;
+    let c = h
+        .claims("batch_reboot", &json!({"device_ids": [pruebas1.clone()]}))
+        .await;
+    refused(
+        &h,
+        sign(&c, 7),
+        Refusal::Recording,
+        "reboot while recording",
+    )
+    .await;
     // Stopping the manual recording itself is allowed.
-    let c = h.claims("batch_recording", &recording(&pruebas1, "stop")).await;
+    let c = h
+        .claims("batch_recording", &recording(&pruebas1, "stop"))
+        .await;
     done(&h, sign(&c, 7), "stop a manual recording").await;
 
     // Stopping a recording inside an event is refused.
     let bench1 = device(&h, 3);
     let now = jiff::Timestamp::now();
-    assert!(h.sim.move_event("sandbox", &bench1, now - jiff::SignedDuration::from_mins(10), Some(now + jiff::SignedDuration::from_mins(50))));
+    assert!(h.sim.move_event(
+        "sandbox",
+        &bench1,
+        now - jiff::SignedDuration::from_mins(10),
+        Some(now + jiff::SignedDuration::from_mins(50))
+    ));
     assert!(h.sim.set_recording("sandbox", &format!("{bench1}-1"), true));
-    let c = h.claims("batch_recording", &recording(&bench1, "stop")).await;
+    let c = h
+        .claims("batch_recording", &recording(&bench1, "stop"))
+        .await;
     refused(&h, sign(&c, 7), Refusal::EventLive, "stop inside an event").await;
 
     // A stream destination not on the team's list.
@@ -336,11 +540,28 @@ async fn live_state_changes_since_approval_are_refused() {
     let c = h
         .claims("start_stream_endpoint", &json!({"stream_id": "0f0e0d0c-0b0a-4909-8807-060504030201", "device_id": studio, "channel_id": "1"}))
         .await;
-    refused(&h, sign(&c, 7), Refusal::StreamNotFound, "stream not on the list").await;
+    refused(
+        &h,
+        sign(&c, 7),
+        Refusal::StreamNotFound,
+        "stream not on the list",
+    )
+    .await;
 
     // An event that is not the device's current or next.
-    let c = h.claims("confirm_cms_event_on_device", &json!({"device_id": bench2, "event_id": "not-this-event"})).await;
-    refused(&h, sign(&c, 7), Refusal::EventMismatch, "event not the device's").await;
+    let c = h
+        .claims(
+            "confirm_cms_event_on_device",
+            &json!({"device_id": bench2, "event_id": "not-this-event"}),
+        )
+        .await;
+    refused(
+        &h,
+        sign(&c, 7),
+        Refusal::EventMismatch,
+        "event not the device's",
+    )
+    .await;
     assert_eq!(h.writes(), 1);
 }
 
@@ -349,17 +570,27 @@ async fn lead_window(tool: &str, lead: i64) {
     let dev = device(&h, 0);
     let args = json!({"device_ids": [dev.clone()]});
     let now = jiff::Timestamp::now();
-    assert!(h.sim.move_event("sandbox", &dev, now + jiff::SignedDuration::from_mins(lead - 1), None));
+    assert!(h.sim.move_event(
+        "sandbox",
+        &dev,
+        now + jiff::SignedDuration::from_mins(lead - 1),
+        None
+    ));
     let c = h.claims(tool, &args).await;
     let before = h.writes();
     let response = h.execute(sign(&c, 7)).await;
     assert!(
-        matches!(response, Some(Response::Refused(Refusal::EventSoon { minutes })) if minutes as i64 <= lead - 1),
+        matches!(response, Some(Response::Refused(Refusal::EventSoon { minutes })) if (minutes as i64) < lead),
         "{tool} at lead-1: {response:?}"
     );
     assert_eq!(h.writes(), before);
     let now = jiff::Timestamp::now();
-    assert!(h.sim.move_event("sandbox", &dev, now + jiff::SignedDuration::from_mins(lead + 1), None));
+    assert!(h.sim.move_event(
+        "sandbox",
+        &dev,
+        now + jiff::SignedDuration::from_mins(lead + 1),
+        None
+    ));
     let c = h.claims(tool, &args).await;
     done(&h, sign(&c, 7), &format!("{tool} at lead+1")).await;
     assert_eq!(h.writes(), before + 1);
@@ -381,9 +612,21 @@ async fn any_failing_read_refuses_without_writing() {
     let dev = device(&h, 0);
     let cases = [
         ("get_devices_in_my_team", Fault::Fail, Refusal::ReadFailed),
-        ("get_current_or_next_cms_events_for_devices", Fault::Fail, Refusal::ReadFailed),
-        ("get_recorder_status_for_devices", Fault::Text("not json".into()), Refusal::ReadFailed),
-        ("get_recorder_status_for_devices", Fault::Unauthorized, Refusal::SignInExpired),
+        (
+            "get_current_or_next_cms_events_for_devices",
+            Fault::Fail,
+            Refusal::ReadFailed,
+        ),
+        (
+            "get_recorder_status_for_devices",
+            Fault::Text("not json".into()),
+            Refusal::ReadFailed,
+        ),
+        (
+            "get_recorder_status_for_devices",
+            Fault::Unauthorized,
+            Refusal::SignInExpired,
+        ),
         ("get_devices_in_my_team", Fault::Hang, Refusal::ReadFailed),
     ];
     for (tool, fault, expected) in cases {
@@ -399,7 +642,9 @@ async fn any_failing_read_refuses_without_writing() {
 #[tokio::test(flavor = "multi_thread")]
 async fn no_sign_in_refuses() {
     let h = harness(true).await;
-    let c = h.claims("batch_recording", &recording(&device(&h, 0), "start")).await;
+    let c = h
+        .claims("batch_recording", &recording(&device(&h, 0), "start"))
+        .await;
     std::fs::remove_file(h.state.join("sandbox.token")).unwrap();
     refused(&h, sign(&c, 7), Refusal::NoSignIn, "no sign-in").await;
 }
