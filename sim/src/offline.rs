@@ -89,12 +89,14 @@ impl Intent {
     fn reads(self) -> (&'static [&'static str], &'static [&'static str]) {
         match self {
             Intent::Offline | Intent::Firmware => (&[DEVICES], &[]),
-            Intent::Recording
-            | Intent::StartRecording
-            | Intent::StopRecording
+            Intent::Recording | Intent::StartRecording => (&[DEVICES], &[RECORDER]),
+            // Disruptive changes read the schedule too, so the reason can tell the reviewer
+            // what is on in the room.
+            Intent::StopRecording
             | Intent::Reboot
-            | Intent::UpdateFirmware => (&[DEVICES], &[RECORDER]),
-            Intent::Attention | Intent::Ready => (&[DEVICES], &[RECORDER, EVENTS]),
+            | Intent::UpdateFirmware
+            | Intent::Attention
+            | Intent::Ready => (&[DEVICES], &[RECORDER, EVENTS]),
             Intent::Upcoming | Intent::ConfirmEvent => (&[DEVICES, EVENTS], &[]),
             Intent::StopStream => (&[DEVICES], &[]),
             Intent::StartStream => (&[DEVICES], &[STREAMS]),
@@ -671,12 +673,16 @@ fn find_room<'a>(question: &str, devices: &'a [Device]) -> RoomMatch<'a> {
     if asked.is_empty() {
         return RoomMatch::NotNamed;
     }
+    // A question without a number may name a numbered room ("is the courtroom ready?"): those
+    // rooms are offered to choose from, never picked, even when only one fits.
     let fits: Vec<&Device> = devices
         .iter()
         .filter(|d| {
             let n = tokens(&d.name);
             let name_words = words_of(&n);
-            numbers_of(&n) == q_numbers
+            let numbers = numbers_of(&n);
+            let numbers_agree = q_numbers.is_empty() || numbers == q_numbers;
+            numbers_agree
                 && !asked_words.is_empty()
                 && asked_words
                     .iter()
@@ -684,7 +690,9 @@ fn find_room<'a>(question: &str, devices: &'a [Device]) -> RoomMatch<'a> {
         })
         .collect();
     match fits.len() {
-        1 => RoomMatch::One(fits[0]),
+        1 if !q_numbers.is_empty() || numbers_of(&tokens(&fits[0].name)).is_empty() => {
+            RoomMatch::One(fits[0])
+        }
         0 => RoomMatch::None(
             asked
                 .iter()
@@ -1134,8 +1142,8 @@ fn parse_fleet(conv: &Conversation, lang: Lang) -> Result<Fleet, String> {
     let mut list = DeviceList::default();
     let mut raw = BTreeMap::new();
     for value in &device_values {
-        let parsed = fleet::parse_device_list(value)
-            .map_err(|e| failed_text(DEVICES, &format!("{}", e.problem), lang))?;
+        let parsed =
+            fleet::parse_device_list(value).map_err(|e| failed_text(DEVICES, &e.problem, lang))?;
         list.devices.extend(parsed.devices);
         let items = value
             .get("devices")
@@ -1341,13 +1349,13 @@ fn plan(conv: &Conversation, now: Timestamp) -> Step {
                 let names: Vec<String> = list.iter().map(|d| room_label(d, lang)).collect();
                 let text = match lang {
                     Lang::En => format!(
-                        "Several rooms fit; which one do you mean: {}? Nothing has been \
-                         proposed.",
+                        "I am not sure which room you mean; which one do you mean: {}? Please \
+                         name it with its number. Nothing has been proposed.",
                         names.join(", ")
                     ),
                     Lang::Es => format!(
-                        "Varias salas encajan; ¿cuál quieres decir: {}? No se ha propuesto \
-                         nada.",
+                        "No sé con certeza qué sala quieres decir; ¿cuál de estas: {}? Dime su \
+                         nombre con el número. No se ha propuesto nada.",
                         names.join(", ")
                     ),
                 };
@@ -1710,6 +1718,10 @@ fn recording(fleet: &Fleet, lang: Lang) -> String {
 }
 
 fn upcoming(fleet: &Fleet, now: Timestamp, lang: Lang) -> String {
+    // The read asked for the next 24 hours; a server that sends more is not repeated as such.
+    let horizon = now
+        .checked_add(SignedDuration::from_hours(24))
+        .unwrap_or(now);
     let mut list: Vec<(&Device, &Event)> = fleet
         .devices
         .iter()
@@ -1718,7 +1730,7 @@ fn upcoming(fleet: &Fleet, now: Timestamp, lang: Lang) -> String {
                 .events
                 .get(&d.id)
                 .and_then(Option::as_ref)
-                .filter(|e| e.end.is_none_or(|end| end > now))
+                .filter(|e| e.end.is_none_or(|end| end > now) && e.start <= horizon)
                 .map(|e| (d, e))
         })
         .collect();
