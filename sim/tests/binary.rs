@@ -154,3 +154,46 @@ async fn model_command_serves_the_script_file() {
         .unwrap();
     assert_eq!(reply["content"][0]["text"], "hola");
 }
+
+#[tokio::test]
+async fn model_offline_answers_from_rules() {
+    let (_child, lines, _) = spawn(&["model", "--offline"]);
+    let base = &lines[0];
+    assert!(base.starts_with("http://127.0.0.1:"), "first line: {base}");
+    let reply: Value = reqwest::Client::new()
+        .post(format!("{base}/v1/messages"))
+        .json(&json!({
+            "model": "m",
+            "max_tokens": 100,
+            "tools": [{"name": "get_devices_in_my_team", "input_schema": {"type": "object"}}],
+            "messages": [{"role": "user", "content": "What's offline?"}],
+        }))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(reply["stop_reason"], "tool_use");
+    assert_eq!(reply["content"][0]["name"], "get_devices_in_my_team");
+    assert_eq!(reply["model"], fleetwatch_sim::model::OFFLINE_MODEL);
+}
+
+#[test]
+fn model_needs_exactly_one_of_script_and_offline() {
+    for args in [
+        &["model"][..],
+        &["model", "--offline", "--script", "x.json"][..],
+    ] {
+        let output = Command::new(env!("CARGO_BIN_EXE_fleetwatch-sim"))
+            .args(args)
+            .output()
+            .expect("run");
+        assert!(!output.status.success(), "{args:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.contains("--script") || stderr.contains("--offline"),
+            "{stderr}"
+        );
+    }
+}
