@@ -64,6 +64,10 @@ pub struct ModelArgs {
     /// English and Spanish questions and change requests, no AI, every answer labelled so.
     #[arg(long, conflicts_with = "script")]
     pub offline: bool,
+    /// Fixed clock (RFC 3339) for --offline answers, matching a simulator started with the
+    /// same --now; default: the current time.
+    #[arg(long, value_name = "RFC3339", requires = "offline")]
+    pub now: Option<jiff::Timestamp>,
     /// Port on 127.0.0.1; 0 picks a free one.
     #[arg(long, default_value_t = 0)]
     pub port: u16,
@@ -170,7 +174,7 @@ pub async fn run(cli: Cli) -> Result<(), SimError> {
         }
         Command::Model(args) => {
             let handle = match &args.script {
-                _ if args.offline => crate::model::start_offline_on_port(args.port).await?,
+                _ if args.offline => crate::model::start_offline_at(args.now, args.port).await?,
                 Some(path) => {
                     let text = std::fs::read_to_string(path)?;
                     let script: Vec<serde_json::Value> =

@@ -24,8 +24,8 @@ use crate::SimError;
 enum Replies {
     /// Scripted bodies, answered in order.
     Script(Mutex<VecDeque<Value>>),
-    /// The rule-based stand-in (see the `offline` module).
-    Offline,
+    /// The rule-based stand-in (see the `offline` module), with a fixed clock or the real one.
+    Offline(Option<jiff::Timestamp>),
 }
 
 /// How many request bodies the offline stand-in keeps: it may serve a demo for hours, and a
@@ -109,7 +109,16 @@ pub async fn start_offline() -> Result<ModelHandle, SimError> {
 
 /// Like [`start_offline`], on a chosen port (`0` picks a free one).
 pub async fn start_offline_on_port(port: u16) -> Result<ModelHandle, SimError> {
-    serve(Replies::Offline, port).await
+    serve(Replies::Offline(None), port).await
+}
+
+/// Like [`start_offline_on_port`] with a fixed clock, for a simulator started with a fixed
+/// `now`: "starts in 13 min" and the 24-hour schedule window are measured from it.
+pub async fn start_offline_at(
+    now: Option<jiff::Timestamp>,
+    port: u16,
+) -> Result<ModelHandle, SimError> {
+    serve(Replies::Offline(now), port).await
 }
 
 /// The line every English text answer of the offline stand-in opens with.
@@ -162,7 +171,7 @@ async fn messages(State(script): State<Arc<Script>>, body: Bytes) -> Response {
     {
         let mut requests = script.requests.lock().unwrap_or_else(|p| p.into_inner());
         requests.push_back(recorded);
-        if matches!(script.replies, Replies::Offline) {
+        if matches!(script.replies, Replies::Offline(_)) {
             while requests.len() > OFFLINE_KEPT_REQUESTS {
                 requests.pop_front();
             }
@@ -180,7 +189,9 @@ async fn messages(State(script): State<Arc<Script>>, body: Bytes) -> Response {
     };
     let queue = match &script.replies {
         Replies::Script(queue) => queue,
-        Replies::Offline => return offline_reply(&body),
+        Replies::Offline(now) => {
+            return offline_reply(&body, now.unwrap_or_else(jiff::Timestamp::now));
+        }
     };
     let next = queue.lock().unwrap_or_else(|p| p.into_inner()).pop_front();
     match next {
@@ -193,14 +204,14 @@ async fn messages(State(script): State<Arc<Script>>, body: Bytes) -> Response {
     }
 }
 
-fn offline_reply(body: &Value) -> Response {
+fn offline_reply(body: &Value, now: jiff::Timestamp) -> Response {
     let mut next_id = || {
         format!(
             "toolu_offline_{:08}",
             NEXT_ID.fetch_add(1, Ordering::Relaxed)
         )
     };
-    match crate::offline::respond(body, jiff::Timestamp::now(), &mut next_id) {
+    match crate::offline::respond(body, now, &mut next_id) {
         Ok((content, stop_reason)) => {
             let words = content
                 .as_array()

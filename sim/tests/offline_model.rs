@@ -176,7 +176,14 @@ fn texts(reply: &Value) -> String {
 
 impl Harness {
     async fn new() -> Harness {
-        let sim = fleetwatch_sim::start(SimConfig::demo()).await.unwrap();
+        Harness::with_clock(None).await
+    }
+
+    /// The simulator and the stand-in on one clock (`None`: the real one).
+    async fn with_clock(now: Option<jiff::Timestamp>) -> Harness {
+        let mut config = SimConfig::demo();
+        config.now = now;
+        let sim = fleetwatch_sim::start(config).await.unwrap();
         let config = StreamableHttpClientTransportConfig::with_uri(sim.mcp_url())
             .auth_header("normal-token");
         let transport = StreamableHttpClientTransport::from_config(config);
@@ -184,7 +191,10 @@ impl Harness {
             .await
             .expect("connect within the deadline")
             .expect("connect");
-        let model = model::start_offline().await.unwrap();
+        let model = match now {
+            Some(_) => model::start_offline_at(now, 0).await.unwrap(),
+            None => model::start_offline().await.unwrap(),
+        };
         let devices = read_raw(&client, "get_devices_in_my_team", json!({})).await;
         let endpoints = read_raw(&client, "get_stream_endpoints", json!({})).await;
         Harness {
@@ -946,4 +956,18 @@ async fn requests_the_api_would_refuse() {
     assert_has(&text, &["what needs attention", "reboot <room>"]);
     assert_eq!(server.requests().len(), 3);
     server.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_fixed_clock_is_shared_with_the_simulator() {
+    let now: jiff::Timestamp = "2026-09-24T20:08:00Z".parse().unwrap();
+    let h = Harness::with_clock(Some(now)).await;
+    let run = h.ask("What's coming up?").await;
+    assert_eq!(run.rounds[0][1].1, json!({"until": "2026-09-25T20:08:00Z"}));
+    // The demo places the board meeting 13 minutes after the simulator's now.
+    assert_has(
+        run.text(),
+        &["“Consejo de Dirección” starts in 13 min (20:21 UTC)"],
+    );
+    h.model.shutdown().await;
 }
