@@ -1,0 +1,307 @@
+//! Whole questions through the assistant engine: the scripted model stand-in, real MCP reads
+//! against the simulator and the real executor for `Describe`. Reads never raise proposals; a
+//! tool the prompt omitted is refused when called anyway; a failed turn expires its proposals
+//! and the audit row holds counts, never text.
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+
+use fleetwatch::answer::Assistant;
+use fleetwatch::grants;
+use fleetwatch::model::{ApiKey, ModelConfig};
+use fleetwatch::reads::{Reader, Token};
+use fleetwatch::store::{Status, Store};
+use fleetwatch_sim::SimConfig;
+use fleetwatch_sim::model::{self as stand_in, text_reply, tool_use_reply};
+use serde_json::{Value, json};
+
+struct World {
+    sim: fleetwatch_sim::SimHandle,
+    _executor: common::Executor,
+    state: tempfile::TempDir,
+    store: Arc<Mutex<Store>>,
+    sandbox: Vec<String>,
+    normal: Vec<String>,
+    config: fleetwatch::config::Config,
+}
+
+async fn world(categories: &[&str]) -> World {
+    let sim = fleetwatch_sim::start(SimConfig::demo()).await.unwrap();
+    let sandbox = sim.team_devices("sandbox");
+    let normal = sim.team_devices("normal");
+    let executor = common::Executor::start(&sim.mcp_url(), &sandbox, None, &[]).await;
+    let state = tempfile::tempdir().unwrap();
+    std::fs::write(state.path().join("settings.yaml"), "autonomy: propose\n").unwrap();
+    for category in categories {
+        grants::open(state.path(), &common::policy(), category).unwrap();
+    }
+    let config = common::config(
+        state.path(),
+        &[
+            ("FLEETWATCH_EPIPHAN_URL", sim.mcp_url()),
+            ("FLEETWATCH_ALLOW_LOOPBACK_HTTP", "1".into()),
+            ("FLEETWATCH_WRITE_DEVICE_IDS", sandbox.join(",")),
+            (
+                "FLEETWATCH_EXECUTOR_SOCKET",
+                executor.socket.display().to_string(),
+            ),
+        ],
+    );
+    assert!(config.proposing());
+    let store = Arc::new(Mutex::new(Store::open(state.path()).unwrap()));
+    World {
+        sim,
+        _executor: executor,
+        state,
+        store,
+        sandbox,
+        normal,
+        config,
+    }
+}
+
+fn assistant(w: &World, model_url: &str) -> Assistant {
+    let policy = common::policy();
+    let token_path = w.state.path().join("token");
+    std::fs::write(&token_path, "normal-token").unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&token_path, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let reader = Reader::live(
+        &w.config,
+        Arc::clone(&policy),
+        Token::from_file(&token_path).unwrap(),
+    )
+    .unwrap();
+    let model = ModelConfig::new(
+        model_url,
+        ApiKey::new("sk-ant-test-key-0000").unwrap(),
+        "claude-test",
+    );
+    Assistant::from_config(
+        &w.config,
+        policy,
+        Arc::new(reader),
+        Arc::clone(&w.store),
+        Some(model),
+        w.config.proposing(),
+    )
+}
+
+fn proposals_stored(w: &World) -> i64 {
+    w.store
+        .lock()
+        .unwrap()
+        .connection()
+        .query_row("SELECT COUNT(*) FROM proposals", [], |r| r.get(0))
+        .unwrap()
+}
+
+/// Arguments that pass a read tool's schema, built from the schema's property names.
+fn example_arguments(schema: &Value, device: &str, stream: &str) -> Value {
+    let mut args = serde_json::Map::new();
+    if let Some(props) = schema.get("properties").and_then(Value::as_object) {
+        for name in props.keys() {
+            let value = match name.as_str() {
+                "device_ids" => json!([device]),
+                "device_id" => json!(device),
+                "until" => json!("2099-01-01T00:00:00Z"),
+                "stream_id" => json!(stream),
+                other => panic!("no example for argument {other}"),
+            };
+            args.insert(name.clone(), value);
+        }
+    }
+    Value::Object(args)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_read_tool_in_a_scripted_turn_raises_zero_proposals() {
+    let w = world(&[
+        "fleet",
+        "schedule",
+        "streams",
+        "maintenance",
+        "recording",
+        "streaming",
+        "events",
+    ])
+    .await;
+    let policy = common::policy();
+    let reads: Vec<_> = policy.read_tools().cloned().collect();
+    assert!(!reads.is_empty());
+    let stream = "0f8fad5b-d9cb-469f-a165-70867728950e";
+    let mut script = Vec::new();
+    for (i, tool) in reads.iter().enumerate() {
+        let args = example_arguments(&tool.schema, &w.normal[0], stream);
+        script.push(tool_use_reply(&format!("toolu_{i:02}"), &tool.name, args));
+        script.push(text_reply("Here is what I found."));
+    }
+    let model = stand_in::start(script).await.unwrap();
+    let engine = assistant(&w, &model.url());
+    for tool in &reads {
+        let reply = engine
+            .ask(&format!("tell me about {}", tool.name), false)
+            .await;
+        assert!(reply.proposals.is_empty(), "{}: {reply:?}", tool.name);
+        assert_eq!(reply.answer, "Here is what I found.", "{}", tool.name);
+    }
+    assert_eq!(proposals_stored(&w), 0);
+    assert!(w.sim.writes().is_empty());
+    let called: Vec<String> = w.sim.calls().into_iter().map(|c| c.tool).collect();
+    for tool in &reads {
+        assert!(
+            called.contains(&tool.name),
+            "{} never reached the simulator",
+            tool.name
+        );
+    }
+    // Each read result went back to the model inside the data block.
+    let requests = model.requests();
+    let with_data = requests
+        .iter()
+        .filter(|r| r.to_string().contains("fleet_data"))
+        .count();
+    assert!(
+        with_data >= reads.len(),
+        "{with_data} data blocks for {} reads",
+        reads.len()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_the_prompt_omitted_is_refused_when_proposed() {
+    // Recording is granted (so propose_change is shown), maintenance is not.
+    let w = world(&["fleet", "recording"]).await;
+    let target = w.sandbox[0].clone();
+    let model = stand_in::start(vec![
+        tool_use_reply(
+            "toolu_1",
+            "propose_change",
+            json!({"tool": "batch_reboot", "arguments": {"device_ids": [target]}, "reason": "restart it"}),
+        ),
+        text_reply("I could not propose that."),
+    ])
+    .await
+    .unwrap();
+    let engine = assistant(&w, &model.url());
+    let reply = engine.ask("restart the first sandbox room", false).await;
+    assert!(reply.proposals.is_empty());
+    assert_eq!(proposals_stored(&w), 0);
+    let requests = model.requests();
+    // batch_reboot was not among the shown tools' enum, and the refusal went back to the model.
+    let first = requests[0].to_string();
+    assert!(first.contains("propose_change"));
+    assert!(
+        !first.contains("batch_reboot"),
+        "an ungranted tool was shown"
+    );
+    let second = requests[1].to_string();
+    assert!(second.contains("Not proposed"), "{second}");
+    assert!(second.contains("maintenance"), "{second}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hidden_read_tool_called_anyway_is_refused_without_reaching_epiphan() {
+    // Only `fleet` is granted: stream destinations are hidden.
+    let w = world(&["fleet"]).await;
+    let model = stand_in::start(vec![
+        tool_use_reply("toolu_1", "get_stream_endpoints", json!({})),
+        tool_use_reply(
+            "toolu_2",
+            "batch_reboot",
+            json!({"device_ids": [w.normal[0]]}),
+        ),
+        text_reply("done"),
+    ])
+    .await
+    .unwrap();
+    let engine = assistant(&w, &model.url());
+    let reply = engine.ask("list the streams", false).await;
+    assert!(reply.proposals.is_empty());
+    assert!(
+        w.sim
+            .calls()
+            .iter()
+            .all(|c| c.tool != "get_stream_endpoints")
+    );
+    assert!(w.sim.calls().iter().all(|c| c.tool != "batch_reboot"));
+    assert!(w.sim.writes().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_turn_expires_its_proposals_and_falls_back() {
+    let w = world(&["fleet", "schedule", "recording"]).await;
+    let target = format!("{}-1", w.sandbox[0]);
+    // One proposal, then the script runs out: the stand-in answers 500.
+    let model = stand_in::start(vec![tool_use_reply(
+        "toolu_1",
+        "propose_change",
+        json!({"tool": "batch_recording", "arguments": {"action": "start", "device_ids": [target]}, "reason": "start it"}),
+    )])
+    .await
+    .unwrap();
+    let engine = assistant(&w, &model.url());
+    let question = "what's offline? start recording in the sandbox";
+    let reply = engine.ask(question, false).await;
+    assert!(reply.note.is_some(), "{reply:?}");
+    assert!(reply.proposals.is_empty());
+    assert!(!reply.answer.is_empty());
+    let store = w.store.lock().unwrap();
+    let statuses: Vec<String> = {
+        let mut stmt = store
+            .connection()
+            .prepare("SELECT status FROM proposals")
+            .unwrap();
+        stmt.query_map([], |r| r.get(0))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
+    };
+    assert_eq!(statuses, vec![Status::Expired.as_str().to_owned()]);
+    // The audit row for the question has counts, not text.
+    let rows = store.audit_rows().unwrap();
+    let question_row = rows.iter().find(|r| r.kind == "question").unwrap();
+    let detail: Value = serde_json::from_str(&question_row.detail).unwrap();
+    assert_eq!(detail["outcome"], "failed");
+    assert_eq!(detail["chars"], question.chars().count());
+    assert_eq!(detail["proposals"], json!([1]));
+    for row in &rows {
+        assert!(
+            !row.detail.contains("offline"),
+            "question text in audit: {}",
+            row.detail
+        );
+        assert!(!row.detail.contains("sk-ant-test-key"), "key in audit");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_proposal_made_in_a_good_turn_is_reported_with_the_page() {
+    let w = world(&["fleet", "recording"]).await;
+    let target = format!("{}-1", w.sandbox[1]);
+    let model = stand_in::start(vec![
+        tool_use_reply(
+            "toolu_1",
+            "propose_change",
+            json!({"tool": "batch_recording", "arguments": {"action": "start", "device_ids": [target]}, "reason": "start it"}),
+        ),
+        text_reply("I proposed starting the recording; a person must approve it."),
+    ])
+    .await
+    .unwrap();
+    let engine = assistant(&w, &model.url());
+    let reply = engine.ask("start recording there", false).await;
+    assert_eq!(reply.proposals.len(), 1, "{reply:?}");
+    assert_eq!(reply.page.as_deref(), Some("http://127.0.0.1:8767/"));
+    let rendered = fleetwatch::ask::render(&reply);
+    assert!(rendered.contains(&format!("Proposal #{}", reply.proposals[0])));
+    assert!(rendered.contains("http://127.0.0.1:8767/"));
+    // The model was told it waits for a person.
+    assert!(
+        model.requests()[1]
+            .to_string()
+            .contains("waiting for a person")
+    );
+    assert!(w.sim.writes().is_empty());
+}
