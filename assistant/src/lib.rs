@@ -21,6 +21,7 @@ pub mod config;
 pub mod doctor;
 pub mod executor_client;
 pub mod keys;
+pub mod page;
 pub mod proposals;
 pub mod reads;
 pub mod serve;

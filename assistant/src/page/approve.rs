@@ -1,0 +1,741 @@
+//! Showing a card and acting on it: approve (with a second confirm for a disruptive change),
+//! deny, deny all. There is deliberately no "approve all".
+//!
+//! An approval runs in this order, and stops at the first failure with nothing run:
+//! session and form token → the proposal is still pending → the approval row is this
+//! session's, unused and unexpired → a fresh describe rebuilds the card and it is still
+//! approvable and identical to the one shown → (disruptive: the confirm page, with its own
+//! token) → the one-statement consume → the proposal moves to approved (so two approval rows
+//! for one proposal cannot both run) → claims from the card's binding, signed → `Execute`.
+
+use std::sync::Arc;
+
+use axum::extract::{Form, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use fleetwatch_protocol::claims::{ApprovalClaims, CLAIMS_VERSION, MAX_LIFETIME_SECS, Slot};
+use fleetwatch_protocol::redact;
+use fleetwatch_protocol::wire::{self, ExecuteRequest, OutcomeKind, Request};
+use rusqlite::OptionalExtension as _;
+use serde::Deserialize;
+use serde_json::json;
+
+use super::card::{self, Card, MAX_NAME_CHARS, show_text};
+use super::csrf::Purpose;
+use super::i18n::Lang;
+use super::server::{App, append_audit, html, lang_of};
+use super::sessions::{self, hex};
+use super::views::{ApproveForm, CardView, ConfirmView, EmptyView, LoginView, MessageView};
+use crate::executor_client::ExecutorError;
+use crate::proposals::{MAX_PENDING, MAX_PER_HOUR};
+use crate::store::{self, Proposal, Status};
+
+/// An approval row lives this long (database clock).
+pub const APPROVAL_LIFETIME_SECS: i64 = MAX_LIFETIME_SECS;
+/// After this many approvals in one browser session the page says so.
+pub const FATIGUE_APPROVALS: u32 = 5;
+
+/// The approval row ID and the card digest, bound into approve and confirm tokens.
+fn approval_extra(approval: &str, digest: &str) -> String {
+    format!("{approval}:{digest}")
+}
+
+fn message(
+    status: StatusCode,
+    lang: Lang,
+    class: &'static str,
+    heading: String,
+    lines: Vec<String>,
+    details: Vec<String>,
+) -> Response {
+    html(
+        status,
+        &MessageView {
+            t: lang,
+            class,
+            heading,
+            lines,
+            details,
+        },
+    )
+}
+
+fn conflict(lang: Lang, lines: Vec<String>, details: Vec<String>) -> Response {
+    message(
+        StatusCode::CONFLICT,
+        lang,
+        "conflict",
+        lang.t("conflict.heading").to_owned(),
+        lines,
+        details,
+    )
+}
+
+fn forbidden(lang: Lang) -> Response {
+    message(
+        StatusCode::FORBIDDEN,
+        lang,
+        "forbidden",
+        lang.t("conflict.heading").to_owned(),
+        vec!["Forbidden: sign in again and use the form on the page.".to_owned()],
+        Vec::new(),
+    )
+}
+
+fn store_trouble(lang: Lang) -> Response {
+    message(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        lang,
+        "conflict",
+        lang.t("conflict.heading").to_owned(),
+        vec![lang.t("why.store").to_owned()],
+        Vec::new(),
+    )
+}
+
+fn random_id() -> Option<String> {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).ok()?;
+    Some(hex(&bytes))
+}
+
+fn unhex16(text: &str) -> Option<[u8; 16]> {
+    if text.len() != 32 || !text.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    let mut out = [0u8; 16];
+    for (i, byte) in out.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(text.get(i * 2..i * 2 + 2)?, 16).ok()?;
+    }
+    Some(out)
+}
+
+/// Notices about the queue and the session's approvals.
+fn notices(app: &App, lang: Lang, session: &str) -> Result<Vec<String>, ()> {
+    let mut out = Vec::new();
+    let store = app.deps.store.lock().map_err(|_| ())?;
+    let pending = store.pending_count().map_err(|_| ())?;
+    if pending >= MAX_PENDING {
+        out.push(lang.f("notice.queue_full", &[("n", &pending.to_string())]));
+    }
+    let hourly = store
+        .non_denied_last_hour(store::now_secs())
+        .map_err(|_| ())?;
+    if hourly >= MAX_PER_HOUR {
+        out.push(lang.f("notice.hourly", &[("n", &hourly.to_string())]));
+    }
+    drop(store);
+    let approvals = app
+        .sessions
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .approvals(session);
+    if approvals >= FATIGUE_APPROVALS {
+        out.push(lang.f("notice.fatigue", &[("n", &approvals.to_string())]));
+    }
+    Ok(out)
+}
+
+/// `GET /`: the sign-in form, or the oldest pending proposal's card.
+pub async fn show(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
+    let lang = lang_of(&headers);
+    let Some(session) = app.session(&headers) else {
+        return html(
+            StatusCode::OK,
+            &LoginView {
+                t: lang,
+                messages: Vec::new(),
+            },
+        );
+    };
+    let pending = {
+        let Ok(mut store) = app.deps.store.lock() else {
+            return store_trouble(lang);
+        };
+        let _ = store.expire_due(store::now_secs());
+        match store.pending() {
+            Ok(p) => p,
+            Err(_) => return store_trouble(lang),
+        }
+    };
+    let Ok(notices) = notices(&app, lang, &session) else {
+        return store_trouble(lang);
+    };
+    let Some(first) = pending.first().cloned() else {
+        return html(StatusCode::OK, &EmptyView { t: lang, notices });
+    };
+    let described = app
+        .deps
+        .executor
+        .describe(&first.tool, &first.arguments)
+        .await;
+    let card = card::build(lang, &first, &described, &app.deps.policy);
+    let digest = card.binding.digest();
+    let tag = hex(&sessions::tag(&session));
+
+    let approve = if card.approvable() {
+        let Some(approval) = random_id() else {
+            return store_trouble(lang);
+        };
+        let remaining = {
+            let Ok(mut store) = app.deps.store.lock() else {
+                return store_trouble(lang);
+            };
+            if store
+                .create_approval(&approval, first.id, &tag, APPROVAL_LIFETIME_SECS)
+                .is_err()
+            {
+                return store_trouble(lang);
+            }
+            store
+                .connection()
+                .query_row(
+                    "SELECT expires_at - unixepoch(), expires_at FROM approvals WHERE id = ?1",
+                    [&approval],
+                    |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?)),
+                )
+                .ok()
+        };
+        let (remaining, expires_at) = remaining.unwrap_or((APPROVAL_LIFETIME_SECS, 0));
+        let time = jiff::Timestamp::from_second(expires_at)
+            .map(|t| t.strftime("%H:%M:%S").to_string())
+            .unwrap_or_default();
+        let minutes = (remaining.max(0) + 59) / 60;
+        Some(ApproveForm {
+            token: app.tokens.make(
+                Purpose::Approve,
+                &session,
+                first.id,
+                &approval_extra(&approval, &digest),
+            ),
+            expires_text: lang.f(
+                "card.expires",
+                &[("minutes", &minutes.to_string()), ("time", &time)],
+            ),
+            approval,
+            digest,
+            remaining,
+        })
+    } else {
+        None
+    };
+    append_audit(
+        &app,
+        "page_card_shown",
+        Some(first.id),
+        &json!({
+            "approval_id": approve.as_ref().map(|a| a.approval.clone()),
+            "deny_only": card.deny_only.len(),
+            "page_session": tag,
+        }),
+    );
+    let more = pending.len().saturating_sub(1);
+    let view = CardView {
+        t: lang,
+        notices,
+        heading: lang.f("card.heading", &[("id", &first.id.to_string())]),
+        more: (more > 0).then(|| lang.f("card.more", &[("n", &more.to_string())])),
+        deny_token: app.tokens.make(Purpose::Deny, &session, first.id, ""),
+        deny_all_token: app.tokens.make(Purpose::DenyAll, &session, first.id, ""),
+        approve,
+        card,
+    };
+    html(StatusCode::OK, &view)
+}
+
+/// The approve and confirm forms.
+#[derive(Deserialize)]
+pub struct ApproveFields {
+    proposal: u64,
+    approval: String,
+    card: String,
+    token: String,
+}
+
+/// The deny and deny-all forms.
+#[derive(Deserialize)]
+pub struct DenyFields {
+    proposal: u64,
+    token: String,
+}
+
+/// `POST /approve`: a calm change runs; a disruptive one asks for confirmation first.
+pub async fn approve(
+    State(app): State<Arc<App>>,
+    headers: HeaderMap,
+    Form(form): Form<ApproveFields>,
+) -> Response {
+    decide_approval(app, headers, form, Purpose::Approve).await
+}
+
+/// `POST /confirm`: the second step of a disruptive change.
+pub async fn confirm(
+    State(app): State<Arc<App>>,
+    headers: HeaderMap,
+    Form(form): Form<ApproveFields>,
+) -> Response {
+    decide_approval(app, headers, form, Purpose::Confirm).await
+}
+
+async fn decide_approval(
+    app: Arc<App>,
+    headers: HeaderMap,
+    form: ApproveFields,
+    purpose: Purpose,
+) -> Response {
+    let lang = lang_of(&headers);
+    let Some(session) = app.session(&headers) else {
+        return forbidden(lang);
+    };
+    let extra = approval_extra(&form.approval, &form.card);
+    if !app
+        .tokens
+        .check(&form.token, purpose, &session, form.proposal, &extra)
+    {
+        append_audit(
+            &app,
+            "page_token_refused",
+            Some(form.proposal),
+            &json!({"purpose": format!("{purpose:?}")}),
+        );
+        return forbidden(lang);
+    }
+    let (proposal, card) = match recheck(&app, lang, &session, &form).await {
+        Ok(found) => found,
+        Err(response) => return response,
+    };
+    if purpose == Purpose::Approve && card.disruptive {
+        append_audit(
+            &app,
+            "page_confirm_shown",
+            Some(proposal.id),
+            &json!({"approval_id": form.approval}),
+        );
+        let rooms = card.rooms.join(", ");
+        let view = ConfirmView {
+            t: lang,
+            text: lang.f("confirm.text", &[("rooms", &rooms)]),
+            effects: card.effects.clone(),
+            window: card.window.clone(),
+            proposal: proposal.id,
+            token: app
+                .tokens
+                .make(Purpose::Confirm, &session, proposal.id, &extra),
+            deny_token: app.tokens.make(Purpose::Deny, &session, proposal.id, ""),
+            confirm_label: lang.f("btn.confirm", &[("rooms", &rooms)]),
+            approval: form.approval,
+            digest: form.card,
+        };
+        return html(StatusCode::OK, &view);
+    }
+    run_approved(&app, lang, &session, &form.approval, card).await
+}
+
+/// Re-reads everything the card showed; a 409 page says why it can no longer be approved.
+async fn recheck(
+    app: &App,
+    lang: Lang,
+    session: &str,
+    form: &ApproveFields,
+) -> Result<(Proposal, Card), Response> {
+    let tag = hex(&sessions::tag(session));
+    let (proposal, row) = {
+        let store = app.deps.store.lock().map_err(|_| store_trouble(lang))?;
+        let proposal = store
+            .proposal(form.proposal)
+            .map_err(|_| store_trouble(lang))?;
+        let row: Option<(i64, String, i64, i64)> = store
+            .connection()
+            .query_row(
+                "SELECT proposal_id, session, used, expires_at > unixepoch()
+                 FROM approvals WHERE id = ?1",
+                [&form.approval],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+            )
+            .optional()
+            .map_err(|_| store_trouble(lang))?;
+        (proposal, row)
+    };
+    let id = form.proposal.to_string();
+    let Some(proposal) = proposal.filter(|p| p.status == Status::Pending) else {
+        refused_audit(app, form, "not_pending");
+        return Err(conflict(
+            lang,
+            vec![lang.f("why.decided", &[("id", &id)])],
+            Vec::new(),
+        ));
+    };
+    let row_ok = row.is_some_and(|(pid, owner, used, live)| {
+        u64::try_from(pid).ok() == Some(proposal.id) && owner == tag && used == 0 && live == 1
+    });
+    if !row_ok {
+        refused_audit(app, form, "approval_used_or_expired");
+        return Err(conflict(
+            lang,
+            vec![lang.t("why.approval_used").to_owned()],
+            Vec::new(),
+        ));
+    }
+    let described = app
+        .deps
+        .executor
+        .describe(&proposal.tool, &proposal.arguments)
+        .await;
+    let card = card::build(lang, &proposal, &described, &app.deps.policy);
+    if !card.approvable() {
+        refused_audit(app, form, "deny_only");
+        return Err(conflict(
+            lang,
+            vec![lang.t("why.deny_only").to_owned()],
+            card.deny_only,
+        ));
+    }
+    if card.binding.digest() != form.card {
+        refused_audit(app, form, "card_changed");
+        return Err(conflict(
+            lang,
+            vec![lang.t("why.changed").to_owned()],
+            Vec::new(),
+        ));
+    }
+    Ok((proposal, card))
+}
+
+fn refused_audit(app: &App, form: &ApproveFields, why: &str) {
+    append_audit(
+        app,
+        "page_approval_refused",
+        Some(form.proposal),
+        &json!({"approval_id": form.approval, "why": why}),
+    );
+}
+
+/// What the page tells the person after `Execute`.
+enum Shown {
+    Done,
+    Problem(Vec<String>),
+    NothingRan(String),
+    Unknown,
+}
+
+async fn run_approved(
+    app: &Arc<App>,
+    lang: Lang,
+    session: &str,
+    approval: &str,
+    card: Card,
+) -> Response {
+    let binding = card.binding;
+    let proposal_id = binding.proposal_id;
+    let tag = sessions::tag(session);
+    let Some(approval_id) = unhex16(approval) else {
+        return conflict(
+            lang,
+            vec![lang.t("why.approval_used").to_owned()],
+            Vec::new(),
+        );
+    };
+    // Consume, then claim the proposal, under one lock: the consume is the single statement
+    // that makes this approval row single-use; moving the proposal out of `pending` makes a
+    // second approval row for the same proposal (another tab) unusable too.
+    let prepared = {
+        let Ok(mut store) = app.deps.store.lock() else {
+            return store_trouble(lang);
+        };
+        match store.consume_approval(approval) {
+            Ok(true) => {}
+            Ok(false) => {
+                drop(store);
+                append_audit(
+                    app,
+                    "page_approval_refused",
+                    Some(proposal_id),
+                    &json!({"approval_id": approval, "why": "not_consumed"}),
+                );
+                return conflict(
+                    lang,
+                    vec![lang.t("why.approval_used").to_owned()],
+                    Vec::new(),
+                );
+            }
+            Err(_) => return store_trouble(lang),
+        }
+        match store.decide(
+            proposal_id,
+            Status::Approved,
+            "approved on the approval page",
+            store::now_secs(),
+        ) {
+            Ok(true) => {}
+            Ok(false) => {
+                drop(store);
+                append_audit(
+                    app,
+                    "page_approval_refused",
+                    Some(proposal_id),
+                    &json!({"approval_id": approval, "why": "not_pending"}),
+                );
+                let id = proposal_id.to_string();
+                return conflict(
+                    lang,
+                    vec![lang.f("why.decided", &[("id", &id)])],
+                    Vec::new(),
+                );
+            }
+            Err(_) => return store_trouble(lang),
+        }
+        // Both times from the database clock, as the approval row was made.
+        let times: Option<(i64, i64)> = store
+            .connection()
+            .query_row(
+                "SELECT unixepoch(), expires_at FROM approvals WHERE id = ?1",
+                [approval],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .ok();
+        let count = app
+            .sessions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .count_approval(session);
+        let _ = store.audit(
+            "page_approval",
+            Some(proposal_id),
+            &json!({
+                "approval_id": approval,
+                "page_session": hex(&tag),
+                "session_approvals": count,
+            }),
+        );
+        let head = store.chain_head();
+        (times, head)
+    };
+    let (Some((approved_at, expires_at)), Ok(head)) = prepared else {
+        return finish(
+            app,
+            lang,
+            proposal_id,
+            approval,
+            Shown::NothingRan(lang.t("why.store").to_owned()),
+        );
+    };
+    let claims = ApprovalClaims {
+        version: CLAIMS_VERSION,
+        approval_id,
+        proposal_id,
+        tool: binding.tool,
+        arguments: binding.arguments,
+        targets: binding.targets,
+        fingerprint: binding.fingerprint,
+        schema_version: binding.schema_version,
+        policy_digest: binding.policy_digest,
+        slot: Slot::Sandbox,
+        approved_at,
+        expires_at,
+        page_session: tag,
+    };
+    let Ok(bytes) = claims.encode() else {
+        return finish(
+            app,
+            lang,
+            proposal_id,
+            approval,
+            Shown::NothingRan(lang.t("why.store").to_owned()),
+        );
+    };
+    let signed = app.deps.key.sign(bytes);
+    // Encodable before anything is sent, so every later failure means "sent".
+    let request = Request::Execute(ExecuteRequest {
+        approval: signed.clone(),
+        assistant_chain_head: head,
+    });
+    if wire::encode_request(&request).is_err() {
+        return finish(
+            app,
+            lang,
+            proposal_id,
+            approval,
+            Shown::NothingRan(lang.t("why.store").to_owned()),
+        );
+    }
+    append_audit(
+        app,
+        "page_execute_sent",
+        Some(proposal_id),
+        &json!({"approval_id": approval}),
+    );
+    // The exchange runs on its own task: if this request is cancelled (the browser goes
+    // away, the request deadline passes), the answer is still received and recorded.
+    let executor = app.deps.executor.clone();
+    let worker_app = Arc::clone(app);
+    let approval_owned = approval.to_owned();
+    let task = tokio::spawn(async move {
+        let result = executor.execute(signed, head).await;
+        let shown = match result {
+            Ok(outcome) => match outcome.kind {
+                OutcomeKind::Done => Shown::Done,
+                OutcomeKind::Error(errors) => Shown::Problem(
+                    errors
+                        .iter()
+                        .map(|(device, error)| {
+                            let text = redact::redact_text(error);
+                            format!(
+                                "{}: {}",
+                                show_text(device, MAX_NAME_CHARS),
+                                show_text(&text, 300)
+                            )
+                        })
+                        .collect(),
+                ),
+                OutcomeKind::Unknown => Shown::Unknown,
+            },
+            Err(ExecutorError::Refused(refusal)) => Shown::NothingRan(refusal.message()),
+            // The socket never opened: nothing was sent.
+            Err(e @ ExecutorError::Unreachable { .. }) => Shown::NothingRan(e.to_string()),
+            Err(ExecutorError::Timeout(_) | ExecutorError::Protocol(_)) => Shown::Unknown,
+        };
+        record(&worker_app, proposal_id, &approval_owned, &shown);
+        shown
+    });
+    match task.await {
+        Ok(shown) => render_outcome(lang, shown),
+        Err(_) => render_outcome(lang, Shown::Unknown),
+    }
+}
+
+fn finish(app: &App, lang: Lang, proposal_id: u64, approval: &str, shown: Shown) -> Response {
+    record(app, proposal_id, approval, &shown);
+    render_outcome(lang, shown)
+}
+
+/// Audits the outcome and moves the proposal from `approved` to its final state.
+fn record(app: &App, proposal_id: u64, approval: &str, shown: &Shown) {
+    let (status, word) = match shown {
+        Shown::Done => (Status::Executed, "done"),
+        Shown::Problem(_) => (Status::Failed, "epiphan_error"),
+        Shown::NothingRan(_) => (Status::Refused, "nothing_ran"),
+        Shown::Unknown => (Status::Unknown, "unknown"),
+    };
+    let Ok(mut store) = app.deps.store.lock() else {
+        tracing::warn!("approval page: outcome of proposal {proposal_id} not recorded");
+        return;
+    };
+    let _ = store.audit(
+        "page_result",
+        Some(proposal_id),
+        &json!({"approval_id": approval, "outcome": word}),
+    );
+    if let Ok(id) = i64::try_from(proposal_id) {
+        // The store's `decide` moves only pending proposals; the final state after approval
+        // is set here, and only from `approved`, so it is written once.
+        let _ = store.connection().execute(
+            "UPDATE proposals SET status = ?1 WHERE id = ?2 AND status = 'approved'",
+            rusqlite::params![status.as_str(), id],
+        );
+    }
+}
+
+fn render_outcome(lang: Lang, shown: Shown) -> Response {
+    let (class, key, lines, details) = match shown {
+        Shown::Done => ("done", "outcome.done", Vec::new(), Vec::new()),
+        Shown::Problem(errors) => ("problem", "outcome.error", Vec::new(), errors),
+        Shown::NothingRan(why) => ("refused", "outcome.refused", vec![why], Vec::new()),
+        Shown::Unknown => ("unknown", "outcome.unknown", Vec::new(), Vec::new()),
+    };
+    let mut all = vec![lang.t(&format!("{key}.text")).to_owned()];
+    all.extend(lines);
+    message(
+        StatusCode::OK,
+        lang,
+        class,
+        lang.t(&format!("{key}.heading")).to_owned(),
+        all,
+        details,
+    )
+}
+
+/// `POST /deny`: records a denial; nothing runs.
+pub async fn deny(
+    State(app): State<Arc<App>>,
+    headers: HeaderMap,
+    Form(form): Form<DenyFields>,
+) -> Response {
+    let lang = lang_of(&headers);
+    let Some(session) = app.session(&headers) else {
+        return forbidden(lang);
+    };
+    if !app
+        .tokens
+        .check(&form.token, Purpose::Deny, &session, form.proposal, "")
+    {
+        return forbidden(lang);
+    }
+    let decided = {
+        let Ok(mut store) = app.deps.store.lock() else {
+            return store_trouble(lang);
+        };
+        store.decide(
+            form.proposal,
+            Status::Denied,
+            "denied on the approval page",
+            store::now_secs(),
+        )
+    };
+    match decided {
+        Ok(true) => see_front(),
+        Ok(false) => conflict(
+            lang,
+            vec![lang.f("why.decided", &[("id", &form.proposal.to_string())])],
+            Vec::new(),
+        ),
+        Err(_) => store_trouble(lang),
+    }
+}
+
+/// `POST /deny-all`: denies every pending proposal; nothing runs.
+pub async fn deny_all(
+    State(app): State<Arc<App>>,
+    headers: HeaderMap,
+    Form(form): Form<DenyFields>,
+) -> Response {
+    let lang = lang_of(&headers);
+    let Some(session) = app.session(&headers) else {
+        return forbidden(lang);
+    };
+    if !app
+        .tokens
+        .check(&form.token, Purpose::DenyAll, &session, form.proposal, "")
+    {
+        return forbidden(lang);
+    }
+    let denied = {
+        let Ok(mut store) = app.deps.store.lock() else {
+            return store_trouble(lang);
+        };
+        let Ok(pending) = store.pending() else {
+            return store_trouble(lang);
+        };
+        let mut count = 0u64;
+        for p in pending {
+            if matches!(
+                store.decide(
+                    p.id,
+                    Status::Denied,
+                    "denied with deny all",
+                    store::now_secs()
+                ),
+                Ok(true)
+            ) {
+                count += 1;
+            }
+        }
+        let _ = store.audit("page_deny_all", None, &json!({"denied": count}));
+        count
+    };
+    tracing::info!("approval page: denied {denied} pending proposal(s)");
+    see_front()
+}
+
+fn see_front() -> Response {
+    (StatusCode::SEE_OTHER, [(header::LOCATION, "/")]).into_response()
+}

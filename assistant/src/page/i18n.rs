@@ -1,0 +1,776 @@
+//! The page's words in English and Spanish. Every text is fixed here; nothing the model or a
+//! device supplies becomes a label. Both catalogues must hold the same keys (a test checks),
+//! and placeholders are `{name}` filled by [`fill`] with already-escaped-by-template values.
+
+/// The page's language.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lang {
+    /// English (the default).
+    En,
+    /// Spanish.
+    Es,
+}
+
+impl Lang {
+    /// Spanish when the first `Accept-Language` tag is `es` or `es-…`, else English.
+    pub fn from_accept_language(header: Option<&str>) -> Lang {
+        let first = header
+            .and_then(|h| h.split(',').next())
+            .map(|tag| {
+                tag.split(';')
+                    .next()
+                    .unwrap_or_default()
+                    .trim()
+                    .to_ascii_lowercase()
+            })
+            .unwrap_or_default();
+        if first == "es" || first.starts_with("es-") {
+            Lang::Es
+        } else {
+            Lang::En
+        }
+    }
+
+    /// The `lang` attribute.
+    pub fn code(self) -> &'static str {
+        match self {
+            Lang::En => "en",
+            Lang::Es => "es",
+        }
+    }
+
+    /// A text by key; a missing key shows the key itself (the catalogue test keeps that from
+    /// happening).
+    pub fn t(self, key: &str) -> &'static str {
+        let table = match self {
+            Lang::En => EN,
+            Lang::Es => ES,
+        };
+        table
+            .iter()
+            .find(|(k, _)| *k == key)
+            .map(|(_, v)| *v)
+            .unwrap_or("?")
+    }
+
+    /// A text with its placeholders filled.
+    pub fn f(self, key: &str, values: &[(&str, &str)]) -> String {
+        fill(self.t(key), values)
+    }
+}
+
+/// Replaces `{name}` placeholders in one pass over the template, so a value that itself
+/// contains `{…}` (a device can be named anything) is never expanded again.
+pub fn fill(template: &str, values: &[(&str, &str)]) -> String {
+    let mut out = String::with_capacity(template.len());
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 1..];
+        match after.find('}') {
+            Some(close) => {
+                let name = &after[..close];
+                match values.iter().find(|(n, _)| *n == name) {
+                    Some((_, value)) => out.push_str(value),
+                    None => {
+                        out.push('{');
+                        out.push_str(name);
+                        out.push('}');
+                    }
+                }
+                rest = &after[close + 1..];
+            }
+            None => {
+                out.push_str(&rest[open..]);
+                rest = "";
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Plain words for a proposable tool, or `None` when the catalogue has none (Deny only).
+pub struct ToolText {
+    /// What the tool is.
+    pub what: &'static str,
+    /// What happens when it runs.
+    pub happens: &'static str,
+    /// How to undo it.
+    pub undo: &'static str,
+}
+
+/// The plain-words text of a tool in a language.
+pub fn tool_text(lang: Lang, tool: &str) -> Option<ToolText> {
+    let table = match lang {
+        Lang::En => EN,
+        Lang::Es => ES,
+    };
+    let get = |part: &str| {
+        let key = format!("tool.{tool}.{part}");
+        table.iter().find(|(k, _)| *k == key).map(|(_, v)| *v)
+    };
+    Some(ToolText {
+        what: get("what")?,
+        happens: get("happens")?,
+        undo: get("undo")?,
+    })
+}
+
+/// English.
+pub const EN: &[(&str, &str)] = &[
+    ("title", "Fleetwatch — approve one change"),
+    ("login.heading", "Sign in to the approval page"),
+    (
+        "login.explain",
+        "Enter the page secret. It was printed when the assistant started, or written to the file whose path it printed.",
+    ),
+    ("login.label", "Page secret"),
+    ("login.submit", "Sign in"),
+    ("login.wrong", "That is not the page secret."),
+    (
+        "login.wait",
+        "Too many wrong entries. Wait {secs} seconds, then try again.",
+    ),
+    ("empty.heading", "Nothing is waiting for approval."),
+    ("card.heading", "Proposal #{id}"),
+    ("card.more", "{n} more waiting after this one."),
+    ("card.tool", "Tool"),
+    ("card.what", "What it is"),
+    ("card.happens", "What happens"),
+    ("card.undo", "How to undo it"),
+    ("card.targets", "Targets"),
+    ("col.id", "ID"),
+    ("col.name", "Current name"),
+    ("col.model", "Model"),
+    ("col.online", "Online"),
+    ("col.recording", "Recording"),
+    ("yes", "yes"),
+    ("no", "no"),
+    ("unknown", "unknown"),
+    ("card.arguments", "Arguments, in full"),
+    ("card.names", "What the IDs name"),
+    ("card.effect", "What changes (from the state read just now)"),
+    (
+        "card.window",
+        "Disruptive-window check (information; the executor checks again)",
+    ),
+    (
+        "card.disruptive",
+        "This change is disruptive: you will be asked to confirm it.",
+    ),
+    (
+        "card.reason",
+        "Reason written by the assistant — not checked by anyone",
+    ),
+    ("card.deny_only", "Only Deny is offered, because:"),
+    (
+        "card.expires",
+        "This approval expires in {minutes} minutes, at {time} UTC.",
+    ),
+    ("card.expires_label", "Approval expires in"),
+    ("btn.deny", "Deny"),
+    ("btn.approve", "Approve this change"),
+    ("btn.deny_all", "Deny all pending"),
+    ("btn.confirm", "Yes, change {rooms}"),
+    ("notice.queue_full", "Proposal queue full ({n} waiting)."),
+    (
+        "notice.hourly",
+        "Hourly cap reached: {n} proposals in the last hour. The assistant cannot propose more until the hour has passed.",
+    ),
+    (
+        "notice.fatigue",
+        "You have approved {n} changes in this browser session. Read each card in full before approving another.",
+    ),
+    ("confirm.heading", "Confirm a disruptive change"),
+    (
+        "confirm.text",
+        "This change interrupts what is happening in {rooms}. Confirm only if nobody relies on it right now.",
+    ),
+    ("outcome.done.heading", "Done"),
+    (
+        "outcome.done.text",
+        "The change ran once and Epiphan reported that every device accepted it.",
+    ),
+    ("outcome.error.heading", "Epiphan reported a problem"),
+    (
+        "outcome.error.text",
+        "The change was sent once. Epiphan reported these errors:",
+    ),
+    ("outcome.refused.heading", "Nothing ran"),
+    (
+        "outcome.refused.text",
+        "The executor refused the change, so nothing ran:",
+    ),
+    ("outcome.unknown.heading", "Outcome unknown"),
+    (
+        "outcome.unknown.text",
+        "This may or may not have run — check the unit before trying again.",
+    ),
+    ("conflict.heading", "This can no longer be approved"),
+    (
+        "why.decided",
+        "Proposal #{id} is no longer waiting: it was already approved, denied or has expired. Nothing ran.",
+    ),
+    (
+        "why.approval_used",
+        "This approval was already used or has expired. Nothing ran.",
+    ),
+    (
+        "why.changed",
+        "The card changed since it was shown. Nothing ran; review the new card.",
+    ),
+    (
+        "why.deny_only",
+        "The card, read again just now, no longer allows approval. Nothing ran.",
+    ),
+    (
+        "why.store",
+        "The approval store could not be used. Nothing ran.",
+    ),
+    ("back", "Back to the approval page"),
+    (
+        "deny.arg_long",
+        "Argument {key} holds text longer than 256 characters.",
+    ),
+    (
+        "deny.arg_space",
+        "Argument {key} starts or ends with white space.",
+    ),
+    (
+        "deny.arg_hidden",
+        "Argument {key} holds control, format, private-use or unassigned characters.",
+    ),
+    (
+        "deny.arg_deep",
+        "Argument {key} is nested deeper than 2 levels.",
+    ),
+    ("deny.arg_many", "Argument {key} holds more than 20 items."),
+    (
+        "deny.args_big",
+        "The arguments are longer than 4,000 bytes.",
+    ),
+    ("deny.args_bad", "The stored arguments are not valid JSON."),
+    ("deny.no_text", "This tool has no plain-words description."),
+    (
+        "deny.policy",
+        "The arguments no longer pass the tool policy.",
+    ),
+    (
+        "deny.device_missing",
+        "Device {id} is not on the sandbox team's device list.",
+    ),
+    (
+        "deny.not_allowlisted",
+        "Device {id} is not on the write allowlist.",
+    ),
+    (
+        "deny.channel_missing",
+        "Channel {id} was not found on its device.",
+    ),
+    (
+        "deny.stream_missing",
+        "Stream destination {id} was not found.",
+    ),
+    (
+        "deny.event_missing",
+        "Event {id} is not the device's current or next event.",
+    ),
+    ("deny.targets", "The executor resolved different targets."),
+    (
+        "deny.fingerprint",
+        "The devices' state changed since the change was proposed.",
+    ),
+    (
+        "deny.read_failed",
+        "The current state could not be read: {why}",
+    ),
+    ("state.stopped", "stopped"),
+    ("state.recording", "recording"),
+    (
+        "effect.recording",
+        "Recording on {device} · {channel}: {from} → {to}",
+    ),
+    (
+        "effect.stream_start",
+        "Stream {dest} ({host}) from {device} · {channel}: starts",
+    ),
+    (
+        "effect.stream_stop",
+        "Stream {dest} ({host}) from {device} · {channel}: stops",
+    ),
+    (
+        "effect.confirm",
+        "Event {title} ({start} – {end}) on {device}: confirmed on the device",
+    ),
+    (
+        "effect.reboot",
+        "{device}: online → restarting (offline for a few minutes); channels recording now: {n}",
+    ),
+    (
+        "effect.firmware",
+        "{device}: online → installing new firmware and restarting (unavailable for several minutes)",
+    ),
+    (
+        "window.none",
+        "{device}: nothing recording and no event in the window.",
+    ),
+    (
+        "window.recording",
+        "{device} is recording now, so the executor would refuse this.",
+    ),
+    (
+        "window.live",
+        "{device} has {title} on now, so the executor would refuse this.",
+    ),
+    (
+        "window.soon",
+        "{device} has {title} starting in {minutes} minutes, so the executor would refuse this.",
+    ),
+    ("name.channel", "Channel {id}: {name}"),
+    (
+        "name.stream",
+        "Stream destination {id}: {name} (host {host})",
+    ),
+    ("name.event", "Event {id}: {title}, {start} – {end}"),
+    ("name.device", "Device {id}: {name}"),
+    ("an_event", "an event"),
+    (
+        "tool.batch_recording.what",
+        "Start or stop recording on one channel of a recorder.",
+    ),
+    (
+        "tool.batch_recording.happens",
+        "The channel starts a new recording file, or closes the file it is recording.",
+    ),
+    (
+        "tool.batch_recording.undo",
+        "Propose the opposite action. A stopped recording keeps its file; a started one can be stopped, but the gap before it cannot be recorded afterwards.",
+    ),
+    (
+        "tool.start_stream_endpoint.what",
+        "Start streaming one channel to a stream destination.",
+    ),
+    (
+        "tool.start_stream_endpoint.happens",
+        "The channel begins sending live video to the destination named below; viewers there can see it.",
+    ),
+    (
+        "tool.start_stream_endpoint.undo",
+        "Propose stopping the same stream.",
+    ),
+    (
+        "tool.stop_stream_endpoint.what",
+        "Stop streaming one channel to a stream destination.",
+    ),
+    (
+        "tool.stop_stream_endpoint.happens",
+        "The live stream to the destination ends; viewers there lose the picture.",
+    ),
+    (
+        "tool.stop_stream_endpoint.undo",
+        "Propose starting the same stream again; viewers will have missed the gap.",
+    ),
+    (
+        "tool.confirm_cms_event_on_device.what",
+        "Confirm a scheduled event on a recorder.",
+    ),
+    (
+        "tool.confirm_cms_event_on_device.happens",
+        "The recorder accepts the scheduled event, so it records it when it starts.",
+    ),
+    (
+        "tool.confirm_cms_event_on_device.undo",
+        "Change or cancel the event in the scheduling system.",
+    ),
+    ("tool.batch_reboot.what", "Restart a recorder."),
+    (
+        "tool.batch_reboot.happens",
+        "The recorder goes offline for a few minutes; any recording or stream on it stops.",
+    ),
+    (
+        "tool.batch_reboot.undo",
+        "It cannot be undone. Recordings and streams must be started again afterwards.",
+    ),
+    (
+        "tool.batch_firmware_update.what",
+        "Update a recorder's firmware.",
+    ),
+    (
+        "tool.batch_firmware_update.happens",
+        "The recorder installs the new firmware and restarts; it is unavailable for several minutes.",
+    ),
+    (
+        "tool.batch_firmware_update.undo",
+        "It cannot be undone from here. Going back to older firmware needs a technician.",
+    ),
+];
+
+/// Spanish.
+pub const ES: &[(&str, &str)] = &[
+    ("title", "Fleetwatch — aprobar un cambio"),
+    ("login.heading", "Entrar en la página de aprobación"),
+    (
+        "login.explain",
+        "Escriba el secreto de la página. Se mostró al arrancar el asistente o se guardó en el archivo cuya ruta mostró.",
+    ),
+    ("login.label", "Secreto de la página"),
+    ("login.submit", "Entrar"),
+    ("login.wrong", "Ese no es el secreto de la página."),
+    (
+        "login.wait",
+        "Demasiados intentos fallidos. Espere {secs} segundos y vuelva a intentarlo.",
+    ),
+    ("empty.heading", "No hay nada pendiente de aprobación."),
+    ("card.heading", "Propuesta n.º {id}"),
+    ("card.more", "{n} más en espera después de esta."),
+    ("card.tool", "Herramienta"),
+    ("card.what", "Qué es"),
+    ("card.happens", "Qué ocurre"),
+    ("card.undo", "Cómo deshacerlo"),
+    ("card.targets", "Destinos"),
+    ("col.id", "ID"),
+    ("col.name", "Nombre actual"),
+    ("col.model", "Modelo"),
+    ("col.online", "En línea"),
+    ("col.recording", "Grabando"),
+    ("yes", "sí"),
+    ("no", "no"),
+    ("unknown", "desconocido"),
+    ("card.arguments", "Argumentos completos"),
+    ("card.names", "A qué corresponden los ID"),
+    (
+        "card.effect",
+        "Qué cambia (según el estado leído ahora mismo)",
+    ),
+    (
+        "card.window",
+        "Comprobación de la ventana de interrupción (informativa; el ejecutor vuelve a comprobarla)",
+    ),
+    (
+        "card.disruptive",
+        "Este cambio interrumpe: se le pedirá que lo confirme.",
+    ),
+    (
+        "card.reason",
+        "Motivo escrito por el asistente — nadie lo ha comprobado",
+    ),
+    ("card.deny_only", "Solo se ofrece Denegar, porque:"),
+    (
+        "card.expires",
+        "Esta aprobación caduca en {minutes} minutos, a las {time} UTC.",
+    ),
+    ("card.expires_label", "La aprobación caduca en"),
+    ("btn.deny", "Denegar"),
+    ("btn.approve", "Aprobar este cambio"),
+    ("btn.deny_all", "Denegar todas las pendientes"),
+    ("btn.confirm", "Sí, cambiar {rooms}"),
+    (
+        "notice.queue_full",
+        "Cola de propuestas llena ({n} en espera).",
+    ),
+    (
+        "notice.hourly",
+        "Límite por hora alcanzado: {n} propuestas en la última hora. El asistente no puede proponer más hasta que pase la hora.",
+    ),
+    (
+        "notice.fatigue",
+        "Ha aprobado {n} cambios en esta sesión del navegador. Lea cada tarjeta completa antes de aprobar otro.",
+    ),
+    ("confirm.heading", "Confirmar un cambio que interrumpe"),
+    (
+        "confirm.text",
+        "Este cambio interrumpe lo que ocurre en {rooms}. Confirme solo si nadie depende de ello ahora mismo.",
+    ),
+    ("outcome.done.heading", "Hecho"),
+    (
+        "outcome.done.text",
+        "El cambio se ejecutó una vez y Epiphan informó de que todos los equipos lo aceptaron.",
+    ),
+    ("outcome.error.heading", "Epiphan informó de un problema"),
+    (
+        "outcome.error.text",
+        "El cambio se envió una vez. Epiphan informó de estos errores:",
+    ),
+    ("outcome.refused.heading", "No se ejecutó nada"),
+    (
+        "outcome.refused.text",
+        "El ejecutor rechazó el cambio, así que no se ejecutó nada:",
+    ),
+    ("outcome.unknown.heading", "Resultado desconocido"),
+    (
+        "outcome.unknown.text",
+        "Puede que se haya ejecutado o no — compruebe el equipo antes de volver a intentarlo.",
+    ),
+    ("conflict.heading", "Esto ya no se puede aprobar"),
+    (
+        "why.decided",
+        "La propuesta n.º {id} ya no está en espera: ya se aprobó, se denegó o caducó. No se ejecutó nada.",
+    ),
+    (
+        "why.approval_used",
+        "Esta aprobación ya se usó o ha caducado. No se ejecutó nada.",
+    ),
+    (
+        "why.changed",
+        "La tarjeta cambió desde que se mostró. No se ejecutó nada; revise la tarjeta nueva.",
+    ),
+    (
+        "why.deny_only",
+        "La tarjeta, leída de nuevo ahora mismo, ya no permite aprobar. No se ejecutó nada.",
+    ),
+    (
+        "why.store",
+        "No se pudo usar el almacén de aprobaciones. No se ejecutó nada.",
+    ),
+    ("back", "Volver a la página de aprobación"),
+    (
+        "deny.arg_long",
+        "El argumento {key} contiene un texto de más de 256 caracteres.",
+    ),
+    (
+        "deny.arg_space",
+        "El argumento {key} empieza o termina con espacios.",
+    ),
+    (
+        "deny.arg_hidden",
+        "El argumento {key} contiene caracteres de control, de formato, de uso privado o sin asignar.",
+    ),
+    (
+        "deny.arg_deep",
+        "El argumento {key} tiene más de 2 niveles de anidamiento.",
+    ),
+    (
+        "deny.arg_many",
+        "El argumento {key} contiene más de 20 elementos.",
+    ),
+    ("deny.args_big", "Los argumentos ocupan más de 4.000 bytes."),
+    (
+        "deny.args_bad",
+        "Los argumentos guardados no son JSON válido.",
+    ),
+    (
+        "deny.no_text",
+        "Esta herramienta no tiene una descripción en palabras sencillas.",
+    ),
+    (
+        "deny.policy",
+        "Los argumentos ya no cumplen la política de herramientas.",
+    ),
+    (
+        "deny.device_missing",
+        "El equipo {id} no está en la lista de equipos del equipo de pruebas.",
+    ),
+    (
+        "deny.not_allowlisted",
+        "El equipo {id} no está en la lista de equipos autorizados para cambios.",
+    ),
+    (
+        "deny.channel_missing",
+        "No se encontró el canal {id} en su equipo.",
+    ),
+    (
+        "deny.stream_missing",
+        "No se encontró el destino de emisión {id}.",
+    ),
+    (
+        "deny.event_missing",
+        "El evento {id} no es el evento actual o siguiente del equipo.",
+    ),
+    ("deny.targets", "El ejecutor resolvió destinos distintos."),
+    (
+        "deny.fingerprint",
+        "El estado de los equipos cambió desde que se propuso el cambio.",
+    ),
+    (
+        "deny.read_failed",
+        "No se pudo leer el estado actual: {why}",
+    ),
+    ("state.stopped", "detenida"),
+    ("state.recording", "grabando"),
+    (
+        "effect.recording",
+        "Grabación en {device} · {channel}: {from} → {to}",
+    ),
+    (
+        "effect.stream_start",
+        "Emisión {dest} ({host}) desde {device} · {channel}: empieza",
+    ),
+    (
+        "effect.stream_stop",
+        "Emisión {dest} ({host}) desde {device} · {channel}: se detiene",
+    ),
+    (
+        "effect.confirm",
+        "Evento {title} ({start} – {end}) en {device}: confirmado en el equipo",
+    ),
+    (
+        "effect.reboot",
+        "{device}: en línea → reiniciando (sin conexión unos minutos); canales grabando ahora: {n}",
+    ),
+    (
+        "effect.firmware",
+        "{device}: en línea → instalando firmware nuevo y reiniciando (no disponible durante varios minutos)",
+    ),
+    (
+        "window.none",
+        "{device}: nada grabando y ningún evento en la ventana.",
+    ),
+    (
+        "window.recording",
+        "{device} está grabando ahora, así que el ejecutor lo rechazaría.",
+    ),
+    (
+        "window.live",
+        "{device} tiene {title} en curso, así que el ejecutor lo rechazaría.",
+    ),
+    (
+        "window.soon",
+        "{device} tiene {title} que empieza dentro de {minutes} minutos, así que el ejecutor lo rechazaría.",
+    ),
+    ("name.channel", "Canal {id}: {name}"),
+    (
+        "name.stream",
+        "Destino de emisión {id}: {name} (servidor {host})",
+    ),
+    ("name.event", "Evento {id}: {title}, {start} – {end}"),
+    ("name.device", "Equipo {id}: {name}"),
+    ("an_event", "un evento"),
+    (
+        "tool.batch_recording.what",
+        "Iniciar o detener la grabación en un canal de un grabador.",
+    ),
+    (
+        "tool.batch_recording.happens",
+        "El canal empieza un archivo de grabación nuevo o cierra el que está grabando.",
+    ),
+    (
+        "tool.batch_recording.undo",
+        "Proponga la acción contraria. Una grabación detenida conserva su archivo; una iniciada se puede detener, pero el hueco anterior no se puede grabar después.",
+    ),
+    (
+        "tool.start_stream_endpoint.what",
+        "Empezar a emitir un canal a un destino de emisión.",
+    ),
+    (
+        "tool.start_stream_endpoint.happens",
+        "El canal empieza a enviar vídeo en directo al destino indicado abajo; quien esté allí podrá verlo.",
+    ),
+    (
+        "tool.start_stream_endpoint.undo",
+        "Proponga detener la misma emisión.",
+    ),
+    (
+        "tool.stop_stream_endpoint.what",
+        "Detener la emisión de un canal a un destino de emisión.",
+    ),
+    (
+        "tool.stop_stream_endpoint.happens",
+        "La emisión en directo a ese destino termina; quien esté allí pierde la imagen.",
+    ),
+    (
+        "tool.stop_stream_endpoint.undo",
+        "Proponga iniciar de nuevo la misma emisión; el público se habrá perdido el hueco.",
+    ),
+    (
+        "tool.confirm_cms_event_on_device.what",
+        "Confirmar un evento programado en un grabador.",
+    ),
+    (
+        "tool.confirm_cms_event_on_device.happens",
+        "El grabador acepta el evento programado y lo grabará cuando empiece.",
+    ),
+    (
+        "tool.confirm_cms_event_on_device.undo",
+        "Cambie o cancele el evento en el sistema de programación.",
+    ),
+    ("tool.batch_reboot.what", "Reiniciar un grabador."),
+    (
+        "tool.batch_reboot.happens",
+        "El grabador queda sin conexión unos minutos; se detiene cualquier grabación o emisión.",
+    ),
+    (
+        "tool.batch_reboot.undo",
+        "No se puede deshacer. Las grabaciones y emisiones deben iniciarse de nuevo después.",
+    ),
+    (
+        "tool.batch_firmware_update.what",
+        "Actualizar el firmware de un grabador.",
+    ),
+    (
+        "tool.batch_firmware_update.happens",
+        "El grabador instala el firmware nuevo y se reinicia; no está disponible durante varios minutos.",
+    ),
+    (
+        "tool.batch_firmware_update.undo",
+        "No se puede deshacer desde aquí. Volver a un firmware anterior requiere a un técnico.",
+    ),
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeSet;
+
+    fn keys(table: &[(&str, &str)]) -> BTreeSet<String> {
+        table.iter().map(|(k, _)| (*k).to_owned()).collect()
+    }
+
+    #[test]
+    fn both_catalogues_have_the_same_keys_once_each() {
+        assert_eq!(keys(EN), keys(ES));
+        assert_eq!(keys(EN).len(), EN.len(), "a key appears twice in English");
+        assert_eq!(keys(ES).len(), ES.len(), "a key appears twice in Spanish");
+    }
+
+    #[test]
+    fn placeholders_match_between_languages() {
+        let names = |text: &str| -> BTreeSet<String> {
+            text.split('{')
+                .skip(1)
+                .filter_map(|rest| rest.split_once('}').map(|(n, _)| n.to_owned()))
+                .collect()
+        };
+        for (key, en) in EN {
+            assert_eq!(names(en), names(Lang::Es.t(key)), "{key}");
+        }
+    }
+
+    #[test]
+    fn every_proposable_tool_has_plain_words() {
+        let policy = fleetwatch_protocol::policy::Policy::from_yaml(include_str!(
+            "../../../tool_policy.yaml"
+        ))
+        .unwrap();
+        for entry in policy.propose_entries() {
+            for lang in [Lang::En, Lang::Es] {
+                assert!(tool_text(lang, &entry.name).is_some(), "{}", entry.name);
+            }
+        }
+        assert!(tool_text(Lang::En, "apply_team_preset").is_none());
+    }
+
+    #[test]
+    fn values_are_not_expanded_twice() {
+        assert_eq!(
+            fill(
+                "{device} · {channel}",
+                &[("device", "{channel}"), ("channel", "Program")]
+            ),
+            "{channel} · Program"
+        );
+        assert_eq!(fill("a {x} b {", &[]), "a {x} b {");
+    }
+
+    #[test]
+    fn language_from_the_first_tag() {
+        assert_eq!(
+            Lang::from_accept_language(Some("es-ES,es;q=0.9,en;q=0.8")),
+            Lang::Es
+        );
+        assert_eq!(Lang::from_accept_language(Some("es")), Lang::Es);
+        assert_eq!(Lang::from_accept_language(Some("en-US,es;q=0.9")), Lang::En);
+        assert_eq!(Lang::from_accept_language(Some("estonian")), Lang::En);
+        assert_eq!(Lang::from_accept_language(None), Lang::En);
+    }
+}

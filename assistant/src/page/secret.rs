@@ -1,0 +1,133 @@
+//! The page secret: 256 random bits made at each start, shown to the operator once and then
+//! only compared. It never appears in a URL, a log line, an audit row or an error message, and
+//! its type has no `Debug`/`Display` so it cannot be formatted by accident.
+
+use std::io::Write as _;
+use std::os::unix::fs::OpenOptionsExt as _;
+use std::path::{Path, PathBuf};
+
+use subtle::ConstantTimeEq as _;
+
+/// The file the secret is written to when no terminal is attached.
+pub const SECRET_FILE: &str = "approval-page.secret";
+
+/// The secret. Deliberately not `Debug`, `Display` or `Clone`.
+pub struct Secret {
+    /// Lower-case hex of 32 random bytes: what the operator types or pastes.
+    text: String,
+}
+
+impl Secret {
+    /// A fresh secret from the OS generator.
+    pub fn generate() -> std::io::Result<Secret> {
+        let mut bytes = [0u8; 32];
+        getrandom::fill(&mut bytes).map_err(|e| std::io::Error::other(e.to_string()))?;
+        Ok(Secret {
+            text: bytes.iter().map(|b| format!("{b:02x}")).collect(),
+        })
+    }
+
+    /// The text to hand to the operator (printed once, or written to the 0600 file).
+    pub fn reveal(&self) -> &str {
+        &self.text
+    }
+
+    /// Compares an entry with the secret in constant time. Surrounding whitespace (a pasted
+    /// newline) is ignored; the length is not secret, so a wrong length may return early.
+    pub fn matches(&self, entry: &str) -> bool {
+        let entry = entry.trim().as_bytes();
+        let ours = self.text.as_bytes();
+        entry.len() == ours.len() && bool::from(entry.ct_eq(ours))
+    }
+}
+
+/// Where the secret goes at start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SecretDelivery {
+    /// Printed on standard output when it is a terminal, else written to the file.
+    Auto,
+    /// Always written to the file (services and tests).
+    File,
+}
+
+/// The secret file on disk; removed when the page stops cleanly (and replaced at the next
+/// start if a crash left it behind).
+pub struct SecretFile {
+    path: PathBuf,
+}
+
+impl SecretFile {
+    /// Writes the secret to `<state_dir>/approval-page.secret`, mode 0600, created exclusively:
+    /// a stale file is removed first, so the new one is never a file another user prepared.
+    pub fn write(state_dir: &Path, secret: &Secret) -> std::io::Result<SecretFile> {
+        let path = state_dir.join(SECRET_FILE);
+        match std::fs::remove_file(&path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path)?;
+        file.write_all(secret.reveal().as_bytes())?;
+        file.write_all(b"\n")?;
+        file.sync_all()?;
+        Ok(SecretFile { path })
+    }
+
+    /// The file's path (printed instead of the secret).
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Removes the file now.
+    pub fn remove(self) {
+        // Drop does the work; this makes the clean stop explicit at the call site.
+        drop(self);
+    }
+}
+
+impl Drop for SecretFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt as _;
+
+    #[test]
+    fn secret_is_256_bits_and_compares_exactly() {
+        let secret = Secret::generate().unwrap();
+        assert_eq!(secret.reveal().len(), 64);
+        assert!(secret.matches(secret.reveal()));
+        assert!(secret.matches(&format!("{}\n", secret.reveal())));
+        let mut wrong = secret.reveal().to_owned();
+        wrong.replace_range(63.., if wrong.ends_with('0') { "1" } else { "0" });
+        assert!(!secret.matches(&wrong));
+        assert!(!secret.matches(""));
+        assert!(!secret.matches(&secret.reveal()[..63]));
+        assert_ne!(secret.reveal(), Secret::generate().unwrap().reveal());
+    }
+
+    #[test]
+    fn file_is_private_replaces_a_stale_one_and_goes_away() {
+        let dir = tempfile::tempdir().unwrap();
+        let stale = dir.path().join(SECRET_FILE);
+        std::fs::write(&stale, "old").unwrap();
+        std::fs::set_permissions(&stale, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let secret = Secret::generate().unwrap();
+        let file = SecretFile::write(dir.path(), &secret).unwrap();
+        let meta = std::fs::metadata(file.path()).unwrap();
+        assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+        let text = std::fs::read_to_string(file.path()).unwrap();
+        assert!(secret.matches(&text));
+        let path = file.path().to_owned();
+        file.remove();
+        assert!(!path.exists());
+    }
+}

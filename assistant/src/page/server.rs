@@ -1,0 +1,379 @@
+//! The HTTP side: the router, the guards every request passes, the security headers every
+//! response carries, and sign-in.
+//!
+//! Guards, in order: the `Host` header must name this page (a DNS-rebinding page arrives with
+//! its own host name), the body is capped before it is read, and a POST must come from this
+//! origin — by `Origin`, or by `Sec-Fetch-Site: same-origin` when no `Origin` is sent.
+//! `same-site` is not enough: another web app on another loopback port is same-site.
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{ConnectInfo, Form, Request, State};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use serde::Deserialize;
+use serde_json::json;
+
+use super::csrf::TokenKey;
+use super::i18n::Lang;
+use super::secret::Secret;
+use super::sessions::{self, Sessions};
+use super::throttle::{Clock, Gate, Throttle};
+use super::views::LoginView;
+use super::{PageConfig, PageDeps, PageError, approve};
+
+/// Request bodies above this are refused (413) before they are read.
+pub const MAX_BODY: usize = 4096;
+/// Requests handled at once; more wait for a slot.
+const MAX_CONCURRENT: usize = 64;
+
+/// The security headers on every response.
+pub const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; \
+                       form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+
+const COUNTDOWN_JS: &str = include_str!("../../templates/static/countdown.js");
+const PAGE_CSS: &str = include_str!("../../templates/static/page.css");
+
+/// Shared state of a running page.
+pub struct App {
+    pub(crate) port: u16,
+    pub(crate) secret: Secret,
+    pub(crate) sessions: Mutex<Sessions>,
+    pub(crate) throttle: Mutex<Throttle>,
+    pub(crate) tokens: TokenKey,
+    pub(crate) deps: PageDeps,
+    pub(crate) clock: Arc<dyn Clock>,
+    request_timeout: Duration,
+    slots: tokio::sync::Semaphore,
+}
+
+impl App {
+    pub(crate) fn new(
+        port: u16,
+        secret: Secret,
+        config: &PageConfig,
+        deps: PageDeps,
+    ) -> Result<App, PageError> {
+        Ok(App {
+            port,
+            secret,
+            sessions: Mutex::new(Sessions::new()),
+            throttle: Mutex::new(Throttle::new()),
+            tokens: TokenKey::generate().map_err(PageError::Secret)?,
+            deps,
+            clock: config.clock.clone(),
+            request_timeout: config.request_timeout,
+            slots: tokio::sync::Semaphore::new(MAX_CONCURRENT),
+        })
+    }
+
+    /// The live session named by the request's cookie.
+    pub(crate) fn session(&self, headers: &HeaderMap) -> Option<String> {
+        let now = self.clock.now();
+        let sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
+        headers
+            .get_all(header::COOKIE)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .filter_map(sessions::from_cookie_header)
+            .find(|id| sessions.valid(id, now))
+            .map(str::to_owned)
+    }
+
+    fn host_ok(&self, host: &str) -> bool {
+        host == format!("127.0.0.1:{}", self.port)
+            || host.eq_ignore_ascii_case(&format!("localhost:{}", self.port))
+    }
+
+    fn origin_ok(&self, origin: &str) -> bool {
+        origin == format!("http://127.0.0.1:{}", self.port)
+            || origin.eq_ignore_ascii_case(&format!("http://localhost:{}", self.port))
+    }
+}
+
+/// The page's language for a request.
+pub fn lang_of(headers: &HeaderMap) -> Lang {
+    Lang::from_accept_language(
+        headers
+            .get(header::ACCEPT_LANGUAGE)
+            .and_then(|v| v.to_str().ok()),
+    )
+}
+
+/// Renders a template, or a plain 500 if rendering failed (never a half page).
+pub fn html(status: StatusCode, view: &impl askama::Template) -> Response {
+    match view.render() {
+        Ok(body) => (
+            status,
+            [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
+            body,
+        )
+            .into_response(),
+        Err(e) => {
+            tracing::warn!("approval page template failed: {e}");
+            plain(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "The page could not be rendered.",
+            )
+        }
+    }
+}
+
+/// A short plain-text answer (guards; no template needed, nothing to escape).
+pub fn plain(status: StatusCode, text: &'static str) -> Response {
+    (
+        status,
+        [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+        text,
+    )
+        .into_response()
+}
+
+/// The router with every guard.
+pub fn router(app: Arc<App>) -> Router {
+    Router::new()
+        .route("/", get(approve::show))
+        .route("/login", post(login))
+        .route("/approve", post(approve::approve))
+        .route("/confirm", post(approve::confirm))
+        .route("/deny", post(approve::deny))
+        .route("/deny-all", post(approve::deny_all))
+        .route("/static/countdown.js", get(countdown_js))
+        .route("/static/page.css", get(page_css))
+        .fallback(not_found)
+        .layer(middleware::from_fn_with_state(app.clone(), guard))
+        .with_state(app)
+}
+
+async fn countdown_js() -> Response {
+    (
+        [(header::CONTENT_TYPE, "text/javascript; charset=utf-8")],
+        COUNTDOWN_JS,
+    )
+        .into_response()
+}
+
+async fn page_css() -> Response {
+    (
+        [(header::CONTENT_TYPE, "text/css; charset=utf-8")],
+        PAGE_CSS,
+    )
+        .into_response()
+}
+
+async fn not_found() -> Response {
+    plain(StatusCode::NOT_FOUND, "Not found.")
+}
+
+fn set_security_headers(headers: &mut HeaderMap) {
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(CSP),
+    );
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    headers.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+}
+
+/// Every request passes here; every response leaves with the security headers.
+async fn guard(State(app): State<Arc<App>>, request: Request, next: Next) -> Response {
+    let mut response = match app.slots.acquire().await {
+        Ok(_slot) => {
+            match tokio::time::timeout(app.request_timeout, checked(&app, request, next)).await {
+                Ok(response) => response,
+                Err(_) => plain(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "The request took too long and was stopped.",
+                ),
+            }
+        }
+        Err(_) => plain(StatusCode::SERVICE_UNAVAILABLE, "The page is stopping."),
+    };
+    set_security_headers(response.headers_mut());
+    response
+}
+
+async fn checked(app: &App, request: Request, next: Next) -> Response {
+    let headers = request.headers();
+    let host = headers.get(header::HOST).and_then(|v| v.to_str().ok());
+    if !host.is_some_and(|h| app.host_ok(h)) {
+        return plain(
+            StatusCode::FORBIDDEN,
+            "Forbidden: this page answers only to 127.0.0.1 or localhost on its own port.",
+        );
+    }
+    // An absolute-form request line names its own authority; it must agree with Host.
+    if let Some(authority) = request.uri().authority()
+        && !app.host_ok(authority.as_str())
+    {
+        return plain(StatusCode::FORBIDDEN, "Forbidden: wrong authority.");
+    }
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > MAX_BODY as u64) {
+        return plain(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "The request body is too large.",
+        );
+    }
+    if request.method() == Method::POST && !same_origin(app, headers) {
+        return plain(
+            StatusCode::FORBIDDEN,
+            "Forbidden: a form on this page must be sent from this page.",
+        );
+    }
+    // Read the body here, capped, so no handler can be made to read more (a chunked body has
+    // no length to check up front).
+    let (parts, body) = request.into_parts();
+    let bytes = match axum::body::to_bytes(body, MAX_BODY).await {
+        Ok(bytes) => bytes,
+        Err(_) => {
+            return plain(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "The request body is too large.",
+            );
+        }
+    };
+    next.run(Request::from_parts(parts, Body::from(bytes)))
+        .await
+}
+
+/// A POST is same-origin when every origin signal present says so and at least one is present.
+fn same_origin(app: &App, headers: &HeaderMap) -> bool {
+    let origin = headers
+        .get(header::ORIGIN)
+        .map(|v| v.to_str().unwrap_or(""));
+    let fetch_site = headers
+        .get("sec-fetch-site")
+        .map(|v| v.to_str().unwrap_or(""));
+    if origin.is_none() && fetch_site.is_none() {
+        return false;
+    }
+    origin.is_none_or(|o| app.origin_ok(o))
+        && fetch_site.is_none_or(|s| s.eq_ignore_ascii_case("same-origin"))
+}
+
+#[derive(Deserialize)]
+struct LoginForm {
+    #[serde(default)]
+    secret: String,
+}
+
+async fn login(
+    State(app): State<Arc<App>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    Form(form): Form<LoginForm>,
+) -> Response {
+    let lang = lang_of(&headers);
+    let now = app.clock.now();
+    let ip = peer.ip();
+    let gate = app
+        .throttle
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .gate(ip, now);
+    if let Gate::Wait(wait) = gate {
+        // Not checked and not counted: waiting out the delay is the only way forward.
+        return too_many(lang, wait);
+    }
+    if app.secret.matches(&form.secret) {
+        app.throttle
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .success(ip);
+        let id = match app
+            .sessions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .create(now)
+        {
+            Ok(id) => id,
+            Err(_) => {
+                return plain(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "No session could be made.",
+                );
+            }
+        };
+        audit(
+            &app,
+            "page_login",
+            &json!({"page_session": sessions::hex(&sessions::tag(&id))}),
+        );
+        let mut response = (StatusCode::SEE_OTHER, [(header::LOCATION, "/")]).into_response();
+        if let Ok(cookie) = HeaderValue::from_str(&sessions::set_cookie(&id)) {
+            response.headers_mut().insert(header::SET_COOKIE, cookie);
+        }
+        return response;
+    }
+    let wait = app
+        .throttle
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .failure(ip, now);
+    audit(
+        &app,
+        "page_login_failed",
+        &json!({"wait_secs": wait.as_secs()}),
+    );
+    let mut messages = vec![lang.t("login.wrong").to_owned()];
+    if !wait.is_zero() {
+        messages.push(lang.f("login.wait", &[("secs", &wait.as_secs().to_string())]));
+    }
+    html(StatusCode::UNAUTHORIZED, &LoginView { t: lang, messages })
+}
+
+fn too_many(lang: Lang, wait: Duration) -> Response {
+    let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+    let mut response = html(
+        StatusCode::TOO_MANY_REQUESTS,
+        &LoginView {
+            t: lang,
+            messages: vec![lang.f("login.wait", &[("secs", &secs.to_string())])],
+        },
+    );
+    if let Ok(value) = HeaderValue::from_str(&secs.to_string()) {
+        response.headers_mut().insert(header::RETRY_AFTER, value);
+    }
+    response
+}
+
+/// Appends an audit row; a failure is logged, never shown (the decision itself is stored by
+/// the store's own transactions).
+pub(crate) fn audit(app: &App, kind: &str, detail: &serde_json::Value) {
+    append_audit(app, kind, None, detail);
+}
+
+/// Appends an audit row about a proposal.
+pub(crate) fn append_audit(
+    app: &App,
+    kind: &str,
+    proposal: Option<u64>,
+    detail: &serde_json::Value,
+) {
+    let result = match app.deps.store.lock() {
+        Ok(mut store) => store
+            .audit(kind, proposal, detail)
+            .map_err(|e| e.to_string()),
+        Err(_) => Err("store lock poisoned".to_owned()),
+    };
+    if let Err(e) = result {
+        tracing::warn!("approval page audit ({kind}) failed: {e}");
+    }
+}
