@@ -711,6 +711,11 @@ fn find_room<'a>(question: &str, devices: &'a [Device]) -> RoomMatch<'a> {
 
 /// A name as it may appear in an answer: no control or direction-changing characters, short.
 fn shown(text: &str) -> String {
+    shown_max(text, MAX_NAME_CHARS)
+}
+
+/// [`shown`] with its own length cap.
+fn shown_max(text: &str, max: usize) -> String {
     let clean: String = text
         .chars()
         .filter(|c| {
@@ -724,8 +729,8 @@ fn shown(text: &str) -> String {
         })
         .collect();
     let clean = clean.trim();
-    if clean.chars().count() > MAX_NAME_CHARS {
-        let mut cut: String = clean.chars().take(MAX_NAME_CHARS - 1).collect();
+    if clean.chars().count() > max {
+        let mut cut: String = clean.chars().take(max - 1).collect();
         cut.push('…');
         cut
     } else {
@@ -1076,6 +1081,8 @@ struct Fleet {
     events: BTreeMap<String, Option<Event>>,
     events_read: bool,
     endpoints: Option<Vec<StreamEndpoint>>,
+    /// Why the stream destinations could not be read, when they could not.
+    streams_failed: Option<String>,
     notes: Vec<String>,
 }
 
@@ -1104,7 +1111,7 @@ fn open_hint(tool: &str, lang: Lang) -> String {
 fn failed_text(tool: &str, why: &str, lang: Lang) -> String {
     // The failure text came from the assistant's own code, but it is still cut and cleaned:
     // nothing in it may pose as part of this answer's structure.
-    let why: String = shown(&why.replace(['<', '>'], " "));
+    let why: String = shown_max(&why.replace(['<', '>'], " "), 200);
     match lang {
         Lang::En => format!("I could not read {tool}: {why}. Nothing has been changed."),
         Lang::Es => format!("No pude leer {tool}: {why}. No se ha cambiado nada."),
@@ -1179,6 +1186,9 @@ fn parse_fleet(conv: &Conversation, lang: Lang) -> Result<Fleet, String> {
             ),
         });
     }
+    if let Some(why) = conv.failed.get(EVENTS) {
+        notes.push(failed_text(EVENTS, why, lang));
+    }
     let mut events = BTreeMap::new();
     let mut events_read = false;
     for value in conv.reads.get(EVENTS).into_iter().flatten() {
@@ -1209,6 +1219,7 @@ fn parse_fleet(conv: &Conversation, lang: Lang) -> Result<Fleet, String> {
         events,
         events_read,
         endpoints,
+        streams_failed: conv.failed.get(STREAMS).cloned(),
         notes,
     })
 }
@@ -2087,7 +2098,10 @@ fn start_stream(d: &Device, fleet: &Fleet, lang: Lang) -> Step {
                 return no_channel(&label, lang);
             };
             let Some(endpoints) = &fleet.endpoints else {
-                return Step::Text(open_hint(STREAMS, lang));
+                return Step::Text(match &fleet.streams_failed {
+                    Some(why) => failed_text(STREAMS, why, lang),
+                    None => open_hint(STREAMS, lang),
+                });
             };
             let room_toks = tokens(&d.name);
             // The destination's name must hold the whole room name, numbers included, so

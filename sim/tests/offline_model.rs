@@ -971,3 +971,60 @@ async fn a_fixed_clock_is_shared_with_the_simulator() {
     );
     h.model.shutdown().await;
 }
+
+#[tokio::test]
+async fn failed_reads_are_reported_not_retried() {
+    let h = Harness::new().await;
+    let tools = tools(&h.policy, true, &[]);
+    let messages = vec![
+        json!({"role": "user", "content": "Reboot Media Lab"}),
+        json!({"role": "assistant", "content": [
+            {"type": "tool_use", "id": "toolu_f1", "name": "get_devices_in_my_team", "input": {}},
+            {"type": "tool_use", "id": "toolu_f2", "name": "get_current_or_next_cms_events_for_devices", "input": {"until": "2099-01-01T00:00:00Z"}},
+        ]}),
+        json!({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "toolu_f1", "is_error": true,
+             "content": "The read failed: sign-in expired: run `fleetwatch login`"},
+            {"type": "tool_result", "tool_use_id": "toolu_f2",
+             "content": data_block("get_current_or_next_cms_events_for_devices", &json!({"devices": {}}))},
+        ]}),
+    ];
+    let reply = h.post(&Harness::request(&tools, &messages)).await;
+    assert_eq!(reply["stop_reason"], "end_turn", "no second try: {reply}");
+    assert_has(
+        &texts(&reply),
+        &[
+            "could not read get_devices_in_my_team",
+            "sign-in expired",
+            "Nothing has been changed",
+        ],
+    );
+
+    // An optional read that failed is named in the answer, which still comes from the rest.
+    let messages = vec![
+        json!({"role": "user", "content": "What needs attention?"}),
+        json!({"role": "assistant", "content": [
+            {"type": "tool_use", "id": "toolu_f3", "name": "get_devices_in_my_team", "input": {}},
+            {"type": "tool_use", "id": "toolu_f4", "name": "get_current_or_next_cms_events_for_devices", "input": {"until": "2099-01-01T00:00:00Z"}},
+            {"type": "tool_use", "id": "toolu_f5", "name": "get_recorder_status_for_devices", "input": {"device_ids": [h.id("Courtroom 1")]}},
+        ]}),
+        json!({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "toolu_f3",
+             "content": data_block("get_devices_in_my_team", &h.devices)},
+            {"type": "tool_result", "tool_use_id": "toolu_f4", "is_error": true,
+             "content": "The read failed: Epiphan did not answer in time"},
+            {"type": "tool_result", "tool_use_id": "toolu_f5",
+             "content": data_block("get_recorder_status_for_devices", &json!({"devices": {}}))},
+        ]}),
+    ];
+    let reply = h.post(&Harness::request(&tools, &messages)).await;
+    assert_eq!(reply["stop_reason"], "end_turn");
+    assert_has(
+        &texts(&reply),
+        &[
+            "Hearing Room 6",
+            "could not read get_current_or_next_cms_events_for_devices",
+        ],
+    );
+    h.model.shutdown().await;
+}
