@@ -94,7 +94,7 @@ fn reboot(id: &str) -> Value {
 async fn a_valid_proposal_is_stored_pending_with_everything_bound() {
     let w = world(false, &[]).await;
     let target = w.sandbox[0].clone();
-    let p = proposer(&w, fence(&[target.clone()]), true);
+    let p = proposer(&w, fence(std::slice::from_ref(&target)), true);
     let long_reason = format!("password=hunter2hunter2 {}", "x".repeat(600));
     let result = p
         .propose("batch_reboot", reboot(&target), &long_reason)
@@ -139,7 +139,7 @@ async fn a_valid_proposal_is_stored_pending_with_everything_bound() {
 async fn schema_problems_are_refused_naming_the_field() {
     let w = world(false, &[]).await;
     let target = w.sandbox[0].clone();
-    let p = proposer(&w, fence(&[target.clone()]), true);
+    let p = proposer(&w, fence(std::slice::from_ref(&target)), true);
     for (args, field) in [
         (
             json!({"device_ids": [target.clone()], "force": true}),
@@ -182,7 +182,7 @@ async fn a_category_not_granted_is_refused_even_if_the_model_calls_it() {
     let w = world(false, &[]).await;
     let target = w.sandbox[0].clone();
     grants::close(w.state.path(), "maintenance").unwrap();
-    let p = proposer(&w, fence(&[target.clone()]), true);
+    let p = proposer(&w, fence(std::slice::from_ref(&target)), true);
     let result = p
         .propose("batch_firmware_update", reboot(&target), "r")
         .await;
@@ -259,7 +259,7 @@ async fn no_fence_or_read_only_proposes_nothing() {
         .await;
     assert!(result.message.starts_with("Not proposed:"));
     assert!(result.message.contains("fence"), "{}", result.message);
-    let result = proposer(&w, fence(&[target.clone()]), false)
+    let result = proposer(&w, fence(std::slice::from_ref(&target)), false)
         .propose("batch_reboot", reboot(&target), "r")
         .await;
     assert!(result.message.starts_with("Not proposed:"));
@@ -272,7 +272,7 @@ async fn an_unreachable_executor_stores_nothing() {
     let w = world(false, &[]).await;
     let target = w.sandbox[0].clone();
     let missing = w.state.path().join("no-executor.sock");
-    let result = proposer_at(&w, fence(&[target.clone()]), true, &missing)
+    let result = proposer_at(&w, fence(std::slice::from_ref(&target)), true, &missing)
         .propose("batch_reboot", reboot(&target), "r")
         .await;
     assert!(
@@ -333,7 +333,7 @@ fn insert(w: &World, tool: &str, target: &str) -> u64 {
 async fn the_hourly_cap_counts_expired_but_not_denied() {
     let w = world(false, &[]).await;
     let target = w.sandbox[0].clone();
-    let p = proposer(&w, fence(&[target.clone()]), true);
+    let p = proposer(&w, fence(std::slice::from_ref(&target)), true);
     for _ in 0..MAX_PER_HOUR - 1 {
         insert(&w, "batch_firmware_update", &target);
     }
