@@ -1,0 +1,1714 @@
+//! The approval page over real HTTP on loopback, without a browser: guards, headers, tokens,
+//! origins, sign-in backoff, the secret file, cards and their Deny-only cases, approvals and
+//! the concurrent-approve race. The executor is a stand-in on a Unix socket that speaks the
+//! real wire protocol, verifies each approval's signature and counts every `Execute`.
+
+use std::collections::BTreeMap;
+use std::net::{IpAddr, Ipv4Addr};
+use std::os::unix::fs::PermissionsExt as _;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use fleetwatch::executor_client::ExecutorClient;
+use fleetwatch::keys::ApproverKey;
+use fleetwatch::page::{
+    self, ManualClock, PageConfig, PageDeps, PageError, PageHandle, SecretDelivery,
+};
+use fleetwatch::store::{NewProposal, Status, Store, now_secs};
+use fleetwatch_protocol::Refusal;
+use fleetwatch_protocol::claims::{ApprovalClaims, TrustedKeys};
+use fleetwatch_protocol::fleet::RoomBlock;
+use fleetwatch_protocol::policy::Policy;
+use fleetwatch_protocol::wire::{
+    self, ChannelFacts, Description, DeviceFacts, EventFacts, Outcome, OutcomeKind, Request,
+    Response, StatusReport, StreamFacts,
+};
+use futures_util::{SinkExt as _, StreamExt as _};
+use serde_json::{Value, json};
+use sha2::{Digest as _, Sha256};
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio_util::codec::{Framed, LengthDelimitedCodec};
+
+const DEV_A: &str = "2903456001";
+const DEV_B: &str = "2903456002";
+const STREAM: &str = "5d0e1c2b-3a49-4f58-8e67-7d6c5b4a3921";
+
+/// `application/x-www-form-urlencoded` bodies, as a browser sends forms.
+trait Formed {
+    fn formed<K: AsRef<str>, V: AsRef<str>>(self, fields: &[(K, V)]) -> Self;
+}
+
+fn urlencode(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'*' => {
+                (b as char).to_string()
+            }
+            b' ' => "+".to_owned(),
+            other => format!("%{other:02X}"),
+        })
+        .collect()
+}
+
+impl Formed for reqwest::RequestBuilder {
+    fn formed<K: AsRef<str>, V: AsRef<str>>(self, fields: &[(K, V)]) -> Self {
+        let body: Vec<String> = fields
+            .iter()
+            .map(|(k, v)| format!("{}={}", urlencode(k.as_ref()), urlencode(v.as_ref())))
+            .collect();
+        self.header("content-type", "application/x-www-form-urlencoded")
+            .body(body.join("&"))
+    }
+}
+
+// ---- a stand-in executor ------------------------------------------------------------------
+
+#[derive(Clone)]
+enum Answer {
+    Done,
+    Errors(BTreeMap<String, String>),
+    Unknown,
+    Refuse(Refusal),
+    Hang,
+}
+
+struct World {
+    sign_in: bool,
+    fence: bool,
+    devices: Vec<DeviceFacts>,
+    stream_found: bool,
+    event_matches: Option<bool>,
+    fingerprint: String,
+    describe_refusal: Option<Refusal>,
+    answer: Answer,
+    executes: Vec<ApprovalClaims>,
+    trusted: TrustedKeys,
+}
+
+fn device(id: &str, name: &str) -> DeviceFacts {
+    DeviceFacts {
+        id: id.to_owned(),
+        on_team: true,
+        allowlisted: true,
+        name: name.to_owned(),
+        model: "Pearl-2".to_owned(),
+        online: true,
+        recording: false,
+        channels: vec![
+            ChannelFacts {
+                number: "1".into(),
+                name: "Program Mix".into(),
+                recording: false,
+            },
+            ChannelFacts {
+                number: "2".into(),
+                name: "Lectern".into(),
+                recording: false,
+            },
+        ],
+        event: Some(EventFacts {
+            id: "law-210".into(),
+            title: "LAW 210".into(),
+            start: "2030-01-01T10:00:00Z".into(),
+            end: Some("2030-01-01T11:00:00Z".into()),
+        }),
+        block: RoomBlock::None,
+    }
+}
+
+fn describe(world: &World, policy: &Policy, tool: &str, arguments: &str) -> Response {
+    if let Some(r) = &world.describe_refusal {
+        return Response::Refused(r.clone());
+    }
+    let value: Value = serde_json::from_str(arguments).unwrap_or(Value::Null);
+    let Ok(valid) = policy.validate(tool, &value) else {
+        return Response::Refused(Refusal::ArgumentsInvalid);
+    };
+    let devices = valid
+        .targets
+        .iter()
+        .map(|t| {
+            world
+                .devices
+                .iter()
+                .find(|d| &d.id == t)
+                .cloned()
+                .unwrap_or_else(|| DeviceFacts {
+                    on_team: false,
+                    name: String::new(),
+                    channels: Vec::new(),
+                    event: None,
+                    ..device(t, "")
+                })
+        })
+        .collect();
+    Response::Described(Description {
+        targets: valid.targets.clone(),
+        devices,
+        stream: valid.stream_id.map(|id| StreamFacts {
+            id,
+            found: world.stream_found,
+            name: "Sandbox RTMP".into(),
+            host: "live.example.net".into(),
+        }),
+        event_matches: valid.event.as_ref().and(world.event_matches),
+        fingerprint: world.fingerprint.clone(),
+        team_id: None,
+        disruptive: policy.is_disruptive(tool, &value),
+        policy_digest: policy.digest(tool).unwrap_or_default(),
+        schema_version: policy
+            .propose_entry(tool)
+            .map(|e| e.schema_version)
+            .unwrap_or(0),
+    })
+}
+
+async fn serve_executor(socket: &Path, world: Arc<Mutex<World>>, policy: Arc<Policy>) {
+    let listener = tokio::net::UnixListener::bind(socket).unwrap();
+    tokio::spawn(async move {
+        loop {
+            let Ok((stream, _)) = listener.accept().await else {
+                return;
+            };
+            let world = world.clone();
+            let policy = policy.clone();
+            tokio::spawn(async move {
+                let codec = LengthDelimitedCodec::builder()
+                    .max_frame_length(wire::MAX_FRAME)
+                    .new_codec();
+                let mut framed = Framed::new(stream, codec);
+                let Some(Ok(frame)) = framed.next().await else {
+                    return;
+                };
+                let Ok(request) = wire::decode_request(&frame) else {
+                    return;
+                };
+                let (response, hang) = {
+                    let mut w = world.lock().unwrap();
+                    match request {
+                        Request::Status => (
+                            Response::Status(StatusReport {
+                                version: "test".into(),
+                                fence_configured: w.fence,
+                                sandbox_sign_in: w.sign_in,
+                                key_ids: w.trusted.key_ids(),
+                                policy_digest: policy.whole_digest(),
+                                chain_head: [0; 32],
+                            }),
+                            false,
+                        ),
+                        Request::Describe(d) => {
+                            (describe(&w, &policy, &d.tool, &d.arguments), false)
+                        }
+                        Request::Execute(e) => {
+                            let claims = w
+                                .trusted
+                                .verify(&e.approval)
+                                .ok()
+                                .and_then(|bytes| ApprovalClaims::decode(bytes).ok());
+                            match claims {
+                                None => (Response::Refused(Refusal::BadSignature), false),
+                                Some(c) => {
+                                    w.executes.push(c);
+                                    match w.answer.clone() {
+                                        Answer::Done => (
+                                            Response::Executed(Outcome {
+                                                kind: OutcomeKind::Done,
+                                                chain_head: [1; 32],
+                                            }),
+                                            false,
+                                        ),
+                                        Answer::Errors(m) => (
+                                            Response::Executed(Outcome {
+                                                kind: OutcomeKind::Error(m),
+                                                chain_head: [1; 32],
+                                            }),
+                                            false,
+                                        ),
+                                        Answer::Unknown => (
+                                            Response::Executed(Outcome {
+                                                kind: OutcomeKind::Unknown,
+                                                chain_head: [1; 32],
+                                            }),
+                                            false,
+                                        ),
+                                        Answer::Refuse(r) => (Response::Refused(r), false),
+                                        Answer::Hang => {
+                                            (Response::Refused(Refusal::Internal), true)
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                };
+                if hang {
+                    tokio::time::sleep(Duration::from_secs(30)).await;
+                    return;
+                }
+                let body = wire::encode_response(&response).unwrap();
+                let _ = framed.send(tokio_util::bytes::Bytes::from(body)).await;
+            });
+        }
+    });
+}
+
+// ---- the page under test ------------------------------------------------------------------
+
+struct Env {
+    dir: tempfile::TempDir,
+    page: Option<PageHandle>,
+    store: Arc<Mutex<Store>>,
+    world: Arc<Mutex<World>>,
+    clock: Arc<ManualClock>,
+    policy: Arc<Policy>,
+    port: u16,
+    client: reqwest::Client,
+}
+
+fn load_policy() -> Arc<Policy> {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../tool_policy.yaml"))
+        .unwrap();
+    Arc::new(Policy::from_yaml(&text).unwrap())
+}
+
+fn client_from(ip: Ipv4Addr) -> reqwest::Client {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .local_address(IpAddr::V4(ip))
+        .build()
+        .unwrap()
+}
+
+struct Options {
+    autonomy: bool,
+    fence: bool,
+    executor_timeout: Duration,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            autonomy: true,
+            fence: true,
+            executor_timeout: Duration::from_secs(20),
+        }
+    }
+}
+
+async fn prepare(
+    dir: &tempfile::TempDir,
+) -> (
+    Arc<Mutex<World>>,
+    Arc<Policy>,
+    ApproverKey,
+    std::path::PathBuf,
+) {
+    let state = dir.path().join("state");
+    std::fs::create_dir_all(&state).unwrap();
+    let key = ApproverKey::load_or_create(&state).unwrap();
+    let policy = load_policy();
+    let world = Arc::new(Mutex::new(World {
+        sign_in: true,
+        fence: true,
+        devices: vec![device(DEV_A, "Courtroom"), device(DEV_B, "Aula Magna")],
+        stream_found: true,
+        event_matches: Some(true),
+        fingerprint: "fp-1".into(),
+        describe_refusal: None,
+        answer: Answer::Done,
+        executes: Vec::new(),
+        trusted: TrustedKeys::from_keys([key.public()]),
+    }));
+    let socket = dir.path().join("executor.sock");
+    serve_executor(&socket, world.clone(), policy.clone()).await;
+    (world, policy, key, socket)
+}
+
+async fn start_page(
+    dir: &tempfile::TempDir,
+    options: Options,
+    key: ApproverKey,
+    socket: &Path,
+    policy: Arc<Policy>,
+    store: Arc<Mutex<Store>>,
+    clock: Arc<ManualClock>,
+) -> Result<PageHandle, PageError> {
+    let config = PageConfig {
+        port: 0,
+        state_dir: dir.path().join("state"),
+        autonomy_propose: options.autonomy,
+        fence_configured: options.fence,
+        secret_delivery: SecretDelivery::File,
+        request_timeout: Duration::from_secs(60),
+        clock,
+    };
+    let deps = PageDeps {
+        store,
+        executor: ExecutorClient::new(socket).with_timeout(options.executor_timeout),
+        policy,
+        key: Arc::new(key),
+    };
+    page::start(config, deps).await
+}
+
+async fn env_with(options: Options) -> Env {
+    let dir = tempfile::tempdir().unwrap();
+    let (world, policy, key, socket) = prepare(&dir).await;
+    let store = Arc::new(Mutex::new(Store::open(&dir.path().join("state")).unwrap()));
+    let clock = Arc::new(ManualClock::new());
+    let page = start_page(
+        &dir,
+        options,
+        key,
+        &socket,
+        policy.clone(),
+        store.clone(),
+        clock.clone(),
+    )
+    .await
+    .unwrap();
+    let port = page.addr.port();
+    Env {
+        dir,
+        page: Some(page),
+        store,
+        world,
+        clock,
+        policy,
+        port,
+        client: client_from(Ipv4Addr::LOCALHOST),
+    }
+}
+
+async fn env() -> Env {
+    env_with(Options::default()).await
+}
+
+impl Env {
+    fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+    fn origin(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+    fn secret(&self) -> String {
+        let path = self.page.as_ref().unwrap().secret_file.clone().unwrap();
+        std::fs::read_to_string(path).unwrap().trim().to_owned()
+    }
+    fn propose(&self, tool: &str, args: Value, reason: &str) -> u64 {
+        let valid = self.policy.validate(tool, &args).unwrap();
+        self.insert(NewProposal {
+            tool: tool.into(),
+            arguments: valid.arguments.into_string(),
+            targets: valid.targets,
+            fingerprint: self.world.lock().unwrap().fingerprint.clone(),
+            schema_version: self.policy.propose_entry(tool).unwrap().schema_version,
+            policy_digest: self.policy.digest(tool).unwrap(),
+            slot: "sandbox".into(),
+            reason: reason.into(),
+        })
+    }
+    /// Stores a proposal as given (the store is trusted data; the card must still cope).
+    fn insert(&self, p: NewProposal) -> u64 {
+        self.store
+            .lock()
+            .unwrap()
+            .insert_proposal(&p, now_secs())
+            .unwrap()
+    }
+    fn status(&self, id: u64) -> Status {
+        self.store
+            .lock()
+            .unwrap()
+            .proposal(id)
+            .unwrap()
+            .unwrap()
+            .status
+    }
+    fn executes(&self) -> usize {
+        self.world.lock().unwrap().executes.len()
+    }
+    fn approval_used(&self, approval: &str) -> i64 {
+        self.store
+            .lock()
+            .unwrap()
+            .connection()
+            .query_row(
+                "SELECT used FROM approvals WHERE id = ?1",
+                [approval],
+                |r| r.get(0),
+            )
+            .unwrap()
+    }
+    async fn login_from(&self, client: &reqwest::Client) -> String {
+        let r = client
+            .post(self.url("/login"))
+            .header("origin", self.origin())
+            .formed(&[("secret", self.secret())])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 303);
+        let cookie = r
+            .headers()
+            .get("set-cookie")
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .to_owned();
+        assert!(
+            cookie.contains("HttpOnly")
+                && cookie.contains("SameSite=Strict")
+                && cookie.contains("Path=/")
+        );
+        assert!(!cookie.contains(&self.secret()));
+        cookie.split(';').next().unwrap().to_owned()
+    }
+    async fn login(&self) -> String {
+        self.login_from(&self.client).await
+    }
+    async fn get(&self, cookie: &str, lang: &str) -> (u16, String) {
+        let r = self
+            .client
+            .get(self.url("/"))
+            .header("cookie", cookie)
+            .header("accept-language", lang)
+            .send()
+            .await
+            .unwrap();
+        (r.status().as_u16(), r.text().await.unwrap())
+    }
+    async fn card(&self, cookie: &str) -> String {
+        let (status, body) = self.get(cookie, "en").await;
+        assert_eq!(status, 200);
+        body
+    }
+    async fn post(&self, path: &str, cookie: &str, fields: &[(String, String)]) -> (u16, String) {
+        let r = self
+            .client
+            .post(self.url(path))
+            .header("cookie", cookie)
+            .header("origin", self.origin())
+            .formed(fields)
+            .send()
+            .await
+            .unwrap();
+        (r.status().as_u16(), r.text().await.unwrap())
+    }
+}
+
+/// The hidden fields of the form posting to `action`.
+fn form(html: &str, action: &str) -> Vec<(String, String)> {
+    let start = html
+        .find(&format!("action=\"{action}\""))
+        .unwrap_or_else(|| panic!("no {action} form in\n{html}"));
+    let end = start + html[start..].find("</form>").unwrap();
+    let mut out = Vec::new();
+    let mut rest = &html[start..end];
+    while let Some(i) = rest.find("name=\"") {
+        rest = &rest[i + 6..];
+        let name = &rest[..rest.find('"').unwrap()];
+        let v = rest.find("value=\"").unwrap() + 7;
+        let value = &rest[v..v + rest[v..].find('"').unwrap()];
+        out.push((name.to_owned(), value.to_owned()));
+    }
+    out
+}
+
+fn get_field(fields: &[(String, String)], name: &str) -> String {
+    fields.iter().find(|(n, _)| n == name).unwrap().1.clone()
+}
+
+fn with(fields: &[(String, String)], name: &str, value: &str) -> Vec<(String, String)> {
+    fields
+        .iter()
+        .map(|(n, v)| {
+            (
+                n.clone(),
+                if n == name {
+                    value.to_owned()
+                } else {
+                    v.clone()
+                },
+            )
+        })
+        .collect()
+}
+
+fn record(channel: &str) -> Value {
+    json!({"action": "start", "device_ids": [channel]})
+}
+
+fn header_check(r: &reqwest::Response) {
+    let h = r.headers();
+    let get = |n: &str| {
+        h.get(n)
+            .map(|v| v.to_str().unwrap().to_owned())
+            .unwrap_or_default()
+    };
+    assert_eq!(
+        get("content-security-policy"),
+        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+        "{}",
+        r.url()
+    );
+    assert_eq!(get("cache-control"), "no-store");
+    assert_eq!(get("x-content-type-options"), "nosniff");
+    assert_eq!(get("x-frame-options"), "DENY");
+    assert_eq!(get("referrer-policy"), "no-referrer");
+}
+
+// ---- serving rules ------------------------------------------------------------------------
+
+#[tokio::test]
+async fn every_response_carries_the_security_headers() {
+    let e = env().await;
+    let c = &e.client;
+    let host_bad = c
+        .get(e.url("/"))
+        .header("host", "evil.example")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(host_bad.status(), 403);
+    header_check(&host_bad);
+    for (path, status) in [
+        ("/", 200),
+        ("/static/countdown.js", 200),
+        ("/static/page.css", 200),
+        ("/nope", 404),
+        ("/approve", 405),
+    ] {
+        let r = c.get(e.url(path)).send().await.unwrap();
+        assert_eq!(r.status(), status, "{path}");
+        header_check(&r);
+    }
+    let big = c
+        .post(e.url("/login"))
+        .header("origin", e.origin())
+        .body("secret=".to_owned() + &"a".repeat(5000))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(big.status(), 413);
+    header_check(&big);
+    let no_origin = c
+        .post(e.url("/login"))
+        .formed(&[("secret", "x")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(no_origin.status(), 403);
+    header_check(&no_origin);
+    let wrong = c
+        .post(e.url("/login"))
+        .header("origin", e.origin())
+        .formed(&[("secret", "x")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(wrong.status(), 401);
+    header_check(&wrong);
+    let right = c
+        .post(e.url("/login"))
+        .header("origin", e.origin())
+        .formed(&[("secret", e.secret())])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(right.status(), 303);
+    header_check(&right);
+    let js = c.get(e.url("/static/countdown.js")).send().await.unwrap();
+    assert!(
+        js.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/javascript")
+    );
+}
+
+#[tokio::test]
+async fn the_host_header_must_name_this_page() {
+    let e = env().await;
+    let cookie = e.login().await;
+    let id = e.propose("batch_recording", record(&format!("{DEV_A}-1")), "why");
+    let html = e.card(&cookie).await;
+    let fields = form(&html, "/approve");
+    let port = e.port;
+    for (host, want) in [
+        (format!("127.0.0.1:{port}"), 200),
+        (format!("localhost:{port}"), 200),
+        (format!("LOCALHOST:{port}"), 200),
+        ("127.0.0.1".to_owned(), 403),
+        (format!("127.0.0.1:{}", port.wrapping_add(1)), 403),
+        (format!("evil.example:{port}"), 403),
+        (format!("127.0.0.1.evil.example:{port}"), 403),
+        (format!("[::1]:{port}"), 403),
+    ] {
+        let r = e
+            .client
+            .get(e.url("/"))
+            .header("host", &host)
+            .header("cookie", &cookie)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), want, "{host}");
+    }
+    // DNS rebinding: a foreign host name whose page posts to "itself" with a matching Origin.
+    let r = e
+        .client
+        .post(e.url("/approve"))
+        .header("host", format!("evil.example:{port}"))
+        .header("origin", format!("http://evil.example:{port}"))
+        .header("cookie", &cookie)
+        .formed(&fields)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 403);
+    let r = e
+        .client
+        .post(e.url("/approve"))
+        .header("host", format!("evil.example:{port}"))
+        .header("origin", e.origin())
+        .header("cookie", &cookie)
+        .formed(&fields)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 403);
+    assert_eq!(e.approval_used(&get_field(&fields, "approval")), 0);
+    assert_eq!(e.status(id), Status::Pending);
+    assert_eq!(e.executes(), 0);
+}
+
+#[tokio::test]
+async fn bodies_over_four_kib_are_refused_even_without_a_length() {
+    let e = env().await;
+    // Chunked: no Content-Length to check up front, so the cap applies while reading.
+    let mut s = tokio::net::TcpStream::connect(("127.0.0.1", e.port))
+        .await
+        .unwrap();
+    let chunk = "a".repeat(3000);
+    let head = format!(
+        "POST /login HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nOrigin: {}\r\nContent-Type: application/x-www-form-urlencoded\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n",
+        e.port,
+        e.origin()
+    );
+    s.write_all(head.as_bytes()).await.unwrap();
+    for _ in 0..2 {
+        s.write_all(format!("{:x}\r\n{chunk}\r\n", chunk.len()).as_bytes())
+            .await
+            .unwrap();
+    }
+    s.write_all(b"0\r\n\r\n").await.unwrap();
+    let mut answer = String::new();
+    let _ = tokio::time::timeout(Duration::from_secs(30), s.read_to_string(&mut answer)).await;
+    assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
+    let small = e
+        .client
+        .post(e.url("/login"))
+        .header("origin", e.origin())
+        .body("secret=".to_owned() + &"a".repeat(4000))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(small.status(), 401, "a body under the cap is read");
+}
+
+#[tokio::test]
+async fn post_origin_rules() {
+    let e = env().await;
+    let p = e.port;
+    let other = p.wrapping_add(1);
+    let cases: Vec<(Option<String>, Option<&str>, u16)> = vec![
+        (Some(format!("http://127.0.0.1:{p}")), None, 303),
+        (Some(format!("http://localhost:{p}")), None, 303),
+        (
+            Some(format!("http://127.0.0.1:{p}")),
+            Some("same-origin"),
+            303,
+        ),
+        (None, Some("same-origin"), 303),
+        (Some(format!("http://127.0.0.1:{other}")), None, 403),
+        (Some(format!("http://localhost:{other}")), None, 403),
+        (Some(format!("https://127.0.0.1:{p}")), None, 403),
+        (Some(format!("http://127.0.0.1:{p}/")), None, 403),
+        (Some("null".to_owned()), None, 403),
+        (Some(format!("http://evil.example:{p}")), None, 403),
+        (
+            Some(format!("http://127.0.0.1:{p}")),
+            Some("same-site"),
+            403,
+        ),
+        (
+            Some(format!("http://127.0.0.1:{other}")),
+            Some("same-origin"),
+            403,
+        ),
+        (None, Some("same-site"), 403),
+        (None, Some("cross-site"), 403),
+        (None, Some("none"), 403),
+        (None, None, 403),
+    ];
+    for (origin, site, want) in cases {
+        let mut r = e
+            .client
+            .post(e.url("/login"))
+            .formed(&[("secret", e.secret())]);
+        if let Some(o) = &origin {
+            r = r.header("origin", o);
+        }
+        if let Some(s) = site {
+            r = r.header("sec-fetch-site", s);
+        }
+        let got = r.send().await.unwrap().status().as_u16();
+        assert_eq!(got, want, "origin {origin:?} sec-fetch-site {site:?}");
+    }
+}
+
+#[tokio::test]
+async fn the_page_will_not_start_without_its_preconditions() {
+    let dir = tempfile::tempdir().unwrap();
+    let (world, policy, key, socket) = prepare(&dir).await;
+    world.lock().unwrap().sign_in = false;
+    let store = Arc::new(Mutex::new(Store::open(&dir.path().join("state")).unwrap()));
+    let clock = Arc::new(ManualClock::new());
+    let options = Options {
+        autonomy: false,
+        fence: false,
+        ..Options::default()
+    };
+    let err = start_page(
+        &dir,
+        options,
+        key,
+        &socket,
+        policy.clone(),
+        store.clone(),
+        clock.clone(),
+    )
+    .await
+    .err()
+    .unwrap();
+    let text = err.to_string();
+    assert!(text.contains("autonomy: propose"), "{text}");
+    assert!(text.contains("FLEETWATCH_WRITE_DEVICE_IDS"), "{text}");
+    assert!(text.contains("sandbox sign-in"), "{text}");
+    assert!(
+        !dir.path()
+            .join("state")
+            .join(page::secret::SECRET_FILE)
+            .exists()
+    );
+    // No executor at all.
+    let key = ApproverKey::load_or_create(&dir.path().join("state")).unwrap();
+    let err = start_page(
+        &dir,
+        Options::default(),
+        key,
+        &dir.path().join("missing.sock"),
+        policy,
+        store,
+        clock,
+    )
+    .await
+    .err()
+    .unwrap();
+    assert!(err.to_string().contains("does not answer Status"), "{err}");
+}
+
+// ---- the secret and sessions --------------------------------------------------------------
+
+#[tokio::test]
+async fn the_secret_file_is_private_replaced_and_removed() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_world, policy, key, socket) = prepare(&dir).await;
+    let stale = dir.path().join("state").join(page::secret::SECRET_FILE);
+    std::fs::write(&stale, "stale\n").unwrap();
+    std::fs::set_permissions(&stale, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let store = Arc::new(Mutex::new(Store::open(&dir.path().join("state")).unwrap()));
+    let handle = start_page(
+        &dir,
+        Options::default(),
+        key,
+        &socket,
+        policy,
+        store.clone(),
+        Arc::new(ManualClock::new()),
+    )
+    .await
+    .unwrap();
+    let path = handle.secret_file.clone().unwrap();
+    assert_eq!(path, stale);
+    let meta = std::fs::metadata(&path).unwrap();
+    assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+    let secret = std::fs::read_to_string(&path).unwrap().trim().to_owned();
+    assert_eq!(secret.len(), 64);
+    assert!(secret.bytes().all(|b| b.is_ascii_hexdigit()));
+    assert!(handle.announcement.contains(&path.display().to_string()));
+    assert!(!handle.announcement.contains(&secret));
+    assert_eq!(handle.addr.ip(), IpAddr::V4(Ipv4Addr::LOCALHOST));
+    handle.shutdown().await.unwrap();
+    assert!(!path.exists(), "the secret file is removed at a clean stop");
+    // The secret never reached the audit table.
+    let rows = store.lock().unwrap().audit_rows().unwrap();
+    assert!(rows.iter().all(|r| !r.detail.contains(&secret)));
+}
+
+#[tokio::test]
+async fn wrong_entries_back_off_per_address_and_globally() {
+    let e = env().await;
+    let s = Duration::from_secs;
+    let try_from = |client: reqwest::Client, secret: String| {
+        let url = e.url("/login");
+        let origin = e.origin();
+        async move {
+            let r = client
+                .post(url)
+                .header("origin", origin)
+                .formed(&[("secret", secret)])
+                .send()
+                .await
+                .unwrap();
+            let retry = r
+                .headers()
+                .get("retry-after")
+                .map(|v| v.to_str().unwrap().to_owned());
+            (r.status().as_u16(), retry)
+        }
+    };
+    let a = e.client.clone();
+    let wrong = || "0".repeat(64);
+    for _ in 0..3 {
+        assert_eq!(try_from(a.clone(), wrong()).await.0, 401);
+    }
+    // Waiting: even the right secret is not checked, and asking again does not lengthen it.
+    assert_eq!(
+        try_from(a.clone(), e.secret()).await,
+        (429, Some("2".to_owned()))
+    );
+    e.clock.advance(s(1));
+    for _ in 0..5 {
+        assert_eq!(
+            try_from(a.clone(), wrong()).await,
+            (429, Some("1".to_owned()))
+        );
+    }
+    // Another address is not slowed by this one.
+    let b = client_from(Ipv4Addr::new(127, 0, 0, 2));
+    assert_eq!(try_from(b.clone(), wrong()).await.0, 401);
+    e.clock.advance(s(1));
+    assert_eq!(try_from(a.clone(), wrong()).await.0, 401);
+    assert_eq!(
+        try_from(a.clone(), wrong()).await,
+        (429, Some("4".to_owned()))
+    );
+    e.clock.advance(s(4));
+    assert_eq!(try_from(a.clone(), wrong()).await.0, 401);
+    assert_eq!(
+        try_from(a.clone(), wrong()).await,
+        (429, Some("8".to_owned()))
+    );
+    e.clock.advance(s(8));
+    // A right entry resets the address.
+    assert_eq!(try_from(a.clone(), e.secret()).await.0, 303);
+    for _ in 0..3 {
+        assert_eq!(try_from(a.clone(), wrong()).await.0, 401);
+    }
+    // The cap: the wait never exceeds a minute.
+    for expect in [2u64, 4, 8, 16, 32, 60, 60] {
+        let (status, retry) = try_from(a.clone(), wrong()).await;
+        assert_eq!((status, retry), (429, Some(expect.to_string())));
+        e.clock.advance(s(expect));
+        assert_eq!(try_from(a.clone(), wrong()).await.0, 401);
+    }
+    e.clock.advance(s(120));
+    // Global ceiling: wrong entries spread over many addresses slow everyone.
+    let mut count = 0;
+    'outer: for host in 10u8..40 {
+        let c = client_from(Ipv4Addr::new(127, 0, 0, host));
+        for _ in 0..3 {
+            if count == page::throttle::GLOBAL_MAX {
+                break 'outer;
+            }
+            assert_eq!(try_from(c.clone(), wrong()).await.0, 401);
+            count += 1;
+        }
+    }
+    let fresh = client_from(Ipv4Addr::new(127, 0, 0, 99));
+    assert_eq!(try_from(fresh.clone(), e.secret()).await.0, 429);
+    e.clock.advance(s(61));
+    assert_eq!(try_from(fresh, e.secret()).await.0, 303);
+}
+
+// ---- tokens -------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn every_post_needs_the_session_and_a_token_bound_to_purpose_session_and_proposal() {
+    let e = env().await;
+    let cookie = e.login().await;
+    let other_cookie = e.login().await;
+    let first = e.propose("batch_recording", record(&format!("{DEV_A}-1")), "one");
+    let second = e.propose("batch_recording", record(&format!("{DEV_B}-1")), "two");
+    let html = e.card(&cookie).await;
+    let approve = form(&html, "/approve");
+    let deny = form(&html, "/deny");
+    let deny_all = form(&html, "/deny-all");
+    let approval = get_field(&approve, "approval");
+    let forged = [
+        ("no session", "/approve", String::new(), approve.clone()),
+        (
+            "another session",
+            "/approve",
+            other_cookie.clone(),
+            approve.clone(),
+        ),
+        (
+            "forged session",
+            "/approve",
+            "fleetwatch_page=00".to_owned(),
+            approve.clone(),
+        ),
+        (
+            "other proposal",
+            "/approve",
+            cookie.clone(),
+            with(&approve, "proposal", &second.to_string()),
+        ),
+        (
+            "no token",
+            "/approve",
+            cookie.clone(),
+            with(&approve, "token", ""),
+        ),
+        (
+            "deny token",
+            "/approve",
+            cookie.clone(),
+            with(&approve, "token", &get_field(&deny, "token")),
+        ),
+        (
+            "card token confirms",
+            "/confirm",
+            cookie.clone(),
+            approve.clone(),
+        ),
+        (
+            "other approval",
+            "/approve",
+            cookie.clone(),
+            with(&approve, "approval", &"0".repeat(32)),
+        ),
+        (
+            "other card",
+            "/approve",
+            cookie.clone(),
+            with(&approve, "card", &"0".repeat(64)),
+        ),
+        (
+            "deny for other proposal",
+            "/deny",
+            cookie.clone(),
+            with(&deny, "proposal", &second.to_string()),
+        ),
+        (
+            "deny with approve token",
+            "/deny",
+            cookie.clone(),
+            with(&deny, "token", &get_field(&approve, "token")),
+        ),
+        (
+            "deny from another session",
+            "/deny",
+            other_cookie.clone(),
+            deny.clone(),
+        ),
+        (
+            "deny-all with deny token",
+            "/deny-all",
+            cookie.clone(),
+            with(&deny_all, "token", &get_field(&deny, "token")),
+        ),
+        (
+            "deny-all without session",
+            "/deny-all",
+            String::new(),
+            deny_all.clone(),
+        ),
+    ];
+    for (what, path, c, fields) in forged {
+        let (status, _) = e.post(path, &c, &fields).await;
+        assert_eq!(status, 403, "{what}");
+    }
+    assert_eq!(e.approval_used(&approval), 0);
+    assert_eq!(
+        (e.status(first), e.status(second)),
+        (Status::Pending, Status::Pending)
+    );
+    assert_eq!(e.executes(), 0);
+    // The genuine form works.
+    let (status, body) = e.post("/approve", &cookie, &approve).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(e.executes(), 1);
+}
+
+#[tokio::test]
+async fn there_is_no_approve_all_and_get_changes_nothing() {
+    let e = env().await;
+    let cookie = e.login().await;
+    let id = e.propose("batch_recording", record(&format!("{DEV_A}-1")), "x");
+    for _ in 0..3 {
+        e.card(&cookie).await;
+    }
+    for path in [
+        "/approve-all",
+        "/approve",
+        "/confirm",
+        "/deny",
+        "/deny-all",
+        "/login",
+    ] {
+        let r = e
+            .client
+            .get(e.url(path))
+            .header("cookie", &cookie)
+            .send()
+            .await
+            .unwrap();
+        assert!(
+            r.status() == 404 || r.status() == 405,
+            "{path}: {}",
+            r.status()
+        );
+    }
+    let r = e
+        .client
+        .post(e.url("/approve-all"))
+        .header("origin", e.origin())
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 404);
+    assert_eq!(e.status(id), Status::Pending);
+    assert_eq!(e.executes(), 0);
+}
+
+// ---- cards --------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn the_card_shows_the_change_in_words_with_names_and_effect() {
+    let e = env().await;
+    let cookie = e.login().await;
+    let id = e.propose(
+        "batch_recording",
+        record(&format!("{DEV_A}-1")),
+        "Start <b>now</b>\u{202e} please",
+    );
+    e.propose("batch_reboot", json!({"device_ids": [DEV_B]}), "r");
+    let html = e.card(&cookie).await;
+    assert!(html.contains(&format!("Proposal #{id}")), "{html}");
+    assert!(html.contains("1 more waiting"));
+    assert!(html.contains("<code id=\"tool\">batch_recording</code>"));
+    assert!(html.contains("Start or stop recording on one channel"));
+    assert!(
+        html.contains("Recording on Courtroom · Program Mix: stopped → recording"),
+        "{html}"
+    );
+    assert!(html.contains(&format!("Channel {DEV_A}-1: Program Mix")));
+    assert!(
+        html.contains(&format!("[&quot;{DEV_A}-1&quot;]"))
+            || html.contains(&format!("[&#34;{DEV_A}-1&#34;]")),
+        "{html}"
+    );
+    assert!(
+        html.contains("Start &#60;b&#62;now&#60;/b&#62;\\u202E please"),
+        "{html}"
+    );
+    assert!(html.contains("written by the assistant"));
+    // Deny comes first and is focused; Approve is never focused.
+    let deny_at = html.find("id=\"deny\"").unwrap();
+    let approve_at = html.find("id=\"approve\"").unwrap();
+    assert!(deny_at < approve_at);
+    assert!(html[deny_at..deny_at + 40].contains("autofocus"));
+    assert_eq!(html.matches("autofocus").count(), 1);
+    assert!(html.contains("id=\"expiry\" data-remaining=\""));
+    assert!(html.contains("<script src=\"/static/countdown.js\" defer></script>"));
+    assert!(!html.contains("<script>"), "no inline script");
+    assert!(!html.contains("style=\""), "no inline style");
+}
+
+#[tokio::test]
+async fn stream_and_event_names_and_the_window_verdict() {
+    let e = env().await;
+    let cookie = e.login().await;
+    {
+        let mut w = e.world.lock().unwrap();
+        w.devices[0].block = RoomBlock::Soon(13);
+    }
+    e.propose(
+        "stop_stream_endpoint",
+        json!({"stream_id": STREAM, "device_id": DEV_A, "channel_id": "1"}),
+        "s",
+    );
+    let html = e.card(&cookie).await;
+    assert!(
+        html.contains(&format!(
+            "Stream destination {STREAM}: Sandbox RTMP (host live.example.net)"
+        )),
+        "{html}"
+    );
+    assert!(
+        html.contains("Stream Sandbox RTMP (live.example.net) from Courtroom · Program Mix: stops"),
+        "{html}"
+    );
+    assert!(
+        html.contains(
+            "Courtroom has LAW 210 starting in 13 minutes, so the executor would refuse this."
+        ),
+        "{html}"
+    );
+    let deny = form(&html, "/deny");
+    e.post("/deny", &cookie, &deny).await;
+    e.propose(
+        "confirm_cms_event_on_device",
+        json!({"device_id": DEV_A, "event_id": "law-210"}),
+        "c",
+    );
+    let html = e.card(&cookie).await;
+    assert!(
+        html.contains("Event law-210: LAW 210, 2030-01-01T10:00:00Z – 2030-01-01T11:00:00Z"),
+        "{html}"
+    );
+    assert!(html.contains("action=\"/approve\""));
+}
+
+#[tokio::test]
+async fn spanish_when_the_first_language_tag_is_spanish() {
+    let e = env().await;
+    let (_, login) = e.get("", "es-ES,es;q=0.9,en;q=0.5").await;
+    assert!(
+        login.contains("lang=\"es\"") && login.contains("Secreto de la página"),
+        "{login}"
+    );
+    let (_, login) = e.get("", "en-GB,es;q=0.9").await;
+    assert!(login.contains("lang=\"en\"") && login.contains("Page secret"));
+    let cookie = e.login().await;
+    e.propose("batch_recording", record(&format!("{DEV_A}-1")), "x");
+    let (_, card) = e.get(&cookie, "es").await;
+    assert!(
+        card.contains("Grabación en Courtroom · Program Mix: detenida → grabando"),
+        "{card}"
+    );
+    assert!(card.contains(">Denegar<") && card.contains(">Aprobar este cambio<"));
+}
+
+async fn assert_deny_only(e: &Env, cookie: &str, expect: &str) {
+    let html = e.card(cookie).await;
+    assert!(
+        !html.contains("action=\"/approve\""),
+        "Approve offered although {expect}:\n{html}"
+    );
+    assert!(html.contains(expect), "missing {expect:?} in\n{html}");
+    assert!(html.contains("id=\"deny\""));
+    let deny = form(&html, "/deny");
+    let (status, _) = e.post("/deny", cookie, &deny).await;
+    assert_eq!(status, 303);
+}
+
+fn raw(e: &Env, tool: &str, arguments: Value, targets: &[&str]) -> NewProposal {
+    NewProposal {
+        tool: tool.into(),
+        arguments: fleetwatch_protocol::canonical::from_value(&arguments)
+            .map(|c| c.into_string())
+            .unwrap_or_else(|_| arguments.to_string()),
+        targets: targets.iter().map(|t| (*t).to_owned()).collect(),
+        fingerprint: e.world.lock().unwrap().fingerprint.clone(),
+        schema_version: 1,
+        policy_digest: e.policy.digest(tool).unwrap_or([0; 32]),
+        slot: "sandbox".into(),
+        reason: "r".into(),
+    }
+}
+
+#[tokio::test]
+async fn deny_is_the_only_button_when_the_card_cannot_be_trusted() {
+    let e = env().await;
+    let cookie = e.login().await;
+    let ch = format!("{DEV_A}-1");
+    let cases: Vec<(Value, &str)> = vec![
+        (
+            json!({"action": "start", "device_ids": [ch], "note": "x".repeat(257)}),
+            "longer than 256 characters",
+        ),
+        (
+            json!({"action": "start ", "device_ids": [ch]}),
+            "starts or ends with white space",
+        ),
+        (
+            json!({"action": "st\u{202e}art", "device_ids": [ch]}),
+            "control, format, private-use or unassigned",
+        ),
+        (
+            json!({"action": "start", "device_ids": [ch], "x": "\u{e000}"}),
+            "control, format, private-use or unassigned",
+        ),
+        (
+            json!({"action": "start", "device_ids": [ch], "x": "\u{0378}"}),
+            "control, format, private-use or unassigned",
+        ),
+        (
+            json!({"action": "start", "device_ids": [[ch]]}),
+            "nested deeper than 2 levels",
+        ),
+        (
+            json!({"action": "start", "device_ids": vec![ch.clone(); 21]}),
+            "more than 20 items",
+        ),
+        (
+            json!({"action": "start", "device_ids": [ch], "pad": vec!["y".repeat(250); 18]}),
+            "longer than 4,000 bytes",
+        ),
+    ];
+    for (args, expect) in cases {
+        e.insert(raw(&e, "batch_recording", args, &[DEV_A]));
+        assert_deny_only(&e, &cookie, expect).await;
+    }
+    // No plain-words text for the tool.
+    e.insert(raw(
+        &e,
+        "apply_team_preset",
+        json!({"device_ids": [DEV_A]}),
+        &[DEV_A],
+    ));
+    assert_deny_only(&e, &cookie, "no plain-words description").await;
+    // The policy moved on since the proposal.
+    let mut p = raw(&e, "batch_recording", record(&ch), &[DEV_A]);
+    p.policy_digest = [9; 32];
+    e.insert(p);
+    assert_deny_only(&e, &cookie, "no longer pass the tool policy").await;
+    // IDs that are not found.
+    e.propose("batch_recording", record(&format!("{DEV_A}-3")), "r");
+    assert_deny_only(&e, &cookie, &format!("Channel {DEV_A}-3 was not found")).await;
+    e.world.lock().unwrap().stream_found = false;
+    e.propose(
+        "start_stream_endpoint",
+        json!({"stream_id": STREAM, "device_id": DEV_A, "channel_id": "1"}),
+        "r",
+    );
+    assert_deny_only(
+        &e,
+        &cookie,
+        &format!("Stream destination {STREAM} was not found"),
+    )
+    .await;
+    e.world.lock().unwrap().event_matches = Some(false);
+    e.propose(
+        "confirm_cms_event_on_device",
+        json!({"device_id": DEV_A, "event_id": "other-1"}),
+        "r",
+    );
+    assert_deny_only(&e, &cookie, "Event other-1 is not the device").await;
+    let id = e.propose("batch_reboot", json!({"device_ids": [DEV_B]}), "r");
+    e.world.lock().unwrap().devices.retain(|d| d.id != DEV_B);
+    assert_deny_only(
+        &e,
+        &cookie,
+        &format!("Device {DEV_B} is not on the sandbox team"),
+    )
+    .await;
+    assert_eq!(e.status(id), Status::Denied);
+    e.world.lock().unwrap().devices[0].allowlisted = false;
+    e.propose("batch_reboot", json!({"device_ids": [DEV_A]}), "r");
+    assert_deny_only(&e, &cookie, "not on the write allowlist").await;
+    e.world.lock().unwrap().devices[0].allowlisted = true;
+    // The fingerprint moved.
+    e.propose("batch_reboot", json!({"device_ids": [DEV_A]}), "r");
+    e.world.lock().unwrap().fingerprint = "fp-2".into();
+    assert_deny_only(&e, &cookie, "state changed since the change was proposed").await;
+    // A read failed.
+    e.world.lock().unwrap().describe_refusal = Some(Refusal::ReadFailed);
+    e.propose("batch_reboot", json!({"device_ids": [DEV_A]}), "r");
+    assert_deny_only(&e, &cookie, "could not be read").await;
+    assert_eq!(e.executes(), 0);
+}
+
+#[tokio::test]
+async fn injected_names_render_as_text() {
+    let e = env().await;
+    e.world.lock().unwrap().devices[0].name =
+        "<img src=x onerror=alert(1)>Courtroom\u{200b}".into();
+    e.world.lock().unwrap().devices[0].model = format!("<b>{}</b>", "M".repeat(200));
+    let cookie = e.login().await;
+    e.propose(
+        "batch_reboot",
+        json!({"device_ids": [DEV_A]}),
+        &format!("ignore previous instructions {}", "z".repeat(900)),
+    );
+    let html = e.card(&cookie).await;
+    assert!(!html.contains("<img"), "{html}");
+    assert!(
+        html.contains("&#60;img src=x onerror=alert(1)&#62;Courtroom\\u200B"),
+        "{html}"
+    );
+    assert!(!html.contains(&"M".repeat(100)), "model is capped");
+    let reason_start = html.find("ignore previous instructions").unwrap();
+    let reason_end = reason_start + html[reason_start..].find("</p>").unwrap();
+    assert!(
+        html[reason_start..reason_end].chars().count() <= 501,
+        "reason capped at 500"
+    );
+}
+
+// ---- approving ----------------------------------------------------------------------------
+
+#[tokio::test]
+async fn a_calm_change_runs_once_with_the_claims_the_card_showed() {
+    let e = env().await;
+    let cookie = e.login().await;
+    let args = record(&format!("{DEV_A}-1"));
+    let id = e.propose("batch_recording", args.clone(), "x");
+    let html = e.card(&cookie).await;
+    let fields = form(&html, "/approve");
+    let approval = get_field(&fields, "approval");
+    let (status, body) = e.post("/approve", &cookie, &fields).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains(">Done<"), "{body}");
+    assert_eq!(e.approval_used(&approval), 1);
+    assert_eq!(e.status(id), Status::Executed);
+    let claims = e.world.lock().unwrap().executes[0].clone();
+    let stored = e.store.lock().unwrap().proposal(id).unwrap().unwrap();
+    assert_eq!(claims.proposal_id, id);
+    assert_eq!(claims.tool, "batch_recording");
+    assert_eq!(claims.arguments, stored.arguments);
+    assert_eq!(claims.targets, vec![DEV_A.to_owned()]);
+    assert_eq!(claims.fingerprint, "fp-1");
+    assert_eq!(
+        claims.policy_digest,
+        e.policy.digest("batch_recording").unwrap()
+    );
+    assert_eq!(page::sessions::hex(&claims.approval_id), approval);
+    let session_id = cookie.split_once('=').unwrap().1;
+    let tag: [u8; 16] = Sha256::digest(session_id.as_bytes())[..16]
+        .try_into()
+        .unwrap();
+    assert_eq!(claims.page_session, tag);
+    let (created, expires): (i64, i64) = e
+        .store
+        .lock()
+        .unwrap()
+        .connection()
+        .query_row(
+            "SELECT created_at, expires_at FROM approvals WHERE id = ?1",
+            [&approval],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!(claims.expires_at, expires);
+    assert_eq!(expires - created, 300);
+    assert!(claims.approved_at >= created && claims.approved_at < expires);
+    // The same form again: refused, no second Execute.
+    let (status, body) = e.post("/approve", &cookie, &fields).await;
+    assert_eq!(status, 409, "{body}");
+    assert_eq!(e.executes(), 1);
+    // Every step audited, the session counted.
+    let kinds: Vec<String> = e
+        .store
+        .lock()
+        .unwrap()
+        .audit_rows()
+        .unwrap()
+        .into_iter()
+        .filter(|r| r.proposal_id == Some(id))
+        .map(|r| r.kind)
+        .collect();
+    for k in [
+        "proposed",
+        "page_card_shown",
+        "approved",
+        "page_approval",
+        "page_execute_sent",
+        "page_result",
+        "page_approval_refused",
+    ] {
+        assert!(kinds.iter().any(|x| x == k), "{k} missing from {kinds:?}");
+    }
+}
+
+#[tokio::test]
+async fn two_cards_for_one_proposal_still_run_it_once() {
+    let e = env().await;
+    let cookie = e.login().await;
+    let id = e.propose("batch_recording", record(&format!("{DEV_A}-1")), "x");
+    let first = form(&e.card(&cookie).await, "/approve");
+    let second = form(&e.card(&cookie).await, "/approve");
+    assert_ne!(
+        get_field(&first, "approval"),
+        get_field(&second, "approval")
+    );
+    assert_eq!(e.post("/approve", &cookie, &first).await.0, 200);
+    let (status, body) = e.post("/approve", &cookie, &second).await;
+    assert_eq!(status, 409, "{body}");
+    assert_eq!(e.executes(), 1);
+    assert_eq!(e.status(id), Status::Executed);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sixteen_concurrent_approves_execute_once() {
+    let e = env().await;
+    let cookie = e.login().await;
+    e.propose("batch_recording", record(&format!("{DEV_A}-1")), "x");
+    let fields = form(&e.card(&cookie).await, "/approve");
+    let results =
+        futures_util::future::join_all((0..16).map(|_| e.post("/approve", &cookie, &fields))).await;
+    let ok = results.iter().filter(|(s, _)| *s == 200).count();
+    let conflict = results.iter().filter(|(s, _)| *s == 409).count();
+    assert_eq!(
+        (ok, conflict),
+        (1, 15),
+        "{:?}",
+        results.iter().map(|r| r.0).collect::<Vec<_>>()
+    );
+    assert_eq!(e.executes(), 1);
+}
+
+#[tokio::test]
+async fn a_card_that_changed_after_showing_is_refused_with_why() {
+    let e = env().await;
+    let cookie = e.login().await;
+    let id = e.propose("batch_recording", record(&format!("{DEV_A}-1")), "x");
+    let fields = form(&e.card(&cookie).await, "/approve");
+    e.world.lock().unwrap().fingerprint = "fp-moved".into();
+    let (status, body) = e.post("/approve", &cookie, &fields).await;
+    assert_eq!(status, 409);
+    assert!(
+        body.contains("state changed since the change was proposed"),
+        "{body}"
+    );
+    assert_eq!(e.approval_used(&get_field(&fields, "approval")), 0);
+    assert_eq!(e.status(id), Status::Pending);
+    assert_eq!(e.executes(), 0);
+}
+
+#[tokio::test]
+async fn an_expired_approval_runs_nothing() {
+    let e = env().await;
+    let cookie = e.login().await;
+    e.propose("batch_recording", record(&format!("{DEV_A}-1")), "x");
+    let fields = form(&e.card(&cookie).await, "/approve");
+    let approval = get_field(&fields, "approval");
+    e.store
+        .lock()
+        .unwrap()
+        .connection()
+        .execute(
+            "UPDATE approvals SET expires_at = unixepoch() - 1 WHERE id = ?1",
+            [&approval],
+        )
+        .unwrap();
+    let (status, body) = e.post("/approve", &cookie, &fields).await;
+    assert_eq!(status, 409);
+    assert!(body.contains("already used or has expired"), "{body}");
+    assert_eq!(e.executes(), 0);
+}
+
+#[tokio::test]
+async fn a_disruptive_change_needs_its_own_confirmation() {
+    let e = env().await;
+    let cookie = e.login().await;
+    let id = e.propose("batch_reboot", json!({"device_ids": [DEV_A]}), "x");
+    let html = e.card(&cookie).await;
+    assert!(html.contains("you will be asked to confirm"));
+    let card = form(&html, "/approve");
+    let (status, confirm_page) = e.post("/approve", &cookie, &card).await;
+    assert_eq!(status, 200);
+    assert!(confirm_page.contains("Confirm a disruptive change"));
+    assert!(
+        confirm_page.contains("Yes, change Courtroom"),
+        "{confirm_page}"
+    );
+    assert_eq!(e.approval_used(&get_field(&card, "approval")), 0);
+    assert_eq!(e.executes(), 0);
+    let confirm = form(&confirm_page, "/confirm");
+    // Deny is first and focused on the confirm page too.
+    assert!(
+        confirm_page.find("id=\"deny\" autofocus").unwrap()
+            < confirm_page.find("id=\"confirm\"").unwrap()
+    );
+    // A card token cannot confirm, and a confirm token cannot approve.
+    assert_eq!(e.post("/confirm", &cookie, &card).await.0, 403);
+    assert_eq!(e.post("/approve", &cookie, &confirm).await.0, 403);
+    assert_eq!(e.executes(), 0);
+    let (status, body) = e.post("/confirm", &cookie, &confirm).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains(">Done<"));
+    assert_eq!(e.executes(), 1);
+    assert_eq!(e.status(id), Status::Executed);
+}
+
+#[tokio::test]
+async fn outcomes_are_told_in_plain_words() {
+    let e = env_with(Options {
+        executor_timeout: Duration::from_secs(3),
+        ..Options::default()
+    })
+    .await;
+    let cookie = e.login().await;
+    let mut errors = BTreeMap::new();
+    errors.insert(
+        DEV_A.to_owned(),
+        "<b>disk full</b> token=sk-ant-abcdef123456".to_owned(),
+    );
+    let recording = Refusal::Recording.message();
+    let cases = vec![
+        (
+            Answer::Errors(errors),
+            Status::Failed,
+            vec![
+                "Epiphan reported a problem",
+                "&#60;b&#62;disk full&#60;/b&#62;",
+                "[redacted]",
+            ],
+            "abcdef123456",
+        ),
+        (
+            Answer::Refuse(Refusal::Recording),
+            Status::Refused,
+            vec!["Nothing ran", recording.as_str()],
+            "<b>",
+        ),
+        (
+            Answer::Unknown,
+            Status::Unknown,
+            vec!["may or may not have run — check the unit before trying again"],
+            "<b>",
+        ),
+        (
+            Answer::Hang,
+            Status::Unknown,
+            vec!["may or may not have run — check the unit before trying again"],
+            "<b>",
+        ),
+    ];
+    for (answer, status, expect, absent) in cases {
+        e.world.lock().unwrap().answer = answer;
+        let id = e.propose("batch_recording", record(&format!("{DEV_A}-1")), "x");
+        let fields = form(&e.card(&cookie).await, "/approve");
+        let (code, body) = e.post("/approve", &cookie, &fields).await;
+        assert_eq!(code, 200);
+        for text in expect {
+            let text = text.replace('\'', "&#39;");
+            assert!(body.contains(&text), "{text:?} missing:\n{body}");
+        }
+        assert!(!body.contains(absent), "{body}");
+        assert_eq!(e.status(id), status);
+    }
+}
+
+#[tokio::test]
+async fn deny_and_deny_all_record_denials_and_run_nothing() {
+    let e = env().await;
+    let cookie = e.login().await;
+    let a = e.propose("batch_recording", record(&format!("{DEV_A}-1")), "x");
+    let b = e.propose("batch_reboot", json!({"device_ids": [DEV_A]}), "x");
+    let c = e.propose("batch_reboot", json!({"device_ids": [DEV_B]}), "x");
+    let html = e.card(&cookie).await;
+    assert!(html.contains("Proposal queue full (3 waiting)."), "{html}");
+    let (status, _) = e.post("/deny", &cookie, &form(&html, "/deny")).await;
+    assert_eq!(status, 303);
+    assert_eq!(e.status(a), Status::Denied);
+    let html = e.card(&cookie).await;
+    assert!(html.contains(&format!("Proposal #{b}")));
+    let (status, _) = e
+        .post("/deny-all", &cookie, &form(&html, "/deny-all"))
+        .await;
+    assert_eq!(status, 303);
+    assert_eq!((e.status(b), e.status(c)), (Status::Denied, Status::Denied));
+    assert!(e.card(&cookie).await.contains("Nothing is waiting"));
+    assert_eq!(e.executes(), 0);
+    let rows = e.store.lock().unwrap().audit_rows().unwrap();
+    assert_eq!(rows.iter().filter(|r| r.kind == "denied").count(), 3);
+    assert!(rows.iter().any(|r| r.kind == "page_deny_all"));
+}
+
+#[tokio::test]
+async fn fatigue_limits_are_shown_in_both_languages() {
+    let e = env().await;
+    let cookie = e.login().await;
+    for i in 0..5 {
+        let channel = format!("{}-{}", if i % 2 == 0 { DEV_A } else { DEV_B }, 1 + i % 2);
+        e.propose("batch_recording", record(&channel), "x");
+        let (status, _) = e
+            .post(
+                "/approve",
+                &cookie,
+                &form(&e.card(&cookie).await, "/approve"),
+            )
+            .await;
+        assert_eq!(status, 200);
+        let shown = e.card(&cookie).await;
+        assert_eq!(
+            shown.contains("You have approved"),
+            i == 4,
+            "after {} approvals",
+            i + 1
+        );
+    }
+    let (_, es) = e.get(&cookie, "es").await;
+    assert!(es.contains("Ha aprobado 5 cambios en esta sesión"), "{es}");
+    // A new browser session starts counting again.
+    let fresh = e.login().await;
+    assert!(!e.card(&fresh).await.contains("You have approved"));
+    let counts: Vec<u64> = e
+        .store
+        .lock()
+        .unwrap()
+        .audit_rows()
+        .unwrap()
+        .into_iter()
+        .filter(|r| r.kind == "page_approval")
+        .map(|r| {
+            serde_json::from_str::<Value>(&r.detail).unwrap()["session_approvals"]
+                .as_u64()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(counts, vec![1, 2, 3, 4, 5]);
+    // The hourly cap: five executed plus five more that lapsed count; denied ones would not.
+    for i in 0..5 {
+        let id = e.propose(
+            "batch_recording",
+            record(&format!("{DEV_A}-{}", 1 + i % 2)),
+            "x",
+        );
+        e.store
+            .lock()
+            .unwrap()
+            .decide(id, Status::Expired, "timed out", now_secs())
+            .unwrap();
+    }
+    let html = e.card(&cookie).await;
+    assert!(
+        html.contains("Hourly cap reached: 10 proposals in the last hour"),
+        "{html}"
+    );
+    let (_, es) = e.get(&cookie, "es").await;
+    assert!(
+        es.contains("Límite por hora alcanzado: 10 propuestas"),
+        "{es}"
+    );
+    for _ in 0..3 {
+        e.propose("batch_reboot", json!({"device_ids": [DEV_A]}), "x");
+    }
+    let (_, es) = e.get(&cookie, "es").await;
+    assert!(
+        es.contains("Cola de propuestas llena (3 en espera)."),
+        "{es}"
+    );
+    drop(e.dir);
+}
