@@ -1,5 +1,6 @@
 //! The `fleetwatch` command line: argument parsing and dispatch to the library.
 
+use std::io::IsTerminal as _;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -46,6 +47,9 @@ pub enum Command {
     },
     /// Run the assistant: holds the sign-in and keys, answers on the chat socket.
     Serve,
+    /// Store the normal (read) sign-in: a static Epiphan token read from standard input,
+    /// saved with mode 0600 in the state folder.
+    Login,
     /// Check the installation (exit 1 on any FAIL).
     Doctor,
     /// Write the normal sign-in's device IDs for the executor's overlap check.
@@ -160,6 +164,13 @@ pub async fn run(cli: Cli) -> i32 {
                 Err(e) => fail(e),
             }
         }
+        Command::Login => match login(&config) {
+            Ok(path) => {
+                println!("sign-in stored in {} (mode 0600)", path.display());
+                0
+            }
+            Err(e) => fail(e),
+        },
         Command::Doctor => {
             let checks = doctor::run(&config).await;
             for c in &checks {
@@ -225,6 +236,43 @@ pub async fn run(cli: Cli) -> i32 {
             }
         }
     }
+}
+
+/// Reads one token line from standard input and stores it privately. The token is written to
+/// a fresh 0600 file and renamed over the old one, so a reader never sees half a token and the
+/// file is never briefly readable by others.
+fn login(config: &Config) -> Result<PathBuf, String> {
+    use std::io::{BufRead as _, Write as _};
+    use std::os::unix::fs::OpenOptionsExt as _;
+    if std::io::stdin().is_terminal() {
+        eprintln!("Paste the Epiphan token and press Enter:");
+    }
+    let mut line = String::new();
+    std::io::stdin()
+        .lock()
+        .read_line(&mut line)
+        .map_err(|e| format!("reading the token: {e}"))?;
+    let token = line.trim();
+    let token = token.strip_prefix("Bearer ").unwrap_or(token).trim();
+    if token.is_empty() || token.chars().any(|c| c.is_control() || c == ' ') {
+        return Err("the token is empty or holds spaces or control characters".to_owned());
+    }
+    std::fs::create_dir_all(&config.state_dir)
+        .map_err(|e| format!("{}: {e}", config.state_dir.display()))?;
+    let path = config.state_dir.join(reads::TOKEN_FILE);
+    let temp = config.state_dir.join(format!(".{}.new", reads::TOKEN_FILE));
+    let _ = std::fs::remove_file(&temp);
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&temp)
+        .map_err(|e| format!("{}: {e}", temp.display()))?;
+    file.write_all(token.as_bytes())
+        .and_then(|()| file.sync_all())
+        .map_err(|e| format!("{}: {e}", temp.display()))?;
+    std::fs::rename(&temp, &path).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(path)
 }
 
 async fn export_devices(config: &Config, out: Option<PathBuf>, replay: ReplayArgs) -> i32 {

@@ -334,3 +334,50 @@ fn a_stale_non_socket_file_is_not_replaced() {
     assert!(err.contains("not a socket"), "{err}");
     assert_eq!(std::fs::read_to_string(&path).unwrap(), "not a socket");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn login_stores_a_private_token_that_reads_use() {
+    use std::io::Write as _;
+    let sim = fleetwatch_sim::start(SimConfig::demo()).await.unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let mut child = command(state.path(), &sim.mcp_url())
+        .env_remove("FLEETWATCH_EPIPHAN_TOKEN")
+        .arg("login")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"normal-token\n")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("normal-token"));
+    let path = state.path().join(fleetwatch::reads::TOKEN_FILE);
+    assert_eq!(
+        std::fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    // export-devices reads through that sign-in over MCP.
+    let out = command(state.path(), &sim.mcp_url())
+        .env_remove("FLEETWATCH_EPIPHAN_TOKEN")
+        .arg("export-devices")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let written: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(state.path().join("known-devices.json")).unwrap(),
+    )
+    .unwrap();
+    let mut expected = sim.team_devices("normal");
+    expected.sort();
+    assert_eq!(written["device_ids"], serde_json::json!(expected));
+    sim.shutdown().await;
+}
