@@ -241,10 +241,13 @@ fn row_hash(
         "proposal_id": proposal_id,
         "detail": detail,
     });
-    // serde_json writes object keys sorted (no preserve_order feature), with no whitespace.
+    // Canonical JSON, so the bytes hashed never depend on how serde_json was built.
+    let bytes = fleetwatch_protocol::canonical::from_value(&content)
+        .map(|c| c.into_string())
+        .unwrap_or_else(|_| content.to_string());
     let mut hasher = Sha256::new();
     hasher.update(prev);
-    hasher.update(content.to_string().as_bytes());
+    hasher.update(bytes.as_bytes());
     hasher.finalize().into()
 }
 
@@ -724,6 +727,22 @@ mod tests {
                 .is_err()
         );
         assert!(store.connection().execute("DELETE FROM audit", []).is_err());
+    }
+
+    #[test]
+    fn file_databases_run_wal_with_full_sync() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let mode: String = store
+            .connection()
+            .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(mode, "wal");
+        let sync: i64 = store
+            .connection()
+            .query_row("PRAGMA synchronous", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(sync, 2, "synchronous=FULL");
     }
 
     #[test]
