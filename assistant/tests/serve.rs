@@ -166,6 +166,25 @@ async fn serve_answers_ask_expires_old_proposals_and_stops_cleanly() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     assert!(!socket.exists());
+    // No secret in what serve logged or audited.
+    let mut log = String::new();
+    use std::io::Read as _;
+    serve
+        .0
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut log)
+        .unwrap();
+    assert!(log.contains("chat on"), "{log}");
+    let seed_b64 = base64::engine::general_purpose::STANDARD.encode(&seed);
+    let store = Store::open(state.path()).unwrap();
+    for row in store.audit_rows().unwrap() {
+        assert!(!row.detail.contains("normal-token"));
+        assert!(!row.detail.contains(&seed_b64));
+    }
+    assert!(!log.contains("normal-token"));
+    assert!(!log.contains(&seed_b64));
     sim.shutdown().await;
 }
 
