@@ -400,3 +400,105 @@ async fn login_stores_a_private_token_that_reads_use() {
     assert_eq!(written["device_ids"], serde_json::json!(expected));
     sim.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_hangs_up_cancels_its_question() {
+    use futures_util::SinkExt as _;
+    let sim = fleetwatch_sim::start(SimConfig::demo()).await.unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let config = common::config(
+        state.path(),
+        &[
+            ("FLEETWATCH_EPIPHAN_URL", sim.mcp_url()),
+            ("FLEETWATCH_ALLOW_LOOPBACK_HTTP", "1".into()),
+            // Far longer than the test waits: only cancellation can free the reader.
+            ("FLEETWATCH_READ_TIMEOUT_SECS", "600".into()),
+        ],
+    );
+    let token_path = state.path().join("token");
+    std::fs::write(&token_path, "normal-token").unwrap();
+    std::fs::set_permissions(&token_path, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let policy = common::policy();
+    let reader = Reader::live(
+        &config,
+        Arc::clone(&policy),
+        fleetwatch::reads::Token::from_file(&token_path).unwrap(),
+    )
+    .unwrap();
+    let assistant = Arc::new(Assistant::from_config(
+        &config,
+        policy,
+        Arc::new(reader),
+        Arc::new(Mutex::new(Store::in_memory().unwrap())),
+        None,
+        false,
+    ));
+    let socket = state.path().join("chat.sock");
+    let listener = serve::bind(&socket).unwrap();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(serve::serve(
+        listener,
+        assistant,
+        Operators {
+            uids: vec![rustix::process::getuid().as_raw()],
+            gids: vec![],
+        },
+        async move {
+            let _ = stop_rx.await;
+        },
+    ));
+
+    sim.set_fault("get_devices_in_my_team", fleetwatch_sim::Fault::Hang);
+    let stream = tokio::net::UnixStream::connect(&socket).await.unwrap();
+    let mut framed = tokio_util::codec::Framed::new(stream, chat::codec());
+    let body = serde_json::to_vec(&ChatRequest {
+        question: "what's offline?".into(),
+        no_ai: true,
+    })
+    .unwrap();
+    framed
+        .send(tokio_util::bytes::Bytes::from(body))
+        .await
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !sim
+        .calls()
+        .iter()
+        .any(|c| c.tool == "get_devices_in_my_team")
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the question never reached Epiphan"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Ctrl-C in `ask` drops the connection like this.
+    drop(framed);
+    sim.clear_faults();
+    // The hung read held the reader; a new question only gets through if the first was
+    // cancelled rather than left waiting out its 600 s bound.
+    let reply = tokio::time::timeout(
+        Duration::from_secs(120),
+        chat::ask(
+            &socket,
+            &ChatRequest {
+                question: "what's offline?".into(),
+                no_ai: true,
+            },
+        ),
+    )
+    .await
+    .expect("the first question was not cancelled")
+    .unwrap();
+    assert!(
+        reply.answer.to_lowercase().contains("offline"),
+        "{}",
+        reply.answer
+    );
+    let _ = stop_tx.send(());
+    tokio::time::timeout(Duration::from_secs(60), server)
+        .await
+        .unwrap()
+        .unwrap();
+    sim.shutdown().await;
+}
