@@ -1,0 +1,5 @@
+//! Fuzz target `fleet`: the property is [`fleetwatch_fuzz::checks::fleet`].
+#![no_main]
+#![forbid(unsafe_code)]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| fleetwatch_fuzz::checks::fleet(data));

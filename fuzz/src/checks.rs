@@ -1,0 +1,210 @@
+//! Properties of the protocol crate's byte boundaries. Each function takes untrusted bytes and
+//! panics only when a property fails: a panic inside the library is itself the failure, and
+//! the `assert`s here name the property that broke.
+
+use ed25519_dalek::{Signer as _, SigningKey};
+use fleetwatch_protocol::claims::{
+    self, ApprovalClaims, KeyId, SIGNING_DOMAIN, SignatureError, SignedApproval, TrustedKeys,
+};
+use fleetwatch_protocol::policy::Policy;
+use fleetwatch_protocol::wire::{self, Request};
+use fleetwatch_protocol::{canonical, fleet, redact};
+
+/// The approver key the harness signs with. Fixed, so committed seeds signed with it stay
+/// valid and a crasher replays the same way everywhere. It exists only in test code: nothing
+/// in a binary accepts it unless an administrator installs its public half.
+pub const TEST_SEED: [u8; 32] = [0x42; 32];
+
+/// A key that is never installed.
+pub const STRANGER_SEED: [u8; 32] = [0x17; 32];
+
+/// A frame body from an untrusted peer: decoding never panics, and whatever decodes comes
+/// back unchanged through encode and decode.
+pub fn frame(data: &[u8]) {
+    if let Ok(request) = wire::decode_request(data) {
+        // Postcard can accept more than one spelling of a value (over-long varints), so the
+        // value, not the bytes, is what must come back.
+        let encoded = wire::encode_request(&request);
+        assert!(encoded.is_ok(), "a decoded request does not re-encode");
+        if let Ok(encoded) = encoded {
+            assert_eq!(wire::decode_request(&encoded), Ok(request.clone()));
+        }
+        if let Request::Execute(execute) = &request {
+            // The executor decodes claims only after verifying them; decoding unverified bytes
+            // here only widens what the decoder sees, and it must still never panic.
+            let _ = ApprovalClaims::decode(&execute.approval.claims);
+        }
+    }
+    if let Ok(response) = wire::decode_response(data) {
+        let encoded = wire::encode_response(&response);
+        assert!(encoded.is_ok(), "a decoded response does not re-encode");
+        if let Ok(encoded) = encoded {
+            assert_eq!(wire::decode_response(&encoded), Ok(response));
+        }
+    }
+}
+
+fn genuine_signature(key: &SigningKey, claims_bytes: &[u8]) -> Vec<u8> {
+    let mut message = SIGNING_DOMAIN.to_vec();
+    message.extend_from_slice(claims_bytes);
+    key.sign(&message).to_bytes().to_vec()
+}
+
+/// Claims bytes through the executor's order, verify then decode, signed here with
+/// [`TEST_SEED`]; and the same bytes read as a whole signed approval nobody here signed.
+/// The library has no switch to skip verification: coverage past the signature check comes
+/// only from signing in the harness.
+pub fn claims(data: &[u8]) {
+    let key = SigningKey::from_bytes(&TEST_SEED);
+    let stranger = SigningKey::from_bytes(&STRANGER_SEED);
+    let trusted = TrustedKeys::from_keys([key.verifying_key()]);
+
+    // Signed by an installed key: verification hands back exactly these bytes, and decoding
+    // them never panics; what decodes survives a round trip.
+    let signed = claims::sign(data.to_vec(), &key);
+    assert_eq!(trusted.verify(&signed), Ok(data));
+    if let Ok(decoded) = ApprovalClaims::decode(data) {
+        let encoded = decoded.encode();
+        assert!(encoded.is_ok(), "decoded claims do not re-encode");
+        if let Ok(encoded) = encoded {
+            assert_eq!(ApprovalClaims::decode(&encoded), Ok(decoded));
+        }
+    }
+
+    // One flipped signature bit, at a position the input chooses, never verifies.
+    let spread = data.iter().fold(0usize, |acc, b| {
+        acc.wrapping_mul(31).wrapping_add(usize::from(*b))
+    });
+    let mut flipped = signed.clone();
+    if let Some(entry) = flipped.signatures.first_mut() {
+        let bit = spread % (entry.signature.len() * 8);
+        if let Some(byte) = entry.signature.get_mut(bit / 8) {
+            *byte ^= 1 << (bit % 8);
+        }
+    }
+    assert_eq!(trusted.verify(&flipped), Err(SignatureError::BadSignature));
+
+    // The signature kept, the claims changed: one flipped bit, one byte more, one byte less.
+    if !data.is_empty() {
+        let mut changed = signed.clone();
+        let bit = spread % (data.len() * 8);
+        if let Some(byte) = changed.claims.get_mut(bit / 8) {
+            *byte ^= 1 << (bit % 8);
+        }
+        assert_eq!(trusted.verify(&changed), Err(SignatureError::BadSignature));
+        let mut shorter = signed.clone();
+        shorter.claims.pop();
+        assert_eq!(trusted.verify(&shorter), Err(SignatureError::BadSignature));
+    }
+    let mut longer = signed.clone();
+    longer.claims.push(0);
+    assert_eq!(trusted.verify(&longer), Err(SignatureError::BadSignature));
+
+    // A valid signature from a key that is not installed is not a signature at all.
+    let foreign = claims::sign(data.to_vec(), &stranger);
+    assert_eq!(trusted.verify(&foreign), Err(SignatureError::UnknownKey));
+
+    // The input as a whole signed approval. It may verify only when every entry naming the
+    // installed key carries the signature that key itself makes over those claims (Ed25519
+    // signing is deterministic); anything else verifying would be a forgery.
+    if let Ok(approval) = postcard::from_bytes::<SignedApproval>(data)
+        && let Ok(bytes) = trusted.verify(&approval)
+    {
+        assert_eq!(bytes, approval.claims.as_slice());
+        let id = KeyId::of(&key.verifying_key());
+        let genuine = genuine_signature(&key, &approval.claims);
+        let naming: Vec<_> = approval
+            .signatures
+            .iter()
+            .filter(|s| s.key_id == id)
+            .collect();
+        assert!(
+            !naming.is_empty(),
+            "verified without naming the installed key"
+        );
+        assert!(
+            naming.iter().all(|s| s.signature == genuine),
+            "a signature the installed key never made verified"
+        );
+        let _ = ApprovalClaims::decode(bytes);
+    }
+}
+
+/// Canonical JSON from arbitrary text: never panics, and a canonical text is its own canonical
+/// form, directly and through `serde_json`.
+pub fn canonical(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let Ok(first) = canonical::from_str(text) else {
+        return;
+    };
+    assert_eq!(canonical::from_str(first.as_str()).as_ref(), Ok(&first));
+    // Only when every integer fits 64 bits does `to_value` succeed.
+    if let Ok(value) = first.to_value() {
+        assert_eq!(canonical::from_value(&value).as_ref(), Ok(&first));
+    }
+}
+
+/// The policy loader on arbitrary text: loads or refuses, never panics, and the same text
+/// gives the same digests.
+pub fn policy(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let Ok(policy) = Policy::from_yaml(text) else {
+        return;
+    };
+    let again = Policy::from_yaml(text);
+    assert!(
+        again.is_ok(),
+        "the same text loaded once and was refused the second time"
+    );
+    let Ok(again) = again else {
+        return;
+    };
+    assert_eq!(policy.whole_digest(), again.whole_digest());
+    for entry in policy.propose_entries() {
+        assert_eq!(policy.digest(&entry.name), again.digest(&entry.name));
+        let _ = policy.lead_minutes(&entry.name);
+        let _ = policy.is_disruptive(&entry.name, &serde_json::json!({}));
+        let _ = policy.stops_recording(&entry.name, &serde_json::json!({}));
+    }
+}
+
+/// An Epiphan result from a server that may say anything: every fleet parser and the
+/// redaction pass take any JSON without panicking, and redaction is a fixed point.
+pub fn fleet(data: &[u8]) {
+    let Ok(value) = serde_json::from_slice::<serde_json::Value>(data) else {
+        return;
+    };
+    let devices = fleet::parse_device_list(&value);
+    let recorder = fleet::parse_recorder_status(&value);
+    let _ = fleet::parse_system_status(&value);
+    let events = fleet::parse_events(&value);
+    let _ = fleet::parse_stream_endpoints(&value);
+    let _ = fleet::parse_time(&value);
+
+    if let Ok(mut list) = devices {
+        if let Ok(status) = &recorder {
+            fleet::apply_recorder_status(&mut list, status);
+        }
+        let events = events.unwrap_or_default();
+        let targets: Vec<String> = list.devices.iter().map(|d| d.id.clone()).collect();
+        if let Ok(print) = fleet::fingerprint(&list, &events, &targets) {
+            let _ = print.canonical();
+        }
+        for device in &list.devices {
+            let event = events.get(&device.id).and_then(Option::as_ref);
+            let _ = fleet::room_block(device, event, jiff::Timestamp::UNIX_EPOCH, 30, false);
+            let _ = fleet::room_block(device, event, jiff::Timestamp::MIN, u32::MAX, false);
+            let _ = fleet::room_block(device, event, jiff::Timestamp::MAX, u32::MAX, true);
+        }
+    }
+
+    let mut once = value;
+    redact::redact_value(&mut once);
+    let mut twice = once.clone();
+    redact::redact_value(&mut twice);
+    assert_eq!(once, twice, "redaction is not a fixed point");
+}
