@@ -78,24 +78,32 @@ async fn connection(ctx: &Context, limit: &Arc<Semaphore>, stream: UnixStream) {
         }
     };
     let mut framed = Framed::new(stream, codec());
-    let Ok(_permit) = Arc::clone(limit).try_acquire_owned() else {
+    // One deadline, from accept, covers both the wait for a slot and the request itself: no
+    // connection queues for or holds a slot longer than the frame timeout before its request
+    // is read. The slot queue is first come, first served, so a request that arrives behind
+    // connections that send nothing gets its slot when they time out, which is before its own
+    // deadline. (Refusing at once when full let a handful of idle connections turn every real
+    // approval away.)
+    let deadline = tokio::time::Instant::now() + ctx.config.frame_timeout;
+    let Ok(Ok(_permit)) =
+        tokio::time::timeout_at(deadline, Arc::clone(limit).acquire_owned()).await
+    else {
         respond(ctx, &mut framed, Response::Refused(Refusal::Busy)).await;
         return;
     };
-    let request =
-        match tokio::time::timeout(ctx.config.frame_timeout, read_request(&mut framed)).await {
-            Ok(Ok(request)) => request,
-            Ok(Err(refusal)) => {
-                audit_frame(ctx, &refusal);
-                respond(ctx, &mut framed, Response::Refused(refusal)).await;
-                return;
-            }
-            Err(_) => {
-                audit_frame(ctx, &Refusal::FrameTruncated);
-                respond(ctx, &mut framed, Response::Refused(Refusal::FrameTruncated)).await;
-                return;
-            }
-        };
+    let request = match tokio::time::timeout_at(deadline, read_request(&mut framed)).await {
+        Ok(Ok(request)) => request,
+        Ok(Err(refusal)) => {
+            audit_frame(ctx, &refusal);
+            respond(ctx, &mut framed, Response::Refused(refusal)).await;
+            return;
+        }
+        Err(_) => {
+            audit_frame(ctx, &Refusal::FrameTruncated);
+            respond(ctx, &mut framed, Response::Refused(Refusal::FrameTruncated)).await;
+            return;
+        }
+    };
     let response = match request {
         Request::Status => Response::Status(crate::describe::status(ctx)),
         Request::Describe(describe) => match crate::describe::describe(ctx, describe).await {
