@@ -3,6 +3,8 @@
 //! approvals with a key installed in the executor's key file.
 #![forbid(unsafe_code)]
 
+pub mod faults;
+
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
