@@ -2,6 +2,8 @@
 //! panics only when a property fails: a panic inside the library is itself the failure, and
 //! the `assert`s here name the property that broke.
 
+use std::sync::LazyLock;
+
 use ed25519_dalek::{Signer as _, SigningKey};
 use fleetwatch_protocol::claims::{
     self, ApprovalClaims, KeyId, SIGNING_DOMAIN, SignatureError, SignedApproval, TrustedKeys,
@@ -44,6 +46,23 @@ pub fn frame(data: &[u8]) {
     }
 }
 
+/// Keys derived once: deriving a public key is a curve operation, and the fuzzer calls
+/// [`claims`] many thousand times a second.
+struct Keys {
+    installed: SigningKey,
+    stranger: SigningKey,
+    trusted: TrustedKeys,
+}
+
+static KEYS: LazyLock<Keys> = LazyLock::new(|| {
+    let installed = SigningKey::from_bytes(&TEST_SEED);
+    Keys {
+        trusted: TrustedKeys::from_keys([installed.verifying_key()]),
+        stranger: SigningKey::from_bytes(&STRANGER_SEED),
+        installed,
+    }
+});
+
 fn genuine_signature(key: &SigningKey, claims_bytes: &[u8]) -> Vec<u8> {
     let mut message = SIGNING_DOMAIN.to_vec();
     message.extend_from_slice(claims_bytes);
@@ -55,13 +74,13 @@ fn genuine_signature(key: &SigningKey, claims_bytes: &[u8]) -> Vec<u8> {
 /// The library has no switch to skip verification: coverage past the signature check comes
 /// only from signing in the harness.
 pub fn claims(data: &[u8]) {
-    let key = SigningKey::from_bytes(&TEST_SEED);
-    let stranger = SigningKey::from_bytes(&STRANGER_SEED);
-    let trusted = TrustedKeys::from_keys([key.verifying_key()]);
+    let keys = &*KEYS;
+    let key = &keys.installed;
+    let trusted = &keys.trusted;
 
     // Signed by an installed key: verification hands back exactly these bytes, and decoding
     // them never panics; what decodes survives a round trip.
-    let signed = claims::sign(data.to_vec(), &key);
+    let signed = claims::sign(data.to_vec(), key);
     assert_eq!(trusted.verify(&signed), Ok(data));
     if let Ok(decoded) = ApprovalClaims::decode(data) {
         let encoded = decoded.encode();
@@ -84,25 +103,33 @@ pub fn claims(data: &[u8]) {
     }
     assert_eq!(trusted.verify(&flipped), Err(SignatureError::BadSignature));
 
-    // The signature kept, the claims changed: one flipped bit, one byte more, one byte less.
-    if !data.is_empty() {
-        let mut changed = signed.clone();
-        let bit = spread % (data.len() * 8);
-        if let Some(byte) = changed.claims.get_mut(bit / 8) {
-            *byte ^= 1 << (bit % 8);
+    // The signature kept, the claims changed (one flipped bit, one byte less, one byte more),
+    // or a valid signature from a key that is not installed. One of these per input, chosen
+    // by the input: each costs a curve operation, and coverage comes from the decoder.
+    match spread % 4 {
+        0 if !data.is_empty() => {
+            let mut changed = signed.clone();
+            let bit = (spread / 4) % (data.len() * 8);
+            if let Some(byte) = changed.claims.get_mut(bit / 8) {
+                *byte ^= 1 << (bit % 8);
+            }
+            assert_eq!(trusted.verify(&changed), Err(SignatureError::BadSignature));
         }
-        assert_eq!(trusted.verify(&changed), Err(SignatureError::BadSignature));
-        let mut shorter = signed.clone();
-        shorter.claims.pop();
-        assert_eq!(trusted.verify(&shorter), Err(SignatureError::BadSignature));
+        1 if !data.is_empty() => {
+            let mut shorter = signed.clone();
+            shorter.claims.pop();
+            assert_eq!(trusted.verify(&shorter), Err(SignatureError::BadSignature));
+        }
+        2 => {
+            let foreign = claims::sign(data.to_vec(), &keys.stranger);
+            assert_eq!(trusted.verify(&foreign), Err(SignatureError::UnknownKey));
+        }
+        _ => {
+            let mut longer = signed.clone();
+            longer.claims.push(0);
+            assert_eq!(trusted.verify(&longer), Err(SignatureError::BadSignature));
+        }
     }
-    let mut longer = signed.clone();
-    longer.claims.push(0);
-    assert_eq!(trusted.verify(&longer), Err(SignatureError::BadSignature));
-
-    // A valid signature from a key that is not installed is not a signature at all.
-    let foreign = claims::sign(data.to_vec(), &stranger);
-    assert_eq!(trusted.verify(&foreign), Err(SignatureError::UnknownKey));
 
     // The input as a whole signed approval. It may verify only when every entry naming the
     // installed key carries the signature that key itself makes over those claims (Ed25519
@@ -112,7 +139,7 @@ pub fn claims(data: &[u8]) {
     {
         assert_eq!(bytes, approval.claims.as_slice());
         let id = KeyId::of(&key.verifying_key());
-        let genuine = genuine_signature(&key, &approval.claims);
+        let genuine = genuine_signature(key, &approval.claims);
         let naming: Vec<_> = approval
             .signatures
             .iter()
