@@ -393,6 +393,16 @@ fn hostile_text(target: &str) -> impl Strategy<Value = Vec<u8>> {
     ]
 }
 
+/// The case count, or `PROPTEST_CASES` for a soak run (an explicit count in the config would
+/// otherwise win over proptest's own reading of that variable).
+fn cases(default: u32) -> ProptestConfig {
+    let cases = std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(default);
+    ProptestConfig::with_cases(cases)
+}
+
 fn json_value() -> impl Strategy<Value = serde_json::Value> {
     let key = prop_oneof![
         Just("Id".to_owned()),
@@ -428,7 +438,7 @@ fn json_value() -> impl Strategy<Value = serde_json::Value> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(512))]
+    #![proptest_config(cases(512))]
 
     #[test]
     fn frame_never_panics_and_round_trips(data in hostile_bytes("frame")) {
@@ -453,7 +463,7 @@ proptest! {
 
 proptest! {
     // Each case signs and verifies several times.
-    #![proptest_config(ProptestConfig::with_cases(128))]
+    #![proptest_config(cases(128))]
 
     #[test]
     fn claims_verify_then_decode_never_panics_and_mutations_never_verify(
@@ -465,7 +475,7 @@ proptest! {
 
 proptest! {
     // Each accepted case compiles every schema in the policy twice.
-    #![proptest_config(ProptestConfig::with_cases(64))]
+    #![proptest_config(cases(64))]
 
     #[test]
     fn policy_loader_never_panics_and_is_deterministic(data in hostile_text("policy")) {
