@@ -99,14 +99,18 @@ pub(crate) async fn post_form(
     url: &reqwest::Url,
     fields: &[(&str, Field<'_>)],
 ) -> Result<Answer, String> {
-    let mut form = form_urlencoded::Serializer::new(String::new());
-    for (name, value) in fields {
-        let value = match value {
-            Field::Text(t) => *t,
-            Field::Secret(s) => s.expose(),
-        };
-        form.append_pair(name, value);
-    }
+    // Built in a block: the serializer is not `Send` and must not live across an await.
+    let body = {
+        let mut form = form_urlencoded::Serializer::new(String::new());
+        for (name, value) in fields {
+            let value = match value {
+                Field::Text(t) => *t,
+                Field::Secret(s) => s.expose(),
+            };
+            form.append_pair(name, value);
+        }
+        form.finish()
+    };
     let response = client
         .post(url.clone())
         .header(reqwest::header::ACCEPT, "application/json")
@@ -114,7 +118,7 @@ pub(crate) async fn post_form(
             reqwest::header::CONTENT_TYPE,
             "application/x-www-form-urlencoded",
         )
-        .body(form.finish())
+        .body(body)
         .send()
         .await
         .map_err(|e| describe(&e))?;

@@ -34,7 +34,7 @@ pub mod login;
 mod secret;
 pub mod slot;
 
-pub use login::{LoginDone, LoginOptions, login};
+pub use login::{LoginDone, LoginOptions, login, login_with};
 pub use secret::Secret;
 pub use slot::{Slot, SlotStatus};
 

@@ -162,6 +162,24 @@ fn open_browser(url: &str) -> bool {
 /// The authorization address goes to standard error (it holds no secret: the PKCE verifier
 /// never leaves this process, and the state only ties the answer to this attempt).
 pub async fn login(slot: &Slot, options: &LoginOptions) -> Result<LoginDone, SignInError> {
+    login_with(slot, options, |url, opened| {
+        if opened {
+            eprintln!("A browser was opened to sign in. If it did not appear, open this address:");
+        } else {
+            eprintln!("Open this address in a browser to sign in:");
+        }
+        eprintln!("{url}");
+    })
+    .await
+}
+
+/// [`login`], handing the authorization address (and whether a browser was started) to
+/// `show` instead of printing it.
+pub async fn login_with(
+    slot: &Slot,
+    options: &LoginOptions,
+    show: impl FnOnce(&str, bool),
+) -> Result<LoginDone, SignInError> {
     let info = discovery::discover(&options.mcp_url, options.allow_loopback_http).await?;
     let client = http::client(Duration::from_secs(30)).map_err(SignInError::Discovery)?;
     // Bind before registering, so the registered redirect is the port actually held.
@@ -186,12 +204,7 @@ pub async fn login(slot: &Slot, options: &LoginOptions) -> Result<LoginDone, Sig
         }
     }
     let opened = options.open_browser && open_browser(url.as_str());
-    if opened {
-        eprintln!("A browser was opened to sign in. If it did not appear, open this address:");
-    } else {
-        eprintln!("Open this address in a browser to sign in:");
-    }
-    eprintln!("{url}");
+    show(url.as_str(), opened);
     eprintln!(
         "Waiting for the answer on {redirect_uri} (up to {} minutes)…",
         options.wait.as_secs() / 60

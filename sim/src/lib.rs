@@ -24,6 +24,19 @@
 //! | `POST /control/event` | `{team, device_id, start, end}` (RFC 3339; `end` may be null) | [`SimHandle::move_event`] |
 //! | `POST /control/remove` | `{team, device_id}` | [`SimHandle::remove_device`] |
 //! | `POST /control/online` | `{team, device_id, online}` | [`SimHandle::set_online`] |
+//! | `GET /control/oauth` | | token endpoint call counts ([`TokenCalls`]) |
+//! | `POST /control/oauth` | `{refuse_refresh?, token_lifetime_secs?, token_endpoint_unavailable?, token_delay_ms?}` | [`SimHandle::refuse_refresh`], [`SimHandle::set_token_lifetime`], … |
+//!
+//! # Sign-in
+//!
+//! Besides the static team tokens, the server is its own OAuth authorization server, found
+//! the way MCP clients find one: `/mcp` without a valid token answers 401 with
+//! `WWW-Authenticate: Bearer resource_metadata="…"`; `/.well-known/oauth-protected-resource`
+//! and `/.well-known/oauth-authorization-server` describe it; `/register` registers clients
+//! (loopback redirects only); `/authorize` consents automatically and redirects back with a
+//! code for the team named by its `team` parameter (default: the first team); `/token`
+//! exchanges codes (PKCE S256 checked) and refresh tokens (rotated). An expired access token
+//! still opens a session, and every tool call then answers `Error: 401 Unauthorized`.
 #![forbid(unsafe_code)]
 
 use std::path::PathBuf;
@@ -33,6 +46,7 @@ pub mod model;
 
 mod demo;
 mod mcp;
+mod oauth;
 mod offline;
 mod replay;
 mod server;
@@ -40,6 +54,7 @@ mod state;
 mod tools;
 
 pub use demo::{NORMAL_TEAM_ID, SANDBOX_TEAM_ID};
+pub use oauth::TokenCalls;
 pub use server::SimHandle;
 pub use tools::is_write;
 

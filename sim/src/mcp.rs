@@ -21,6 +21,10 @@ use crate::tools::{self, Kind};
 #[derive(Debug, Clone)]
 pub(crate) struct TeamName(pub String);
 
+/// Put into the request when the bearer token is an issued access token that has expired.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SignInExpired;
+
 /// Cancelling this token makes the middleware cut the HTTP exchange without an answer.
 #[derive(Debug, Clone)]
 pub(crate) struct DropSwitch(pub CancellationToken);
@@ -91,6 +95,10 @@ impl ServerHandler for SimMcp {
         let tool = request.name.to_string();
         let args = Value::Object(request.arguments.unwrap_or_default());
         let index = self.shared.record_call(&team, &tool, &args);
+        if parts.is_some_and(|p| p.extensions.get::<SignInExpired>().is_some()) {
+            self.shared.answered(index);
+            return Ok(text_result("Error: 401 Unauthorized".into(), true));
+        }
 
         let Some(def) = tools::find(&tool) else {
             self.shared.answered(index);

@@ -21,7 +21,8 @@ use serde_json::json;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::mcp::{DropSwitch, SimMcp, TeamName};
+use crate::mcp::{DropSwitch, SignInExpired, SimMcp, TeamName};
+use crate::oauth::{self, Bearer, OAuth, TokenCalls};
 use crate::state::{Shared, TeamState};
 use crate::{CallRecord, Fault, SimConfig, SimError, TeamSource, demo, replay, tools};
 
@@ -152,6 +153,32 @@ impl SimHandle {
         self.inner.shared.now()
     }
 
+    /// Makes the token endpoint refuse every refresh (400 `invalid_grant`) while `true`.
+    pub fn refuse_refresh(&self, refuse: bool) {
+        self.inner.shared.oauth.set_refuse_refresh(refuse);
+    }
+
+    /// Lifetime of access tokens issued from now on (default one hour; zero issues tokens
+    /// that are already expired).
+    pub fn set_token_lifetime(&self, lifetime: Duration) {
+        self.inner.shared.oauth.set_lifetime(lifetime);
+    }
+
+    /// Makes the token endpoint answer 503 while `true` (a transient failure).
+    pub fn set_token_endpoint_unavailable(&self, unavailable: bool) {
+        self.inner.shared.oauth.set_unavailable(unavailable);
+    }
+
+    /// Delays every token-endpoint answer (widens races in rotation tests).
+    pub fn set_token_delay(&self, delay: Duration) {
+        self.inner.shared.oauth.set_delay(delay);
+    }
+
+    /// How many token requests arrived, by outcome.
+    pub fn token_calls(&self) -> TokenCalls {
+        self.inner.shared.oauth.calls()
+    }
+
     /// Stops the server and waits (a few seconds at most) for it to finish.
     pub async fn shutdown(self) {
         self.inner.stop.cancel();
@@ -208,10 +235,17 @@ pub(crate) async fn start(config: SimConfig, port: u16) -> Result<SimHandle, Sim
             )));
         }
     }
-    let shared = Arc::new(Shared::new(config.now, tokens, teams, random_hex(16)?));
-
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
     let addr = listener.local_addr()?;
+    let team_names = config.teams.iter().map(|t| t.name.clone()).collect();
+    let oauth = OAuth::new(format!("http://{addr}"), team_names);
+    let shared = Arc::new(Shared::new(
+        config.now,
+        tokens,
+        teams,
+        random_hex(16)?,
+        oauth,
+    ));
     let stop = CancellationToken::new();
 
     let handler = SimMcp {
@@ -242,11 +276,30 @@ pub(crate) async fn start(config: SimConfig, port: u16) -> Result<SimHandle, Sim
         .route("/event", post(control_event))
         .route("/remove", post(control_remove))
         .route("/online", post(control_online))
+        .route("/oauth", get(oauth::control_get).post(oauth::control_set))
         .layer(middleware::from_fn_with_state(shared.clone(), control_auth))
+        .with_state(shared.clone());
+    let sign_in = Router::new()
+        .route(
+            "/.well-known/oauth-protected-resource",
+            get(oauth::protected_resource),
+        )
+        .route(
+            "/.well-known/oauth-protected-resource/mcp",
+            get(oauth::protected_resource),
+        )
+        .route(
+            "/.well-known/oauth-authorization-server",
+            get(oauth::authorization_server),
+        )
+        .route("/register", post(oauth::register))
+        .route("/authorize", get(oauth::authorize))
+        .route("/token", post(oauth::token))
         .with_state(shared.clone());
     let app = Router::new()
         .nest_service("/mcp", mcp)
-        .nest("/control", control);
+        .nest("/control", control)
+        .merge(sign_in);
 
     let stop_signal = stop.clone();
     let task = tokio::spawn(async move {
@@ -267,34 +320,56 @@ pub(crate) async fn start(config: SimConfig, port: u16) -> Result<SimHandle, Sim
     })
 }
 
-fn bearer_team(shared: &Shared, headers: &HeaderMap) -> Option<String> {
-    let value = headers
-        .get(axum::http::header::AUTHORIZATION)?
-        .to_str()
-        .ok()?;
-    let (scheme, token) = value.split_once(' ')?;
+/// The team a bearer token selects: a configured static token, or an access token the
+/// authorization server issued (valid, or expired — which the MCP side answers in-band).
+fn bearer_team(shared: &Shared, headers: &HeaderMap) -> Bearer {
+    let Some((scheme, token)) = headers
+        .get(axum::http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split_once(' '))
+    else {
+        return Bearer::Unknown;
+    };
     if !scheme.eq_ignore_ascii_case("bearer") {
-        return None;
+        return Bearer::Unknown;
     }
-    shared.tokens.get(token.trim()).cloned()
+    let token = token.trim();
+    match shared.tokens.get(token) {
+        Some(team) => Bearer::Valid(team.clone()),
+        None => shared.oauth.bearer(token),
+    }
 }
 
-/// Maps the bearer token to a team (401 otherwise) and arms the connection cutter.
+/// Maps the bearer token to a team (401 with the resource-metadata challenge otherwise) and
+/// arms the connection cutter.
 async fn bearer_auth(
     State(shared): State<Arc<Shared>>,
     mut request: Request,
     next: Next,
 ) -> Response {
-    let Some(team) = bearer_team(&shared, request.headers()) else {
-        return (
-            StatusCode::UNAUTHORIZED,
-            [(axum::http::header::WWW_AUTHENTICATE, "Bearer")],
-            "401 Unauthorized",
-        )
-            .into_response();
+    let (team, expired) = match bearer_team(&shared, request.headers()) {
+        Bearer::Valid(team) => (team, false),
+        // Like Epiphan, an expired sign-in still opens a session; each tool call then
+        // answers `Error: 401 Unauthorized` inside its result.
+        Bearer::Expired(team) => (team, true),
+        Bearer::Unknown => {
+            let challenge = format!(
+                "Bearer resource_metadata=\"{}\"",
+                shared.oauth.resource_metadata_url()
+            );
+            return (
+                StatusCode::UNAUTHORIZED,
+                [(axum::http::header::WWW_AUTHENTICATE, challenge)],
+                "401 Unauthorized",
+            )
+                .into_response();
+        }
     };
     let cut = CancellationToken::new();
     request.extensions_mut().insert(TeamName(team));
+    if expired {
+        request.extensions_mut().insert(SignInExpired);
+    }
     request.extensions_mut().insert(DropSwitch(cut.clone()));
     let response = tokio::select! {
         response = next.run(request) => response,

@@ -51,6 +51,8 @@ pub(crate) struct Shared {
     /// Bearer token → team name.
     pub tokens: BTreeMap<String, String>,
     pub control_token: String,
+    /// The authorization server: clients, codes and the tokens it issued.
+    pub oauth: crate::oauth::OAuth,
     inner: Mutex<Inner>,
 }
 
@@ -66,12 +68,14 @@ impl Shared {
         tokens: BTreeMap<String, String>,
         teams: BTreeMap<String, TeamState>,
         control_token: String,
+        oauth: crate::oauth::OAuth,
     ) -> Shared {
         Shared {
             started: Instant::now(),
             clock,
             tokens,
             control_token,
+            oauth,
             inner: Mutex::new(Inner {
                 teams,
                 faults: BTreeMap::new(),
