@@ -31,7 +31,7 @@ pub async fn describe(ctx: &Context, request: DescribeRequest) -> Result<Descrip
         .policy
         .validate(&request.tool, &value)
         .map_err(|e| e.refusal())?;
-    let token = slot::read(&ctx.config.token_slot()).map_err(|_| Refusal::NoSignIn)?;
+    let token = slot::token(&ctx.config).await?;
     let epiphan = Epiphan::connect(&ctx.config.epiphan_url, &token, ctx.config.read_timeout)
         .await
         .map_err(reads::refusal)?;
@@ -180,7 +180,11 @@ pub fn status(ctx: &Context) -> StatusReport {
     StatusReport {
         version: env!("CARGO_PKG_VERSION").to_string(),
         fence_configured: ctx.config.fence.configured(),
-        sandbox_sign_in: slot::read(&ctx.config.token_slot()).is_ok(),
+        sandbox_sign_in: matches!(
+            slot::status(&ctx.config),
+            Ok(fleetwatch_signin::SlotStatus::Static
+                | fleetwatch_signin::SlotStatus::SignedIn { .. })
+        ),
         key_ids: ctx.keys.key_ids(),
         policy_digest: ctx.policy.whole_digest(),
         chain_head: ctx.store.head().unwrap_or(crate::audit::GENESIS),

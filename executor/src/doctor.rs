@@ -6,6 +6,7 @@ use std::os::unix::fs::MetadataExt;
 use crate::config::Config;
 use crate::epiphan::Epiphan;
 use crate::{audit, context, epiphan, os, reads, slot, store};
+use fleetwatch_signin::SlotStatus;
 
 /// A check's verdict.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -163,10 +164,41 @@ fn socket_dir(config: &Config) -> Line {
 }
 
 async fn sign_in(config: &Config) -> Line {
-    let token = match slot::read(&config.token_slot()) {
-        Ok(t) => t,
+    let state = match slot::status(config) {
+        Ok(SlotStatus::Empty) => {
+            return line(
+                Level::Fail,
+                "sandbox sign-in",
+                "not signed in; run `fleetwatch-executor login --sandbox --known-devices FILE` (OAuth in a browser, or --token-file for a static token)",
+            );
+        }
+        Ok(SlotStatus::Dead(d)) => {
+            return line(
+                Level::Fail,
+                "sandbox sign-in",
+                format!(
+                    "{d}; run `fleetwatch-executor login --sandbox` again (serve exits 78 until then)"
+                ),
+            );
+        }
+        Ok(state) => state,
         Err(e) => return line(Level::Fail, "sandbox sign-in", e.to_string()),
     };
+    let token = match slot::token(config).await {
+        Ok(t) => t,
+        Err(r) => {
+            let now = slot::status(config)
+                .map(|s| s.to_string())
+                .unwrap_or_else(|_| state.to_string());
+            return line(
+                Level::Fail,
+                "sandbox sign-in",
+                format!("{now}; {}", r.message()),
+            );
+        }
+    };
+    // Read again: using the slot may just have renewed it.
+    let state = slot::status(config).unwrap_or(state);
     if epiphan::check_url(&config.epiphan_url, config.allow_loopback_http).is_err() {
         return line(
             Level::Fail,
@@ -196,7 +228,10 @@ async fn sign_in(config: &Config) -> Line {
             _ => line(
                 Level::Ok,
                 "sandbox sign-in",
-                format!("{} device(s) on the sandbox team", list.devices.len()),
+                format!(
+                    "{state}; {} device(s) on the sandbox team",
+                    list.devices.len()
+                ),
             ),
         },
     }

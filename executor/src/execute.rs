@@ -50,10 +50,7 @@ pub async fn execute(ctx: &Context, peer: PeerChecked, request: ExecuteRequest) 
 async fn checked_write(ctx: &Context, stored: checks::NonceStored) -> Result<WriteAnswer, Refusal> {
     let policy_checked = checks::policy(stored, &ctx.policy)?;
     let fenced = checks::fence(policy_checked, &ctx.config.fence)?;
-    let token = slot::read(&ctx.config.token_slot()).map_err(|e| {
-        tracing::warn!(error = %e, "no usable sandbox sign-in");
-        Refusal::NoSignIn
-    })?;
+    let token = slot::token(&ctx.config).await?;
     let epiphan = Epiphan::connect(&ctx.config.epiphan_url, &token, ctx.config.read_timeout)
         .await
         .map_err(crate::reads::refusal)?;

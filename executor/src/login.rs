@@ -1,6 +1,7 @@
-//! `login --sandbox` and `logout --sandbox`: store or forget the sandbox token. A sign-in is
+//! `login --sandbox` and `logout --sandbox`: sign in (OAuth in a browser, or a static token)
+//! or forget the sandbox sign-in. A sign-in is
 //! kept only if the sandbox team lists devices and shares none with the normal sign-in's
-//! known devices; otherwise the token is deleted again, because writes through a sign-in that
+//! known devices; otherwise it is deleted again, because writes through a sign-in that
 //! can reach the production fleet would defeat the fence.
 
 use std::collections::BTreeSet;
@@ -13,6 +14,7 @@ use crate::config::Config;
 use crate::context;
 use crate::epiphan::{self, Epiphan, SandboxToken};
 use crate::{reads, slot};
+use fleetwatch_signin::{LoginOptions, Secret};
 
 /// The assistant's export of the devices its normal sign-in can see.
 #[derive(Debug, Deserialize)]
@@ -37,6 +39,9 @@ pub enum LoginError {
         "the sandbox team lists no devices; the token was not kept. Sign in with a sandbox team that has at least one device"
     )]
     Empty,
+    /// The OAuth sign-in did not complete; nothing was stored.
+    #[error("{0}")]
+    SignIn(String),
     /// The sandbox shares devices with the normal sign-in.
     #[error("the sandbox team shares {} device(s) with the normal sign-in ({}); the token was not kept. Use a separate sandbox team", .0.len(), .0.join(", "))]
     Overlap(Vec<String>),
@@ -58,37 +63,85 @@ fn read_known(path: &Path) -> Result<BTreeSet<String>, LoginError> {
     Ok(known.device_ids.into_iter().collect())
 }
 
-/// Stores the token, checks the sandbox team, and forgets the token on any refusal.
+/// Where the new sandbox sign-in comes from.
+pub enum Source {
+    /// The OAuth authorization-code flow in a browser.
+    OAuth,
+    /// A static bearer token (from `--token-file` or standard input).
+    Static(String),
+}
+
+/// Signs in (OAuth or a static token), checks the sandbox team, and forgets the new sign-in on
+/// any refusal.
 pub async fn login(
     config: &Config,
-    token_text: &str,
+    source: Source,
     known_devices: &Path,
 ) -> Result<String, LoginError> {
     let known = read_known(known_devices)?;
-    let token = SandboxToken::new(token_text).ok_or_else(|| {
-        LoginError::Setup("the token is empty or holds characters a token cannot".into())
-    })?;
     epiphan::check_url(&config.epiphan_url, config.allow_loopback_http)
         .map_err(|e| LoginError::Setup(e.to_string()))?;
     let store = context::open_store(config).map_err(|e| LoginError::Setup(e.to_string()))?;
+    let slot = slot::slot(config);
     let path = config.token_slot();
-    slot::store(&path, &token)
-        .map_err(|e| LoginError::Setup(format!("{}: {e}", path.display())))?;
-    let verdict = check_team(config, &token, &known).await;
+    let how = match source {
+        Source::Static(text) => {
+            let token = Secret::new(&text).ok_or_else(|| {
+                LoginError::Setup("the token is empty or holds characters a token cannot".into())
+            })?;
+            slot.store_static(&token)
+                .await
+                .map_err(|e| LoginError::Setup(e.to_string()))?;
+            "static token"
+        }
+        Source::OAuth => {
+            let options = LoginOptions::from_env(
+                &config.epiphan_url,
+                config.allow_loopback_http,
+                "Fleetwatch executor (sandbox sign-in)",
+            )
+            .map_err(|e| LoginError::Setup(e.to_string()))?;
+            if let Err(e) = fleetwatch_signin::login(&slot, &options).await {
+                audit(&store, "sign_in_failed", String::new());
+                return Err(LoginError::SignIn(e.to_string()));
+            }
+            "OAuth"
+        }
+    };
+    let verdict = match slot.bearer().await {
+        Ok(secret) => match SandboxToken::new(secret.expose()) {
+            Some(token) => check_team(config, &token, &known).await,
+            None => Err(LoginError::Read("unusable token".into())),
+        },
+        Err(e) => Err(LoginError::Read(e.to_string())),
+    };
     let (reason, detail) = match &verdict {
-        Ok((n, _)) => ("stored", format!("devices={n}")),
+        Ok((n, _)) => ("stored", format!("devices={n} via={how}")),
         Err(LoginError::Empty) => ("empty_team", String::new()),
         Err(LoginError::Overlap(ids)) => ("overlap", format!("shared={}", ids.len())),
         Err(_) => ("read_failed", String::new()),
     };
     if verdict.is_err() {
-        slot::forget(&path).map_err(|e| {
+        slot.forget().await.map_err(|e| {
             LoginError::Setup(format!(
-                "{}: could not delete the token: {e}; delete it by hand",
+                "{}: could not delete the new sign-in: {e}; delete it by hand",
                 path.display()
             ))
         })?;
     }
+    audit(&store, reason, detail);
+    let (n, team) = verdict?;
+    let state = slot::status(config)
+        .map(|s| s.to_string())
+        .unwrap_or_default();
+    Ok(format!(
+        "sandbox sign-in ({how}) stored in {} ({n} device(s){}); {state}",
+        path.display(),
+        team.map(|t| format!(", team {t}")).unwrap_or_default()
+    ))
+}
+
+fn audit(store: &crate::store::Store, reason: &str, detail: String) {
     if let Err(e) = store.audit(&Entry {
         kind: "login",
         reason: reason.into(),
@@ -97,12 +150,6 @@ pub async fn login(
     }) {
         tracing::error!(error = %e, "could not audit the sign-in");
     }
-    let (n, team) = verdict?;
-    Ok(format!(
-        "sandbox sign-in stored in {} ({n} device(s){})",
-        path.display(),
-        team.map(|t| format!(", team {t}")).unwrap_or_default()
-    ))
 }
 
 async fn check_team(
@@ -131,11 +178,14 @@ async fn check_team(
     Ok((list.devices.len(), list.team_id))
 }
 
-/// Forgets the sandbox sign-in.
-pub fn logout(config: &Config) -> Result<String, String> {
+/// Forgets the sandbox sign-in (its slot only; the normal sign-in is the assistant's).
+pub async fn logout(config: &Config) -> Result<String, String> {
     let store = context::open_store(config).map_err(|e| e.to_string())?;
     let path = config.token_slot();
-    slot::forget(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    slot::slot(config)
+        .forget()
+        .await
+        .map_err(|e| e.to_string())?;
     if let Err(e) = store.audit(&Entry {
         kind: "logout",
         reason: "forgotten".into(),

@@ -1,13 +1,14 @@
 //! `fleetwatch-executor`: argument parsing only; the work is in the library.
 #![forbid(unsafe_code)]
 
-use std::io::Read;
+use std::io::{IsTerminal as _, Read};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use fleetwatch_executor::config::Config;
 use fleetwatch_executor::doctor::{self, Level};
+use fleetwatch_executor::login::Source;
 
 /// The Fleetwatch executor: the only process that holds the sandbox sign-in and can make a
 /// change. It runs one approved change per request, after checking the approval's signature,
@@ -29,16 +30,22 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Listen on the Unix socket and answer Describe, Execute and Status requests from the
-    /// allowed uids, one request per connection, until SIGTERM or Ctrl-C.
+    /// allowed uids, one request per connection, until SIGTERM or Ctrl-C. Exits 78 at start
+    /// when the sandbox sign-in is dead (Epiphan refused to renew it), so systemd does not
+    /// restart it into the same refusal.
     Serve,
-    /// Store a sandbox sign-in (a bearer token) in the executor's 0600 token slot. The token is
-    /// kept only if the sandbox team lists at least one device and none of the devices the
-    /// normal sign-in knows.
+    /// Sign in to the sandbox team and keep the sign-in in the executor's 0600 token slot. By
+    /// default this runs the OAuth sign-in: a browser opens (or the address is printed) and
+    /// Epiphan answers on http://127.0.0.1:8765/callback (port: FLEETWATCH_OAUTH_CALLBACK_PORT;
+    /// FLEETWATCH_OAUTH_NO_BROWSER=1 only prints the address). A static bearer token is the
+    /// fallback: --token-file, or a token piped on standard input. The sign-in is kept only if
+    /// the sandbox team lists at least one device and none of the devices the normal sign-in
+    /// knows; otherwise it is deleted again.
     Login {
         /// The sandbox sign-in (the only one the executor holds).
         #[arg(long, required = true)]
         sandbox: bool,
-        /// Read the token from this file instead of standard input.
+        /// Store the static token in this file instead of signing in with OAuth.
         #[arg(long)]
         token_file: Option<PathBuf>,
         /// The normal sign-in's devices, as exported by `fleetwatch export-devices`
@@ -46,7 +53,8 @@ enum Command {
         #[arg(long)]
         known_devices: PathBuf,
     },
-    /// Delete the stored sandbox sign-in; nothing can be written until the next login.
+    /// Delete the stored sandbox sign-in (the sandbox slot only); nothing can be written until
+    /// the next login.
     Logout {
         /// The sandbox sign-in.
         #[arg(long, required = true)]
@@ -85,18 +93,30 @@ fn fail(message: impl std::fmt::Display) -> ExitCode {
     ExitCode::FAILURE
 }
 
-fn read_token(file: Option<PathBuf>) -> Result<String, String> {
+/// `--token-file`, else a token piped on standard input, else (a terminal, or nothing piped)
+/// the OAuth sign-in.
+fn token_source(file: Option<PathBuf>) -> Result<Source, String> {
     let mut text = String::new();
     match file {
-        Some(path) => std::fs::File::open(&path)
-            .and_then(|f| f.take(16 * 1024).read_to_string(&mut text))
-            .map_err(|e| format!("{}: {e}", path.display()))?,
-        None => std::io::stdin()
-            .take(16 * 1024)
-            .read_to_string(&mut text)
-            .map_err(|e| format!("standard input: {e}"))?,
-    };
-    Ok(text)
+        Some(path) => {
+            std::fs::File::open(&path)
+                .and_then(|f| f.take(16 * 1024).read_to_string(&mut text))
+                .map_err(|e| format!("{}: {e}", path.display()))?;
+            Ok(Source::Static(text))
+        }
+        None if std::io::stdin().is_terminal() => Ok(Source::OAuth),
+        None => {
+            std::io::stdin()
+                .take(16 * 1024)
+                .read_to_string(&mut text)
+                .map_err(|e| format!("standard input: {e}"))?;
+            if text.trim().is_empty() {
+                Ok(Source::OAuth)
+            } else {
+                Ok(Source::Static(text))
+            }
+        }
+    }
 }
 
 #[tokio::main]
@@ -114,20 +134,26 @@ async fn main() -> ExitCode {
         Err(e) => return fail(e),
     };
     let result = match cli.command {
-        Command::Serve => fleetwatch_executor::serve(config)
-            .await
-            .map(|()| String::new()),
+        Command::Serve => {
+            if let Some(dead) = fleetwatch_executor::slot::dead(&config) {
+                eprintln!("fleetwatch-executor: {dead}");
+                return ExitCode::from(fleetwatch_signin::EXIT_SIGN_IN_DEAD);
+            }
+            fleetwatch_executor::serve(config)
+                .await
+                .map(|()| String::new())
+        }
         Command::Login {
             sandbox: _,
             token_file,
             known_devices,
-        } => match read_token(token_file) {
-            Ok(token) => fleetwatch_executor::login::login(&config, &token, &known_devices)
+        } => match token_source(token_file) {
+            Ok(source) => fleetwatch_executor::login::login(&config, source, &known_devices)
                 .await
                 .map_err(|e| e.to_string()),
             Err(e) => Err(e),
         },
-        Command::Logout { sandbox: _ } => fleetwatch_executor::login::logout(&config),
+        Command::Logout { sandbox: _ } => fleetwatch_executor::login::logout(&config).await,
         Command::Doctor => {
             let lines = doctor::doctor(&config).await;
             for line in &lines {

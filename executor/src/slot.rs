@@ -1,45 +1,56 @@
-//! The sandbox token slot: one 0600 file in the state folder, owned by the executor's user.
+//! The sandbox token slot: one 0600 file in the state folder, owned by the executor's user,
+//! kept by the sign-in crate (static token or OAuth record, renewed before expiry, dead once
+//! Epiphan refuses a renewal).
 
-use std::path::Path;
+use fleetwatch_protocol::Refusal;
+use fleetwatch_signin::{SignInError, Slot, SlotStatus};
 
+use crate::config::Config;
 use crate::epiphan::SandboxToken;
-use crate::os::{self, TrustError, Trusted};
 
-/// Why the slot gave no token.
-#[derive(Debug, thiserror::Error)]
-pub enum SlotError {
-    /// No sign-in stored.
-    #[error("no sandbox sign-in is stored; run `fleetwatch-executor login --sandbox`")]
-    Empty,
-    /// The slot file is not trusted.
-    #[error("sandbox token slot: {0}")]
-    Trust(#[from] TrustError),
-    /// The file holds no usable token.
-    #[error(
-        "the sandbox token slot holds no usable token; run `fleetwatch-executor login --sandbox` again"
-    )]
-    Invalid,
+/// The sandbox slot.
+pub fn slot(config: &Config) -> Slot {
+    Slot::new(config.token_slot(), config.allow_loopback_http)
 }
 
-/// Reads the token, refusing a slot that others could read or change.
-pub fn read(path: &Path) -> Result<SandboxToken, SlotError> {
-    match std::fs::symlink_metadata(path) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(SlotError::Empty),
-        _ => {}
+/// What the slot holds, without any network call and without revealing a token.
+pub fn status(config: &Config) -> Result<SlotStatus, SignInError> {
+    slot(config).status()
+}
+
+/// The message for a dead slot, when it is dead.
+pub fn dead(config: &Config) -> Option<String> {
+    match status(config) {
+        Ok(SlotStatus::Dead(d)) => Some(format!(
+            "sandbox sign-in: {d}. Run `fleetwatch-executor login --sandbox` again"
+        )),
+        _ => None,
     }
-    let text = os::read_trusted(path, Trusted::SecretFile, 16 * 1024)?;
-    SandboxToken::new(&text).ok_or(SlotError::Invalid)
 }
 
-/// Stores a token with mode 0600.
-pub fn store(path: &Path, token: &SandboxToken) -> std::io::Result<()> {
-    os::write_secret(path, token.as_bytes())
-}
-
-/// Forgets the token. Absent already is fine.
-pub fn forget(path: &Path) -> std::io::Result<()> {
-    match std::fs::remove_file(path) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        other => other,
+/// A token for the next reads and write, renewed first when it is about to expire. Each
+/// refusal is logged here, because the refusal code alone does not say which slot problem it
+/// was.
+pub async fn token(config: &Config) -> Result<SandboxToken, Refusal> {
+    match slot(config).bearer().await {
+        Ok(secret) => SandboxToken::new(secret.expose()).ok_or(Refusal::NoSignIn),
+        Err(SignInError::Missing) => {
+            tracing::warn!(
+                "no sandbox sign-in is stored; run `fleetwatch-executor login --sandbox`"
+            );
+            Err(Refusal::NoSignIn)
+        }
+        Err(e @ (SignInError::Dead(_) | SignInError::Expired)) => {
+            tracing::error!(error = %e, "sandbox sign-in unusable; run `fleetwatch-executor login --sandbox` again");
+            Err(Refusal::SignInExpired)
+        }
+        Err(SignInError::Transient(why)) => {
+            tracing::warn!(%why, "sandbox sign-in could not be renewed right now");
+            Err(Refusal::ReadFailed)
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "no usable sandbox sign-in");
+            Err(Refusal::NoSignIn)
+        }
     }
 }
