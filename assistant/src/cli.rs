@@ -78,6 +78,15 @@ pub enum Command {
         #[command(subcommand)]
         action: KeysAction,
     },
+    /// Run the whole system on this machine with no account and no key: a simulated fleet, a
+    /// rule-based model stand-in (not AI), the real executor, the approval page and a prompt.
+    /// Everything it starts and writes is removed when it ends.
+    Demo {
+        /// Run a fixed scenario instead of the prompt and exit 0 only if every step happened
+        /// as expected.
+        #[arg(long)]
+        script: bool,
+    },
 }
 
 /// `fleetwatch grants …`
@@ -118,11 +127,17 @@ fn fail(message: impl std::fmt::Display) -> i32 {
 
 /// Runs a parsed command; returns the exit code.
 pub async fn run(cli: Cli) -> i32 {
+    // The demo builds its whole configuration in a temporary folder; this environment's
+    // settings (meant for a real installation) must not reach it.
+    if let Command::Demo { script } = cli.command {
+        return crate::demo::run(script).await;
+    }
     let config = match Config::from_env() {
         Ok(config) => config,
         Err(e) => return fail(e),
     };
     match cli.command {
+        Command::Demo { script } => crate::demo::run(script).await,
         Command::Ask {
             question,
             no_ai,
