@@ -739,6 +739,10 @@ async fn post_origin_rules() {
         (Some(format!("https://127.0.0.1:{p}")), None, 403),
         (Some(format!("http://127.0.0.1:{p}/")), None, 403),
         (Some("null".to_owned()), None, 403),
+        // What a browser sends for the page's own forms under `Referrer-Policy: no-referrer`.
+        (Some("null".to_owned()), Some("same-origin"), 303),
+        (Some("null".to_owned()), Some("same-site"), 403),
+        (Some("null".to_owned()), Some("cross-site"), 403),
         (Some(format!("http://evil.example:{p}")), None, 403),
         (
             Some(format!("http://127.0.0.1:{p}")),

@@ -3,6 +3,7 @@
 //! approvals with a key installed in the executor's key file.
 #![forbid(unsafe_code)]
 
+pub mod browser;
 pub mod faults;
 
 use std::os::unix::fs::PermissionsExt;

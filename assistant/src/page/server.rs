@@ -254,10 +254,15 @@ async fn checked(app: &App, request: Request, next: Next) -> Response {
 }
 
 /// A POST is same-origin when every origin signal present says so and at least one is present.
+///
+/// `Origin: null` carries no origin at all: browsers send it for this page's own forms because
+/// the page's `Referrer-Policy: no-referrer` also hides the origin of POST navigations. Such a
+/// request then stands or falls on `Sec-Fetch-Site`, which the browser sets and a page cannot.
 fn same_origin(app: &App, headers: &HeaderMap) -> bool {
     let origin = headers
         .get(header::ORIGIN)
-        .map(|v| v.to_str().unwrap_or(""));
+        .map(|v| v.to_str().unwrap_or(""))
+        .filter(|o| *o != "null");
     let fetch_site = headers
         .get("sec-fetch-site")
         .map(|v| v.to_str().unwrap_or(""));

@@ -1,0 +1,527 @@
+//! The approval page in a real browser (headless Debian chromium), against the real executor
+//! binary and the simulator: sign-in, the card, focus and Enter, approving calm and disruptive
+//! changes, a cross-port auto-submitting form, a rebinding host name, an injected device name
+//! and the Spanish page. Screenshots go to each test's temporary folder; their paths are printed.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use chromiumoxide::cdp::browser_protocol::emulation::SetUserAgentOverrideParams;
+use chromiumoxide::page::Page;
+use fleetwatch::executor_client::ExecutorClient;
+use fleetwatch::keys::ApproverKey;
+use fleetwatch::page::{self, PageConfig, PageDeps, PageHandle, SecretDelivery, SystemClock};
+use fleetwatch::store::{NewProposal, Status, Store, now_secs};
+use fleetwatch_e2e::browser::{self, TestBrowser, eval, screenshot, text, wait_until};
+use fleetwatch_e2e::{Harness, Setup, sandbox_devices, workspace_root};
+use fleetwatch_protocol::policy::Policy;
+use fleetwatch_sim::{SimConfig, TeamConfig, TeamSource};
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+
+/// A foreign host name that reaches 127.0.0.1, as a DNS-rebinding attacker's name would
+/// (browsers resolve every `*.localhost` name to loopback themselves).
+const REBIND_HOST: &str = "rebind.localhost";
+
+struct World {
+    h: Harness,
+    page: Option<PageHandle>,
+    store: Arc<Mutex<Store>>,
+    policy: Arc<Policy>,
+    executor: ExecutorClient,
+    shots: tempfile::TempDir,
+    browser: Option<TestBrowser>,
+}
+
+async fn world(sim: SimConfig, allowlist: Option<Vec<String>>) -> Option<World> {
+    let browser = browser::launch(&[&format!(
+        "--host-resolver-rules=MAP {REBIND_HOST} 127.0.0.1"
+    )])
+    .await?;
+    let assistant_state = tempfile::tempdir().expect("state");
+    let key = ApproverKey::load_or_create(assistant_state.path()).expect("key");
+    let setup = Setup {
+        sim,
+        extra_key_lines: vec![key.key_line()],
+        ..Setup::default()
+    };
+    let mut h = Harness::prepare(setup).await;
+    h.setup.allowlist = Some(allowlist.unwrap_or_else(|| sandbox_devices(&h.sim)));
+    h.spawn();
+    h.wait_ready().await;
+    let state = h.dir.path().join("assistant");
+    std::fs::create_dir(&state).expect("assistant state");
+    std::fs::rename(
+        assistant_state.path().join(fleetwatch::keys::KEY_FILE),
+        state.join(fleetwatch::keys::KEY_FILE),
+    )
+    .expect("key moves");
+    let policy = Arc::new(
+        Policy::from_yaml(
+            &std::fs::read_to_string(workspace_root().join("tool_policy.yaml")).expect("policy"),
+        )
+        .expect("policy loads"),
+    );
+    let store = Arc::new(Mutex::new(Store::open(&state).expect("store")));
+    let executor = ExecutorClient::new(&h.socket).with_timeout(Duration::from_secs(60));
+    let config = PageConfig {
+        port: 0,
+        state_dir: state,
+        autonomy_propose: true,
+        fence_configured: true,
+        secret_delivery: SecretDelivery::File,
+        request_timeout: Duration::from_secs(120),
+        clock: Arc::new(SystemClock::new()),
+    };
+    let deps = PageDeps {
+        store: store.clone(),
+        executor: executor.clone(),
+        policy: policy.clone(),
+        key: Arc::new(key),
+    };
+    let page = page::start(config, deps).await.expect("page starts");
+    Some(World {
+        h,
+        page: Some(page),
+        store,
+        policy,
+        executor,
+        shots: tempfile::tempdir().expect("shots"),
+        browser: Some(browser),
+    })
+}
+
+impl World {
+    fn base(&self) -> String {
+        format!(
+            "http://127.0.0.1:{}",
+            self.page.as_ref().expect("page").addr.port()
+        )
+    }
+    fn port(&self) -> u16 {
+        self.page.as_ref().expect("page").addr.port()
+    }
+    fn secret(&self) -> String {
+        let path = self
+            .page
+            .as_ref()
+            .expect("page")
+            .secret_file
+            .clone()
+            .expect("secret file");
+        std::fs::read_to_string(path)
+            .expect("secret")
+            .trim()
+            .to_owned()
+    }
+    fn shot(&self, name: &str) -> PathBuf {
+        self.shots.path().join(name)
+    }
+    /// Stores a proposal the way the assistant does: validated, described, fingerprinted.
+    async fn propose(&self, tool: &str, args: Value, reason: &str) -> u64 {
+        let valid = self.policy.validate(tool, &args).expect("valid");
+        let d = self
+            .executor
+            .describe(tool, valid.arguments.as_str())
+            .await
+            .expect("described");
+        let new = NewProposal {
+            tool: tool.into(),
+            arguments: valid.arguments.into_string(),
+            targets: valid.targets,
+            fingerprint: d.fingerprint,
+            schema_version: d.schema_version,
+            policy_digest: d.policy_digest,
+            slot: "sandbox".into(),
+            reason: reason.into(),
+        };
+        self.store
+            .lock()
+            .expect("store")
+            .insert_proposal(&new, now_secs())
+            .expect("stored")
+    }
+    fn status(&self, id: u64) -> Status {
+        self.store
+            .lock()
+            .expect("store")
+            .proposal(id)
+            .expect("read")
+            .expect("exists")
+            .status
+    }
+    fn unused_approvals(&self) -> i64 {
+        self.store
+            .lock()
+            .expect("store")
+            .connection()
+            .query_row("SELECT COUNT(*) FROM approvals WHERE used = 0", [], |r| {
+                r.get(0)
+            })
+            .expect("count")
+    }
+    async fn tab(&self) -> Page {
+        self.browser.as_ref().expect("browser").page().await
+    }
+    async fn login(&self, tab: &Page) {
+        tab.goto(self.base() + "/").await.expect("goto");
+        wait_until(tab, "document.getElementById('secret')").await;
+        tab.find_element("#secret")
+            .await
+            .expect("field")
+            .click()
+            .await
+            .expect("click")
+            .type_str(self.secret())
+            .await
+            .expect("type");
+        tab.find_element("#login")
+            .await
+            .expect("button")
+            .click()
+            .await
+            .expect("click");
+        wait_until(tab, "!document.getElementById('secret')").await;
+    }
+    async fn finish(mut self) {
+        // The screenshots go with the temporary folder unless asked to stay (to look at them).
+        if std::env::var("FLEETWATCH_KEEP_SCREENSHOTS").is_ok_and(|v| v == "1") {
+            let shots = std::mem::replace(&mut self.shots, tempfile::tempdir().expect("dir"));
+            println!("screenshots kept in {}", shots.keep().display());
+        }
+        if let Some(b) = self.browser.take() {
+            b.close().await;
+        }
+        if let Some(p) = self.page.take() {
+            p.shutdown().await.expect("page stops");
+        }
+    }
+}
+
+fn record(channel: &str) -> Value {
+    json!({"action": "start", "device_ids": [channel]})
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sign_in_see_the_card_deny_is_focused_enter_never_approves_and_a_calm_change_runs_once() {
+    let started = Instant::now();
+    let Some(w) = world(SimConfig::demo(), None).await else {
+        return;
+    };
+    let devices = sandbox_devices(&w.h.sim);
+    let first = w
+        .propose(
+            "batch_recording",
+            record(&format!("{}-1", devices[0])),
+            "The room <b>needs</b> it",
+        )
+        .await;
+    let second = w
+        .propose(
+            "batch_recording",
+            record(&format!("{}-2", devices[0])),
+            "Second camera too",
+        )
+        .await;
+    let tab = w.tab().await;
+    w.login(&tab).await;
+    wait_until(&tab, "document.getElementById('card-heading')").await;
+    let body = text(&tab).await;
+    assert!(body.contains(&format!("Proposal #{first}")), "{body}");
+    assert!(body.contains("1 more waiting"));
+    assert!(body.contains("Recording on Test Room A"), "{body}");
+    assert!(body.contains("stopped → recording"), "{body}");
+    assert!(
+        body.contains("The room <b>needs</b> it"),
+        "the reason is text: {body}"
+    );
+    assert_eq!(
+        eval(&tab, "document.activeElement && document.activeElement.id").await,
+        json!("deny")
+    );
+    // The countdown script ran (same-origin script allowed by the CSP).
+    wait_until(
+        &tab,
+        "document.getElementById('expiry').textContent.startsWith('Approval expires in')",
+    )
+    .await;
+    screenshot(&tab, &w.shot("card.png")).await;
+    // Enter goes to the focused button — Deny — never to Approve.
+    tab.find_element("body")
+        .await
+        .expect("body")
+        .press_key("Enter")
+        .await
+        .expect("enter");
+    wait_until(&tab, &format!("document.getElementById('card-heading') && document.getElementById('card-heading').textContent.includes('#{second}')")).await;
+    assert_eq!(w.status(first), Status::Denied);
+    assert_eq!(w.h.writes(), 0);
+    // Approve the calm change: the outcome page, and exactly one write at the simulator.
+    tab.find_element("#approve")
+        .await
+        .expect("approve")
+        .click()
+        .await
+        .expect("click");
+    wait_until(&tab, "document.getElementById('heading')").await;
+    let outcome = text(&tab).await;
+    assert!(outcome.contains("Done"), "{outcome}");
+    screenshot(&tab, &w.shot("outcome.png")).await;
+    let writes = w.h.sim.writes();
+    assert_eq!(writes.len(), 1);
+    assert_eq!(writes[0].tool, "batch_recording");
+    assert_eq!(writes[0].arguments, record(&format!("{}-2", devices[0])));
+    assert_eq!(w.status(second), Status::Executed);
+    println!("browser test took {:.1} s", started.elapsed().as_secs_f64());
+    w.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_disruptive_change_asks_to_confirm_naming_the_room() {
+    let Some(w) = world(SimConfig::demo(), None).await else {
+        return;
+    };
+    let devices = sandbox_devices(&w.h.sim);
+    let id = w
+        .propose(
+            "batch_reboot",
+            json!({"device_ids": [devices[0]]}),
+            "restart it",
+        )
+        .await;
+    let tab = w.tab().await;
+    w.login(&tab).await;
+    wait_until(&tab, "document.getElementById('approve')").await;
+    tab.find_element("#approve")
+        .await
+        .expect("approve")
+        .click()
+        .await
+        .expect("click");
+    wait_until(&tab, "document.getElementById('confirm')").await;
+    let body = text(&tab).await;
+    assert!(body.contains("Confirm a disruptive change"), "{body}");
+    assert!(body.contains("Test Room A"), "{body}");
+    assert_eq!(
+        eval(&tab, "document.getElementById('confirm').textContent").await,
+        json!("Yes, change Test Room A")
+    );
+    assert_eq!(
+        eval(&tab, "document.activeElement && document.activeElement.id").await,
+        json!("deny")
+    );
+    screenshot(&tab, &w.shot("confirm.png")).await;
+    assert_eq!(w.h.writes(), 0);
+    tab.find_element("#confirm")
+        .await
+        .expect("confirm")
+        .click()
+        .await
+        .expect("click");
+    wait_until(&tab, "document.getElementById('heading')").await;
+    let outcome = text(&tab).await;
+    assert!(outcome.contains("Done"), "{outcome}");
+    assert_eq!(w.h.writes(), 1);
+    assert_eq!(w.status(id), Status::Executed);
+    w.finish().await;
+}
+
+/// Serves one HTML page on another loopback port, as another local web app would.
+async fn serve_other_app(html: String) -> u16 {
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
+        .await
+        .expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut s, _)) = listener.accept().await else {
+                return;
+            };
+            let html = html.clone();
+            tokio::spawn(async move {
+                let mut buf = [0u8; 4096];
+                let _ = s.read(&mut buf).await;
+                let answer = format!(
+                    "HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{html}",
+                    html.len()
+                );
+                let _ = s.write_all(answer.as_bytes()).await;
+            });
+        }
+    });
+    port
+}
+
+fn hidden_fields(html: &str, action: &str) -> Vec<(String, String)> {
+    let start = html.find(&format!("action=\"{action}\"")).expect("form");
+    let end = start + html[start..].find("</form>").expect("end");
+    let mut out = Vec::new();
+    let mut rest = &html[start..end];
+    while let Some(i) = rest.find("name=\"") {
+        rest = &rest[i + 6..];
+        let name = &rest[..rest.find('"').expect("quote")];
+        let v = rest.find("value=\"").expect("value") + 7;
+        out.push((
+            name.to_owned(),
+            rest[v..v + rest[v..].find('"').expect("quote")].to_owned(),
+        ));
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn another_local_app_and_a_rebinding_host_are_refused() {
+    let Some(w) = world(SimConfig::demo(), None).await else {
+        return;
+    };
+    let devices = sandbox_devices(&w.h.sim);
+    let id = w
+        .propose("batch_recording", record(&format!("{}-1", devices[0])), "x")
+        .await;
+    let tab = w.tab().await;
+    w.login(&tab).await;
+    wait_until(&tab, "document.getElementById('approve')").await;
+    // The worst case: the other app even knows the card's hidden fields.
+    let html = tab.content().await.expect("content");
+    let fields = hidden_fields(&html, "/approve");
+    let inputs: String = fields
+        .iter()
+        .map(|(n, v)| format!("<input type=\"hidden\" name=\"{n}\" value=\"{v}\">"))
+        .collect();
+    let evil = format!(
+        "<!DOCTYPE html><html><head><meta name=\"referrer\" content=\"no-referrer\"></head><body><form id=\"f\" method=\"post\" action=\"{}/approve\">{inputs}</form><script>document.getElementById('f').submit();</script></body></html>",
+        w.base()
+    );
+    let other = serve_other_app(evil).await;
+    assert_eq!(w.unused_approvals(), 1);
+    tab.goto(format!("http://127.0.0.1:{other}/"))
+        .await
+        .expect("goto");
+    wait_until(&tab, &format!("location.port === '{}'", w.port())).await;
+    let body = text(&tab).await;
+    assert!(body.contains("Forbidden"), "{body}");
+    assert_eq!(w.unused_approvals(), 1, "nothing was consumed");
+    assert_eq!(w.status(id), Status::Pending);
+    // A rebinding host name pointing at 127.0.0.1: the page does not answer to it.
+    tab.goto(format!("http://{REBIND_HOST}:{}/", w.port()))
+        .await
+        .expect("goto");
+    wait_until(&tab, "document.body && document.body.innerText.length > 0").await;
+    let body = text(&tab).await;
+    assert!(body.contains("Forbidden"), "{body}");
+    assert!(!body.contains("Proposal #"));
+    assert_eq!(w.h.writes(), 0);
+    assert_eq!(w.unused_approvals(), 1);
+    w.finish().await;
+}
+
+fn hostile_replay(dir: &Path) -> String {
+    let example = workspace_root().join("sim/replay/example");
+    let hostile = "<img src=x onerror=\"document.title='pwned'\">Room 401";
+    for entry in std::fs::read_dir(&example).expect("example") {
+        let entry = entry.expect("entry");
+        let text = std::fs::read_to_string(entry.path()).expect("read");
+        let text = text.replace(
+            "\"Room 401 — Seminar\"",
+            &serde_json::to_string(hostile).expect("json"),
+        );
+        std::fs::write(dir.join(entry.file_name()), text).expect("write");
+    }
+    hostile.to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_injected_device_name_renders_as_text() {
+    let replay = tempfile::tempdir().expect("replay");
+    let hostile = hostile_replay(replay.path());
+    let sim = SimConfig {
+        teams: vec![
+            TeamConfig {
+                name: "normal".into(),
+                token: "normal-token".into(),
+                source: TeamSource::DemoNormal,
+            },
+            TeamConfig {
+                name: "sandbox".into(),
+                token: "sandbox-token".into(),
+                source: TeamSource::Replay(replay.path().to_path_buf()),
+            },
+        ],
+        now: None,
+    };
+    let Some(w) = world(
+        sim,
+        Some(vec![
+            "18033355501".into(),
+            "18033355502".into(),
+            "18033355503".into(),
+        ]),
+    )
+    .await
+    else {
+        return;
+    };
+    w.propose(
+        "batch_recording",
+        record("18033355501-1"),
+        "<script>document.title='pwned'</script>",
+    )
+    .await;
+    let tab = w.tab().await;
+    w.login(&tab).await;
+    wait_until(&tab, "document.getElementById('card-heading')").await;
+    assert_eq!(
+        eval(&tab, "document.querySelector('td.name').textContent").await,
+        json!(hostile)
+    );
+    assert_eq!(eval(&tab, "document.images.length").await, json!(0));
+    assert_eq!(
+        eval(&tab, "document.querySelectorAll('script').length").await,
+        json!(1),
+        "only the countdown script"
+    );
+    assert_ne!(eval(&tab, "document.title").await, json!("pwned"));
+    let body = text(&tab).await;
+    assert!(
+        body.contains("<script>document.title='pwned'</script>"),
+        "{body}"
+    );
+    screenshot(&tab, &w.shot("hostile.png")).await;
+    w.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_spanish_page() {
+    let Some(w) = world(SimConfig::demo(), None).await else {
+        return;
+    };
+    let devices = sandbox_devices(&w.h.sim);
+    w.propose("batch_recording", record(&format!("{}-1", devices[0])), "x")
+        .await;
+    let tab = w.tab().await;
+    let agent = SetUserAgentOverrideParams::builder()
+        .user_agent("Mozilla/5.0 fleetwatch-test")
+        .accept_language("es-ES,es;q=0.9")
+        .build()
+        .expect("params");
+    tab.execute(agent).await.expect("accept-language");
+    tab.goto(w.base() + "/").await.expect("goto");
+    wait_until(&tab, "document.getElementById('secret')").await;
+    assert_eq!(
+        eval(&tab, "document.documentElement.lang").await,
+        json!("es")
+    );
+    assert!(text(&tab).await.contains("Secreto de la página"));
+    w.login(&tab).await;
+    wait_until(&tab, "document.getElementById('card-heading')").await;
+    let body = text(&tab).await;
+    assert!(body.contains("Propuesta n.º"), "{body}");
+    assert!(body.contains("Grabación en Test Room A"), "{body}");
+    assert_eq!(
+        eval(&tab, "document.getElementById('deny').textContent").await,
+        json!("Denegar")
+    );
+    screenshot(&tab, &w.shot("card-es.png")).await;
+    w.finish().await;
+}
