@@ -1,0 +1,204 @@
+//! `fleetwatch demo --script` as a process: every step of the fixed scenario happens, and when
+//! it exits no child process and no temporary folder is left.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn fleetwatch() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_fleetwatch"))
+}
+
+/// The demo runs the simulator and the executor from the folder `fleetwatch` sits in. They are
+/// built here (a no-op when fresh) so a filtered `cargo test -p fleetwatch` finds them current.
+fn build_siblings() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+        let status = Command::new(cargo)
+            .args([
+                "build",
+                "-q",
+                "-p",
+                "fleetwatch-sim",
+                "-p",
+                "fleetwatch-executor",
+                "--bins",
+            ])
+            .current_dir(root)
+            .status()
+            .unwrap();
+        assert!(
+            status.success(),
+            "could not build the simulator and executor"
+        );
+    });
+    let dir = fleetwatch().parent().unwrap().to_path_buf();
+    for name in ["fleetwatch-sim", "fleetwatch-executor"] {
+        assert!(
+            dir.join(name).is_file(),
+            "{name} missing next to fleetwatch"
+        );
+    }
+}
+
+struct Run {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+/// Runs `program demo --script` with `tmp` as its temporary folder and a generous deadline.
+fn run_demo(program: &Path, tmp: &Path, extra_env: &[(&str, &str)]) -> Run {
+    let mut command = Command::new(program);
+    command
+        .args(["demo", "--script"])
+        .env("TMPDIR", tmp)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (k, v) in extra_env {
+        command.env(k, v);
+    }
+    let child = command.spawn().unwrap();
+    let pid = child.id();
+    // A watchdog, so a hang fails the test instead of stalling the run.
+    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+    let watchdog = std::thread::spawn(move || {
+        if done_rx.recv_timeout(Duration::from_secs(600)).is_err() {
+            let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+        }
+    });
+    let output = child.wait_with_output().unwrap();
+    let _ = done_tx.send(());
+    watchdog.join().unwrap();
+    Run {
+        code: output.status.code(),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
+/// The process IDs the demo reported for its children ("ok (pid N, …").
+fn child_pids(stdout: &str) -> Vec<u32> {
+    stdout
+        .lines()
+        .filter_map(|l| l.split("ok (pid ").nth(1))
+        .filter_map(|rest| rest.split([',', ')']).next())
+        .filter_map(|n| n.trim().parse().ok())
+        .collect()
+}
+
+/// True while a process with this ID runs one of the demo's programs.
+fn demo_child_alive(pid: u32) -> bool {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .map(|cmd| {
+            let cmd = String::from_utf8_lossy(&cmd);
+            cmd.contains("fleetwatch-sim") || cmd.contains("fleetwatch-executor")
+        })
+        .unwrap_or(false)
+}
+
+fn assert_nothing_left(tmp: &Path, pids: &[u32]) {
+    let left: Vec<_> = std::fs::read_dir(tmp)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert!(
+        left.is_empty(),
+        "left behind in the temporary folder: {left:?}"
+    );
+    // Reaped children vanish at once; allow a moment for the kernel on a busy machine.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while pids.iter().any(|p| demo_child_alive(*p)) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    for pid in pids {
+        assert!(!demo_child_alive(*pid), "child {pid} still runs");
+    }
+}
+
+#[test]
+fn the_scripted_demo_passes_every_step_and_leaves_nothing_behind() {
+    build_siblings();
+    let tmp = tempfile::tempdir().unwrap();
+    // Settings meant for a real installation must not reach the demo: each of these would
+    // break it if it did.
+    let run = run_demo(
+        &fleetwatch(),
+        tmp.path(),
+        &[
+            (
+                "FLEETWATCH_EPIPHAN_URL",
+                "https://fleet.example.invalid/mcp",
+            ),
+            ("FLEETWATCH_STATE_DIR", "/nonexistent/fleetwatch-state"),
+            ("FLEETWATCH_EXECUTOR_SOCKET", "/nonexistent/executor.sock"),
+            ("FLEETWATCH_WRITE_DEVICE_IDS", "1111111111"),
+            ("FLEETWATCH_ANTHROPIC_API_KEY", "sk-not-used"),
+        ],
+    );
+    let out = &run.stdout;
+    assert_eq!(run.code, Some(0), "stdout:\n{out}\nstderr:\n{}", run.stderr);
+    for line in [
+        "The model in this demo is a small rule-based stand-in, not AI",
+        "starting the simulated Epiphan fleet (normal and sandbox teams)… ok (pid ",
+        "starting the offline model stand-in (rule-based, not AI)… ok (pid ",
+        "starting fleetwatch-executor (its own folder, socket and sandbox sign-in)… ok (pid ",
+        "Approval page: http://127.0.0.1:",
+        "operator> what needs attention?",
+        "[offline demo model — rule-based, not AI]",
+        "operator> ¿qué salas están grabando?",
+        "«Sala de Pruebas 1»",
+        "operator> start recording in Test Room A",
+        "Proposal #1 is waiting for a person to approve it at http://127.0.0.1:",
+        "proposal #1 stored, pending; the simulator recorded no write",
+        "page: POST /login without an Origin header → 403",
+        "page: POST /login with the secret → 303, session cookie set",
+        "page: POST /approve → 200, \"Done\"",
+        "simulator: write recorded on team sandbox: batch_recording {\"action\":\"start\"",
+        "proposal #1: executed",
+        "page: POST /approve with the same form again → 409",
+        "operator> reboot Lab Bench 2",
+        "This change interrupts what is happening in Lab Bench 2",
+        "simulator: nothing written yet",
+        "page: POST /confirm → 200, \"Done\"",
+        "simulator: write recorded on team sandbox: batch_reboot",
+        "operator> reboot Lab Bench 1",
+        "page: POST /confirm → 200, \"Nothing ran\"",
+        "An event starts in a target room in",
+        "proposal #3: refused by the executor",
+        "fleetwatch audit verify: intact",
+        "fleetwatch-executor audit verify: audit chain OK",
+        "Result: all 9 steps happened as expected.",
+    ] {
+        assert!(out.contains(line), "missing {line:?} in:\n{out}");
+    }
+    // Without a terminal the secret goes to a private file; only its path is printed.
+    assert!(out.contains("its secret is in "), "{out}");
+    let pids = child_pids(out);
+    assert_eq!(pids.len(), 3, "three children reported in:\n{out}");
+    assert_nothing_left(tmp.path(), &pids);
+}
+
+#[test]
+fn without_its_sibling_programs_the_demo_says_what_to_build_and_leaves_nothing() {
+    // A copy of fleetwatch alone in a folder: no simulator, no executor beside it.
+    let lonely = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let program = lonely.path().join("fleetwatch");
+    if std::fs::hard_link(fleetwatch(), &program).is_err() {
+        std::fs::copy(fleetwatch(), &program).unwrap();
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let run = run_demo(&program, tmp.path(), &[]);
+    assert_eq!(run.code, Some(1), "{}\n{}", run.stdout, run.stderr);
+    assert!(
+        run.stderr
+            .contains("fleetwatch-sim was not found next to fleetwatch")
+            && run.stderr.contains("cargo build --bins"),
+        "{}",
+        run.stderr
+    );
+    assert_nothing_left(tmp.path(), &[]);
+}
