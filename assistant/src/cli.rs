@@ -1,6 +1,5 @@
 //! The `fleetwatch` command line: argument parsing and dispatch to the library.
 
-use std::io::IsTerminal as _;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -47,9 +46,14 @@ pub enum Command {
     },
     /// Run the assistant: holds the sign-in and keys, answers on the chat socket.
     Serve,
-    /// Store the normal (read) sign-in: a static Epiphan token read from standard input,
-    /// saved with mode 0600 in the state folder.
+    /// Sign in to Epiphan for reads (the normal sign-in). Runs the OAuth sign-in: a browser
+    /// opens (or the address is printed) and Epiphan answers on http://127.0.0.1:8765/callback
+    /// (port: FLEETWATCH_OAUTH_CALLBACK_PORT; FLEETWATCH_OAUTH_NO_BROWSER=1 only prints the
+    /// address). A static token piped on standard input is stored instead. Either way the
+    /// sign-in is saved with mode 0600 in the state folder; FLEETWATCH_EPIPHAN_TOKEN overrides it.
     Login,
+    /// Delete the normal sign-in from the state folder (the sandbox sign-in is the executor's).
+    Logout,
     /// Check the installation (exit 1 on any FAIL).
     Doctor,
     /// Write the normal sign-in's device IDs for the executor's overlap check.
@@ -159,6 +163,10 @@ pub async fn run(cli: Cli) -> i32 {
             }
         }
         Command::Serve => {
+            if let Some(dead) = crate::login::dead(&config) {
+                eprintln!("fleetwatch: {dead}");
+                return i32::from(fleetwatch_signin::EXIT_SIGN_IN_DEAD);
+            }
             let shutdown = async {
                 let mut term =
                     match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
@@ -179,9 +187,16 @@ pub async fn run(cli: Cli) -> i32 {
                 Err(e) => fail(e),
             }
         }
-        Command::Login => match login(&config) {
-            Ok(path) => {
-                println!("sign-in stored in {} (mode 0600)", path.display());
+        Command::Login => match crate::login::login(&config).await {
+            Ok(text) => {
+                println!("{text}");
+                0
+            }
+            Err(e) => fail(e),
+        },
+        Command::Logout => match crate::login::logout(&config).await {
+            Ok(text) => {
+                println!("{text}");
                 0
             }
             Err(e) => fail(e),
@@ -256,40 +271,6 @@ pub async fn run(cli: Cli) -> i32 {
 /// Reads one token line from standard input and stores it privately. The token is written to
 /// a fresh 0600 file and renamed over the old one, so a reader never sees half a token and the
 /// file is never briefly readable by others.
-fn login(config: &Config) -> Result<PathBuf, String> {
-    use std::io::{BufRead as _, Write as _};
-    use std::os::unix::fs::OpenOptionsExt as _;
-    if std::io::stdin().is_terminal() {
-        eprintln!("Paste the Epiphan token and press Enter:");
-    }
-    let mut line = String::new();
-    std::io::stdin()
-        .lock()
-        .read_line(&mut line)
-        .map_err(|e| format!("reading the token: {e}"))?;
-    let token = line.trim();
-    let token = token.strip_prefix("Bearer ").unwrap_or(token).trim();
-    if token.is_empty() || token.chars().any(|c| c.is_control() || c == ' ') {
-        return Err("the token is empty or holds spaces or control characters".to_owned());
-    }
-    std::fs::create_dir_all(&config.state_dir)
-        .map_err(|e| format!("{}: {e}", config.state_dir.display()))?;
-    let path = config.state_dir.join(reads::TOKEN_FILE);
-    let temp = config.state_dir.join(format!(".{}.new", reads::TOKEN_FILE));
-    let _ = std::fs::remove_file(&temp);
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&temp)
-        .map_err(|e| format!("{}: {e}", temp.display()))?;
-    file.write_all(token.as_bytes())
-        .and_then(|()| file.sync_all())
-        .map_err(|e| format!("{}: {e}", temp.display()))?;
-    std::fs::rename(&temp, &path).map_err(|e| format!("{}: {e}", path.display()))?;
-    Ok(path)
-}
-
 async fn export_devices(config: &Config, out: Option<PathBuf>, replay: ReplayArgs) -> i32 {
     let policy = match config.load_policy() {
         Ok(p) => Arc::new(p),

@@ -203,8 +203,9 @@ fn sign_in(config: &Config) -> Check {
                     "FLEETWATCH_EPIPHAN_TOKEN".to_owned()
                 } else {
                     format!(
-                        "{} (mode 0600)",
-                        config.state_dir.join(reads::TOKEN_FILE).display()
+                        "{} (mode 0600): {}",
+                        config.state_dir.join(reads::TOKEN_FILE).display(),
+                        crate::login::status_line(config).1
                     )
                 };
             check(
@@ -212,6 +213,9 @@ fn sign_in(config: &Config) -> Check {
                 "sign-in",
                 format!("normal sign-in present from {from}"),
             )
+        }
+        Err(_) if !crate::login::status_line(config).0 => {
+            check(Level::Fail, "sign-in", crate::login::status_line(config).1)
         }
         Err(e) => check(Level::Fail, "sign-in", e.to_string()),
     }

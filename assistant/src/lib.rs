@@ -22,6 +22,7 @@ pub mod demo;
 pub mod doctor;
 pub mod executor_client;
 pub mod keys;
+pub mod login;
 pub mod page;
 pub mod proposals;
 pub mod reads;

@@ -71,8 +71,9 @@ pub enum ReadError {
 }
 
 /// The normal sign-in's bearer token. No `Debug`/`Display`, so it cannot end up in a log line
-/// or an error message by accident.
-pub struct Token(String);
+/// or an error message by accident. A token file written by `fleetwatch login`'s OAuth flow
+/// is kept as its slot instead, so each connection gets a token renewed before it expires.
+pub struct Token(String, Option<Box<crate::login::SlotToken>>);
 
 impl Token {
     /// From `FLEETWATCH_EPIPHAN_TOKEN`, else the token file in the state folder. A token file
@@ -104,7 +105,20 @@ impl Token {
         }
         let text = std::fs::read_to_string(path)
             .map_err(|e| ReadError::NoSignIn(format!("{}: {e}", path.display())))?;
+        if text.trim_start().starts_with('{') {
+            return crate::login::SlotToken::open(path)
+                .map(|s| Token(String::new(), Some(Box::new(s))));
+        }
         Token::new(text)
+    }
+
+    /// The bearer to send now (an OAuth slot renews it first when it is about to expire), and
+    /// whether it differs from the one used last.
+    async fn bearer(&self) -> Result<(String, bool), ReadError> {
+        match &self.1 {
+            Some(slot) => slot.bearer().await,
+            None => Ok((self.0.clone(), false)),
+        }
     }
 
     fn new(text: String) -> Result<Token, ReadError> {
@@ -120,7 +134,7 @@ impl Token {
                 "the token is empty or holds spaces or control characters".to_owned(),
             ));
         }
-        Ok(Token(bare.to_owned()))
+        Ok(Token(bare.to_owned(), None))
     }
 }
 
@@ -260,10 +274,14 @@ impl Reader {
         arguments: Map<String, Value>,
     ) -> Result<Value, ReadError> {
         let mut slot = client.lock().await;
+        let (bearer, renewed) = token.bearer().await?;
+        if renewed && let Some(old) = slot.take() {
+            // The session was opened with the previous token; open a new one.
+            old.cancellation_token().cancel();
+        }
         if slot.is_none() {
             let transport = StreamableHttpClientTransport::from_config(
-                StreamableHttpClientTransportConfig::with_uri(url.to_owned())
-                    .auth_header(token.0.clone()),
+                StreamableHttpClientTransportConfig::with_uri(url.to_owned()).auth_header(bearer),
             );
             let connected = ClientConfig::default()
                 .serve(transport)
