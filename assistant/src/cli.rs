@@ -268,9 +268,6 @@ pub async fn run(cli: Cli) -> i32 {
     }
 }
 
-/// Reads one token line from standard input and stores it privately. The token is written to
-/// a fresh 0600 file and renamed over the old one, so a reader never sees half a token and the
-/// file is never briefly readable by others.
 async fn export_devices(config: &Config, out: Option<PathBuf>, replay: ReplayArgs) -> i32 {
     let policy = match config.load_policy() {
         Ok(p) => Arc::new(p),
