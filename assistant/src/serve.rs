@@ -85,11 +85,12 @@ pub async fn run(
     let reader =
         Arc::new(Reader::live(&config, Arc::clone(&policy), token).map_err(|e| e.to_string())?);
     let model = ModelConfig::from_env();
+    let store = Arc::new(Mutex::new(store));
     let assistant = Arc::new(Assistant::from_config(
         &config,
-        policy,
+        Arc::clone(&policy),
         reader,
-        Arc::new(Mutex::new(store)),
+        Arc::clone(&store),
         model,
         config.proposing(),
     ));
@@ -102,6 +103,7 @@ pub async fn run(
         if assistant.model_on() { "on" } else { "off" },
         if config.proposing() { "on" } else { "off" },
     );
+    let page = start_page(&config, &store, &policy, key).await;
     serve(
         listener,
         assistant,
@@ -109,7 +111,39 @@ pub async fn run(
         shutdown,
     )
     .await;
+    if let Some(page) = page
+        && let Err(e) = page.shutdown().await
+    {
+        eprintln!("fleetwatch serve: {e}");
+    }
     Ok(())
+}
+
+/// The approval page, beside the chat socket, when proposing is on. A page that cannot start
+/// (no sandbox sign-in, no executor) is reported with what is missing; the chat still answers.
+async fn start_page(
+    config: &Config,
+    store: &Arc<Mutex<Store>>,
+    policy: &Arc<fleetwatch_protocol::policy::Policy>,
+    key: ApproverKey,
+) -> Option<crate::page::PageHandle> {
+    if !config.proposing() {
+        eprintln!("fleetwatch serve: approval page off (proposing is off)");
+        return None;
+    }
+    let deps = crate::page::PageDeps {
+        store: Arc::clone(store),
+        executor: crate::executor_client::ExecutorClient::new(&config.executor_socket),
+        policy: Arc::clone(policy),
+        key: Arc::new(key),
+    };
+    match crate::page::start(crate::page::PageConfig::from_config(config), deps).await {
+        Ok(page) => Some(page),
+        Err(e) => {
+            eprintln!("fleetwatch serve: {e}");
+            None
+        }
+    }
 }
 
 /// Binds the chat socket, replacing a stale one, and sets mode 0660.
