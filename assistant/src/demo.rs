@@ -868,7 +868,9 @@ struct Script<'r> {
 fn say(prefix: &str, text: &str) {
     let mut first = true;
     for line in text.lines() {
-        if first {
+        if line.trim().is_empty() {
+            println!();
+        } else if first {
             println!("      {prefix}{line}");
             first = false;
         } else {
