@@ -1,0 +1,1079 @@
+//! The write path, measured: the real (release) executor binary on a Unix socket, the simulator
+//! on loopback, and a table of figures against their targets.
+//!
+//! `cargo run --release -p fleetwatch-e2e --bin bench [-- --approvals N] [-- --dir PATH]`
+//!
+//! * approve → write over N approvals (default 1000, or `FLEETWATCH_BENCH_APPROVALS`): the
+//!   client-side total; the simulator's own time answering the reads and the write; the gap
+//!   between the last read's answer and the write's arrival (from the simulator's call
+//!   records); the executor's overhead (total minus the simulator's time); and, because they
+//!   happen inside the executor where no clock can be read from outside, the executor's own
+//!   check functions (signature, claims, freshness, nonce commit, policy, fence) timed
+//!   in-process on the same approvals and the same disk.
+//! * the raw `fdatasync` of the same disk, in the same state folder, in the same run;
+//! * the executor's idle RSS and its cold start (spawn → a `Status` answered);
+//! * `fleetwatch serve`'s idle RSS;
+//! * a 10,000-device team parsed, redacted and fingerprinted in a child process (its peak RSS
+//!   is its own);
+//! * 10,000 malformed frames from another process, and what they do to a valid approval.
+#![forbid(unsafe_code)]
+
+use std::io::{Read, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use fleetwatch_e2e::faults::proc_status_kib;
+use fleetwatch_e2e::{canonical, frame, now, random_id, send, sign, test_key, workspace_root};
+use fleetwatch_protocol::claims::{self, ApprovalClaims, CLAIMS_VERSION, Slot};
+use fleetwatch_protocol::wire::{DescribeRequest, ExecuteRequest, OutcomeKind, Request, Response};
+use fleetwatch_sim::{SimConfig, SimHandle};
+use serde_json::{Value, json};
+
+// ---------------------------------------------------------------------------------------------
+// Targets
+
+const TARGET_OVERHEAD_P99_MS: f64 = 3.0;
+const TARGET_OVERHEAD_FSYNC_RATIO: f64 = 3.0;
+const TARGET_GAP_P99_US: f64 = 200.0;
+const TARGET_EXECUTOR_RSS_MIB: f64 = 8.0;
+const TARGET_ASSISTANT_RSS_MIB: f64 = 40.0;
+const TARGET_COLD_START_MS: f64 = 20.0;
+const TARGET_FLEET_MS: f64 = 50.0;
+const TARGET_FLOOD_DELAY_MS: f64 = 10.0;
+
+const FLEET_DEVICES: usize = 10_000;
+const FLOOD_FRAMES: usize = 10_000;
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    match args.get(1).map(String::as_str) {
+        Some("--child-fleet") => child_fleet(Path::new(
+            args.get(2).map(String::as_str).unwrap_or_default(),
+        )),
+        Some("--child-flood") => child_flood(
+            Path::new(args.get(2).map(String::as_str).unwrap_or_default()),
+            args.get(3)
+                .and_then(|n| n.parse().ok())
+                .unwrap_or(FLOOD_FRAMES),
+        ),
+        _ => {
+            let mut approvals = std::env::var("FLEETWATCH_BENCH_APPROVALS")
+                .ok()
+                .and_then(|n| n.parse().ok())
+                .unwrap_or(1000usize);
+            let mut dir = None;
+            let mut it = args.iter().skip(1);
+            while let Some(a) = it.next() {
+                match a.as_str() {
+                    "--approvals" => {
+                        approvals = it.next().and_then(|n| n.parse().ok()).unwrap_or(approvals)
+                    }
+                    "--dir" => dir = it.next().map(PathBuf::from),
+                    "-h" | "--help" => {
+                        println!(
+                            "bench [--approvals N] [--dir PATH]\n  N approvals (default 1000, or FLEETWATCH_BENCH_APPROVALS); state folders under PATH (default: the system temp folder)"
+                        );
+                        return;
+                    }
+                    other => {
+                        eprintln!("unknown argument {other}; see --help");
+                        std::process::exit(2);
+                    }
+                }
+            }
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+                .expect("tokio runtime");
+            runtime.block_on(run(approvals.max(1), dir));
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Statistics and the table
+
+#[derive(Clone, Copy)]
+enum Unit {
+    Us,
+    Ms,
+    MiB,
+}
+
+fn fmt(value: f64, unit: Unit) -> String {
+    match unit {
+        Unit::Us => format!("{value:.0} µs"),
+        Unit::Ms => format!("{value:.2} ms"),
+        Unit::MiB => format!("{value:.1} MiB"),
+    }
+}
+
+/// Nearest-rank percentile of microsecond samples.
+fn pct(samples: &[f64], p: f64) -> f64 {
+    if samples.is_empty() {
+        return f64::NAN;
+    }
+    let mut s = samples.to_vec();
+    s.sort_by(f64::total_cmp);
+    let rank = ((p / 100.0) * s.len() as f64).ceil() as usize;
+    s[rank.clamp(1, s.len()) - 1]
+}
+
+struct Table {
+    rows: Vec<[String; 5]>,
+}
+
+impl Table {
+    fn new() -> Table {
+        Table { rows: Vec::new() }
+    }
+
+    /// A row of p50/p99 (µs samples) with an optional p99 target.
+    fn dist(&mut self, what: &str, samples: &[f64], unit: Unit, target: Option<(f64, &str)>) {
+        let scale = match unit {
+            Unit::Ms => 1000.0,
+            _ => 1.0,
+        };
+        let p50 = pct(samples, 50.0) / scale;
+        let p99 = pct(samples, 99.0) / scale;
+        let (t, verdict) = match target {
+            Some((limit, text)) => (text.to_string(), verdict(p99 <= limit)),
+            None => ("—".into(), String::new()),
+        };
+        self.rows
+            .push([what.into(), fmt(p50, unit), fmt(p99, unit), t, verdict]);
+    }
+
+    /// A row with one value.
+    fn single(&mut self, what: &str, value: String, target: Option<(bool, &str)>) {
+        let (t, v) = match target {
+            Some((met, text)) => (text.to_string(), verdict(met)),
+            None => ("—".into(), String::new()),
+        };
+        self.rows.push([what.into(), value, String::new(), t, v]);
+    }
+
+    fn print(&self) {
+        let head = ["measure", "p50 / value", "p99", "target", "met?"];
+        let mut widths = head.map(|h| h.chars().count());
+        for r in &self.rows {
+            for (i, c) in r.iter().enumerate() {
+                widths[i] = widths[i].max(c.chars().count());
+            }
+        }
+        let line = |cells: &[String; 5]| {
+            let mut out = String::from("|");
+            for (i, c) in cells.iter().enumerate() {
+                let pad = widths[i] - c.chars().count();
+                out.push_str(&format!(" {c}{} |", " ".repeat(pad)));
+            }
+            out
+        };
+        println!("{}", line(&head.map(String::from)));
+        let sep: Vec<String> = widths.iter().map(|w| "-".repeat(*w)).collect();
+        println!("|-{}-|", sep.join("-|-"));
+        for r in &self.rows {
+            println!("{}", line(r));
+        }
+    }
+}
+
+fn verdict(met: bool) -> String {
+    if met { "met" } else { "MISSED" }.to_string()
+}
+
+fn us(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e6
+}
+
+// ---------------------------------------------------------------------------------------------
+// The rig: simulator in-process, release executor binary on a socket in a state folder
+
+/// A release binary next to this one; built with cargo when missing.
+fn release_binary(package: &str, name: &str) -> PathBuf {
+    let dir = std::env::current_exe()
+        .ok()
+        .and_then(|e| e.parent().map(Path::to_path_buf))
+        .unwrap_or_default();
+    let path = dir.join(name);
+    if !path.exists() {
+        eprintln!("building {name} (release)…");
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let ok = Command::new(cargo)
+            .args(["build", "--release", "-q", "-p", package, "--bin", name])
+            .current_dir(workspace_root())
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "could not build {name}");
+    }
+    path
+}
+
+struct Rig {
+    _dir: tempfile::TempDir,
+    sim: SimHandle,
+    exe: PathBuf,
+    socket: PathBuf,
+    state: PathBuf,
+    config: PathBuf,
+    policy: PathBuf,
+    keys: PathBuf,
+    log: PathBuf,
+    allowlist: Vec<String>,
+    child: Option<Child>,
+}
+
+fn chmod(path: &Path, mode: u32) {
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).expect("chmod");
+}
+
+impl Rig {
+    async fn new(base: Option<&Path>) -> Rig {
+        let sim = fleetwatch_sim::start(SimConfig::demo())
+            .await
+            .expect("simulator");
+        let dir = match base {
+            Some(b) => tempfile::tempdir_in(b),
+            None => tempfile::tempdir(),
+        }
+        .expect("temp dir");
+        let etc = dir.path().join("etc");
+        let run = dir.path().join("run");
+        let state = dir.path().join("state");
+        for (d, mode) in [(&etc, 0o755), (&run, 0o750), (&state, 0o700)] {
+            std::fs::create_dir(d).expect("mkdir");
+            chmod(d, mode);
+        }
+        let policy = etc.join("tool_policy.yaml");
+        std::fs::copy(workspace_root().join("tool_policy.yaml"), &policy).expect("policy");
+        chmod(&policy, 0o644);
+        let keys = etc.join("approvers.pub");
+        std::fs::write(
+            &keys,
+            claims::key_line(&test_key(7).verifying_key(), "bench") + "\n",
+        )
+        .expect("keys");
+        chmod(&keys, 0o644);
+        let socket = run.join("executor.sock");
+        let config = etc.join("executor.yaml");
+        let uid = rustix::process::getuid().as_raw();
+        std::fs::write(
+            &config,
+            format!(
+                "socket: {}\nallowed_uids: [{uid}]\napprover_keys: {}\npolicy: {}\nstate_dir: {}\nmax_connections: 16\nframe_timeout_secs: 5\n",
+                socket.display(),
+                keys.display(),
+                policy.display(),
+                state.display()
+            ),
+        )
+        .expect("config");
+        chmod(&config, 0o644);
+        let slot = state.join("sandbox.token");
+        std::fs::write(&slot, "sandbox-token").expect("slot");
+        chmod(&slot, 0o600);
+        let allowlist = sim.team_devices("sandbox");
+        Rig {
+            log: dir.path().join("executor.log"),
+            _dir: dir,
+            sim,
+            exe: release_binary("fleetwatch-executor", "fleetwatch-executor"),
+            socket,
+            state,
+            config,
+            policy,
+            keys,
+            allowlist,
+            child: None,
+        }
+    }
+
+    fn spawn(&mut self) {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.log)
+            .expect("log");
+        let child = Command::new(&self.exe)
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("RUST_LOG", "warn")
+            .env("FLEETWATCH_EXECUTOR_CONFIG", &self.config)
+            .env("FLEETWATCH_EPIPHAN_URL", self.sim.mcp_url())
+            .env("FLEETWATCH_ALLOW_LOOPBACK_HTTP", "1")
+            .env("FLEETWATCH_WRITE_DEVICE_IDS", self.allowlist.join(","))
+            .arg("serve")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("executor starts");
+        self.child = Some(child);
+    }
+
+    /// Polls until a `Status` is answered; the time from `since`.
+    async fn ready(&mut self, since: Instant) -> Duration {
+        let deadline = since + Duration::from_secs(60);
+        loop {
+            if matches!(
+                send(&self.socket, &Request::Status).await,
+                Some(Response::Status(_))
+            ) {
+                return since.elapsed();
+            }
+            if let Some(c) = self.child.as_mut()
+                && let Ok(Some(status)) = c.try_wait()
+            {
+                panic!(
+                    "executor exited ({status}): {}",
+                    std::fs::read_to_string(&self.log).unwrap_or_default()
+                );
+            }
+            assert!(Instant::now() < deadline, "executor never became ready");
+            tokio::time::sleep(Duration::from_micros(200)).await;
+        }
+    }
+
+    fn kill(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    fn pid(&self) -> String {
+        self.child
+            .as_ref()
+            .map(|c| c.id().to_string())
+            .unwrap_or_default()
+    }
+
+    /// Fresh claims for starting a recording on `device`, bound to a describe.
+    async fn claims(&self, device: &str) -> ApprovalClaims {
+        let arguments = json!({"action": "start", "device_ids": [format!("{device}-1")]});
+        let request = Request::Describe(DescribeRequest {
+            tool: "batch_recording".into(),
+            arguments: canonical(&arguments),
+        });
+        let Some(Response::Described(d)) = send(&self.socket, &request).await else {
+            panic!("describe refused for {device}")
+        };
+        let t = now();
+        ApprovalClaims {
+            version: CLAIMS_VERSION,
+            approval_id: random_id(),
+            proposal_id: 1,
+            tool: "batch_recording".into(),
+            arguments: canonical(&arguments),
+            targets: d.targets,
+            fingerprint: d.fingerprint,
+            schema_version: d.schema_version,
+            policy_digest: d.policy_digest,
+            slot: Slot::Sandbox,
+            approved_at: t,
+            expires_at: t + 300,
+            page_session: [9; 16],
+        }
+    }
+
+    async fn execute(&self, claims: &ApprovalClaims) -> (Duration, Option<Response>) {
+        let request = Request::Execute(ExecuteRequest {
+            approval: sign(claims, 7),
+            assistant_chain_head: [0xab; 32],
+        });
+        let t = Instant::now();
+        let response = send(&self.socket, &request).await;
+        (t.elapsed(), response)
+    }
+}
+
+impl Drop for Rig {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+fn done(response: &Option<Response>) -> bool {
+    matches!(response, Some(Response::Executed(o)) if o.kind == OutcomeKind::Done)
+}
+
+// ---------------------------------------------------------------------------------------------
+// The run
+
+#[derive(Default)]
+struct WritePath {
+    total: Vec<f64>,
+    reads: Vec<f64>,
+    write: Vec<f64>,
+    gap: Vec<f64>,
+    overhead: Vec<f64>,
+}
+
+async fn run(approvals: usize, base: Option<PathBuf>) {
+    let mut rig = Rig::new(base.as_deref()).await;
+    let devices: Vec<String> = rig.allowlist.clone();
+
+    // Cold start, a few times (the first also creates the database).
+    let mut cold = Vec::new();
+    for _ in 0..11 {
+        rig.kill();
+        let t = Instant::now();
+        rig.spawn();
+        cold.push(us(rig.ready(t).await));
+    }
+    let cold: Vec<f64> = cold.into_iter().skip(1).collect();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let idle_rss = proc_status_kib(&rig.pid(), "VmRSS").unwrap_or(0) as f64 / 1024.0;
+
+    // Which sandbox devices run a plain start (online, describable, not refused).
+    let mut usable = Vec::new();
+    for d in &devices {
+        let c = rig.claims(d).await;
+        if done(&rig.execute(&c).await.1) {
+            usable.push(d.clone());
+        }
+    }
+    assert!(!usable.is_empty(), "no sandbox device accepts a start");
+
+    eprintln!("approve → write: {approvals} approvals…");
+    let mut wp = WritePath::default();
+    let mut kept = Vec::with_capacity(approvals);
+    for i in 0..approvals {
+        let device = &usable[i % usable.len()];
+        let c = rig.claims(device).await;
+        let before = rig.sim.calls().len();
+        let (total, response) = rig.execute(&c).await;
+        assert!(
+            done(&response),
+            "approval {i}: {response:?}\n{}",
+            std::fs::read_to_string(&rig.log).unwrap_or_default()
+        );
+        let calls = rig.sim.calls();
+        let ours = calls.get(before..).unwrap_or_default();
+        let Some(w) = ours.iter().position(|c| fleetwatch_sim::is_write(&c.tool)) else {
+            panic!("approval {i}: no write recorded")
+        };
+        let span =
+            |c: &fleetwatch_sim::CallRecord| c.answered_ns.unwrap_or(c.received_ns) - c.received_ns;
+        let reads_ns: u64 = ours[..w].iter().map(span).sum();
+        let write_ns = span(&ours[w]);
+        let last_read = ours[..w].last().and_then(|r| r.answered_ns).unwrap_or(0);
+        let gap_ns = ours[w].received_ns.saturating_sub(last_read);
+        let total_us = us(total);
+        wp.total.push(total_us);
+        wp.reads.push(reads_ns as f64 / 1e3);
+        wp.write.push(write_ns as f64 / 1e3);
+        wp.gap.push(gap_ns as f64 / 1e3);
+        wp.overhead
+            .push(total_us - (reads_ns + write_ns) as f64 / 1e3);
+        kept.push(c);
+    }
+    let after_rss = proc_status_kib(&rig.pid(), "VmRSS").unwrap_or(0) as f64 / 1024.0;
+
+    // The executor's own checks, in-process, on the same approvals and the same disk.
+    let inproc = in_process_checks(&rig, &kept);
+    let fsync = raw_fsync(&rig.state, approvals);
+    // The executor opens a fresh MCP session per Execute, and with it a fresh HTTP client; its
+    // construction (TLS configuration included, even for a loopback http:// URL) is timed here.
+    let mut http_client = Vec::new();
+    for _ in 0..100 {
+        let t = Instant::now();
+        let client = reqwest::Client::builder().build().expect("http client");
+        http_client.push(us(t.elapsed()));
+        drop(client);
+    }
+
+    // The flood, against the same executor.
+    let flood = flood(&rig, &usable, &wp.total).await;
+
+    // The assistant.
+    let assistant = assistant_rss(&rig).await;
+
+    // A large team, in a child process of its own.
+    let fleet = fleet_in_child();
+
+    // ---- table
+    let mut t = Table::new();
+    t.dist(
+        "signature verify (in-process: TrustedKeys::verify via checks::signature)",
+        &inproc.signature,
+        Unit::Us,
+        None,
+    );
+    t.dist(
+        "claims decode + freshness (in-process)",
+        &inproc.claims,
+        Unit::Us,
+        None,
+    );
+    t.dist(
+        "nonce commit, fsync (in-process: checks::nonce on Store, same disk)",
+        &inproc.nonce,
+        Unit::Us,
+        None,
+    );
+    t.dist(
+        "outcome commit, fsync (in-process: Store::finish)",
+        &inproc.finish,
+        Unit::Us,
+        None,
+    );
+    t.dist(
+        "policy checks + fence (in-process: checks::policy, checks::fence)",
+        &inproc.policy,
+        Unit::Us,
+        None,
+    );
+    t.dist(
+        "HTTP client construction (in-process: reqwest with rustls, 100 runs)",
+        &http_client,
+        Unit::Us,
+        None,
+    );
+    t.dist(
+        "Epiphan reads (simulator time, sum of reads)",
+        &wp.reads,
+        Unit::Us,
+        None,
+    );
+    t.dist("Epiphan write (simulator time)", &wp.write, Unit::Us, None);
+    t.dist(
+        "check-to-write gap (simulator: last read answered → write arrived)",
+        &wp.gap,
+        Unit::Us,
+        Some((TARGET_GAP_P99_US, "p99 ≤ 200 µs")),
+    );
+    t.dist(
+        "approve → write total (client side)",
+        &wp.total,
+        Unit::Ms,
+        None,
+    );
+    t.dist(
+        "executor overhead (total − simulator time)",
+        &wp.overhead,
+        Unit::Ms,
+        Some((TARGET_OVERHEAD_P99_MS, "p99 ≤ 3 ms")),
+    );
+    t.dist(
+        "raw append 64 B + fdatasync, same folder",
+        &fsync,
+        Unit::Us,
+        None,
+    );
+    let ratio = pct(&wp.overhead, 99.0) / pct(&fsync, 99.0);
+    let ratio50 = pct(&wp.overhead, 50.0) / pct(&fsync, 50.0);
+    t.single(
+        "executor overhead ÷ fsync (p99 ÷ p99; p50 ÷ p50)",
+        format!("{ratio:.1}× ({ratio50:.1}× at p50)"),
+        Some((ratio <= TARGET_OVERHEAD_FSYNC_RATIO, "≤ 3×")),
+    );
+    t.single(
+        "executor idle RSS (after start)",
+        fmt(idle_rss, Unit::MiB),
+        Some((idle_rss <= TARGET_EXECUTOR_RSS_MIB, "≤ 8 MiB")),
+    );
+    t.single(
+        &format!("executor RSS after {approvals} approvals"),
+        fmt(after_rss, Unit::MiB),
+        None,
+    );
+    t.dist(
+        "executor cold start (spawn → Status answered, 10 runs)",
+        &cold,
+        Unit::Ms,
+        Some((TARGET_COLD_START_MS, "p99 ≤ 20 ms")),
+    );
+    match &assistant {
+        Ok((mib, page)) => t.single(
+            if *page {
+                "assistant idle RSS (fleetwatch serve, page on)"
+            } else {
+                "assistant idle RSS (fleetwatch serve, page did not start)"
+            },
+            fmt(*mib, Unit::MiB),
+            Some((*mib <= TARGET_ASSISTANT_RSS_MIB, "≤ 40 MiB")),
+        ),
+        Err(why) => t.single("assistant idle RSS", format!("not measured: {why}"), None),
+    }
+    match &fleet {
+        Ok(f) => {
+            t.single(
+                "10,000 devices: parse (JSON + fleet parsers)",
+                fmt(f.parse_ms, Unit::Ms),
+                None,
+            );
+            t.single("10,000 devices: redact", fmt(f.redact_ms, Unit::Ms), None);
+            t.single(
+                "10,000 devices: fingerprint (all targets, canonical)",
+                fmt(f.fingerprint_ms, Unit::Ms),
+                None,
+            );
+            let total = f.parse_ms + f.redact_ms + f.fingerprint_ms;
+            t.single(
+                "10,000 devices: parse + redact + fingerprint",
+                fmt(total, Unit::Ms),
+                Some((total <= TARGET_FLEET_MS, "≤ 50 ms")),
+            );
+            t.single(
+                "10,000 devices: peak RSS of a process holding the texts (growth while working)",
+                format!(
+                    "{} (+{})",
+                    fmt(f.peak_mib, Unit::MiB),
+                    fmt(f.growth_mib, Unit::MiB)
+                ),
+                None,
+            );
+        }
+        Err(why) => t.single("10,000 devices", format!("failed: {why}"), None),
+    }
+    t.single(
+        "flood: malformed frames refused (another process)",
+        format!(
+            "{} in {:.1} s",
+            flood.frames_sent,
+            flood.elapsed.as_secs_f64()
+        ),
+        None,
+    );
+    t.dist(
+        "flood: approve → write during the flood",
+        &flood.during,
+        Unit::Ms,
+        None,
+    );
+    let delay_ms = (pct(&flood.during, 99.0) - pct(&wp.total, 99.0)) / 1000.0;
+    let delay50_ms = (pct(&flood.during, 50.0) - pct(&wp.total, 50.0)) / 1000.0;
+    t.single(
+        "flood: delay of a valid approval (p99 during − p99 quiet; p50)",
+        format!("{delay_ms:.2} ms ({delay50_ms:.2} ms at p50)"),
+        Some((delay_ms <= TARGET_FLOOD_DELAY_MS, "≤ 10 ms")),
+    );
+
+    println!();
+    println!(
+        "Fleetwatch write-path bench, {} — {} approvals; {} CPU(s), {}",
+        jiff::Timestamp::now().strftime("%Y-%m-%d %H:%M UTC"),
+        approvals,
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
+        cpu_model()
+    );
+    println!("state folder on: {}", filesystem_of(&rig.state));
+    println!();
+    t.print();
+}
+
+fn cpu_model() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find_map(|l| l.strip_prefix("model name"))
+                .and_then(|rest| rest.split_once(':').map(|(_, m)| m.trim().to_string()))
+        })
+        .unwrap_or_else(|| "unknown CPU".into())
+}
+
+/// The file-system type and device under `path` (from /proc/self/mountinfo's longest match).
+fn filesystem_of(path: &Path) -> String {
+    let text = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    let path = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+    let mut best: Option<(usize, String)> = None;
+    for line in text.lines() {
+        let fields: Vec<&str> = line.split(' ').collect();
+        let Some(mount) = fields.get(4) else { continue };
+        let Some(dash) = fields.iter().position(|f| *f == "-") else {
+            continue;
+        };
+        let fstype = fields.get(dash + 1).copied().unwrap_or("?");
+        let source = fields.get(dash + 2).copied().unwrap_or("?");
+        if path.starts_with(mount) && best.as_ref().is_none_or(|(len, _)| mount.len() >= *len) {
+            best = Some((
+                mount.len(),
+                format!("{fstype} ({source}, mounted on {mount})"),
+            ));
+        }
+    }
+    best.map(|b| b.1).unwrap_or_else(|| "unknown".into())
+}
+
+// ---------------------------------------------------------------------------------------------
+// In-process: the executor's check functions, and the raw disk
+
+#[derive(Default)]
+struct InProcess {
+    signature: Vec<f64>,
+    claims: Vec<f64>,
+    nonce: Vec<f64>,
+    finish: Vec<f64>,
+    policy: Vec<f64>,
+}
+
+fn in_process_checks(rig: &Rig, approvals: &[ApprovalClaims]) -> InProcess {
+    use fleetwatch_executor::{checks, config::Fence, context, store};
+    let keys = context::load_keys(&rig.keys).expect("keys");
+    let policy = context::load_policy(&rig.policy).expect("policy");
+    let store = store::Store::open(&rig.state.join("bench-checks.db")).expect("store");
+    let fence = Fence {
+        allowlist: Some(rig.allowlist.iter().cloned().collect()),
+        team_id: None,
+    };
+    let uid = rustix::process::getuid().as_raw();
+    let allowed = std::collections::BTreeSet::from([uid]);
+    let mut out = InProcess::default();
+    for original in approvals {
+        // A new nonce, so the in-process store accepts each one once, as the executor did.
+        let c = ApprovalClaims {
+            approval_id: random_id(),
+            ..original.clone()
+        };
+        let signed = sign(&c, 7);
+        let peer = checks::peer(uid, &allowed).expect("peer");
+        let t = Instant::now();
+        let verified = checks::signature(&peer, &signed, &keys).expect("signature");
+        out.signature.push(us(t.elapsed()));
+        let t = Instant::now();
+        let decoded = checks::claims(verified).expect("claims");
+        let fresh = checks::fresh(decoded, now()).expect("fresh");
+        out.claims.push(us(t.elapsed()));
+        let t = Instant::now();
+        let stored = checks::nonce(fresh, &store, &[0xab; 32]).expect("nonce");
+        out.nonce.push(us(t.elapsed()));
+        let id = stored.approval_id();
+        let t = Instant::now();
+        let checked = checks::policy(stored, &policy).expect("policy");
+        let _fenced = checks::fence(checked, &fence).expect("fence");
+        out.policy.push(us(t.elapsed()));
+        let t = Instant::now();
+        store
+            .finish(&id, store::Final::Done, "", "")
+            .expect("finish");
+        out.finish.push(us(t.elapsed()));
+    }
+    out
+}
+
+/// Appends 64 bytes and `fdatasync`s, `n` times, in `dir`.
+fn raw_fsync(dir: &Path, n: usize) -> Vec<f64> {
+    let path = dir.join("bench-fsync");
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .expect("fsync file");
+    let mut out = Vec::with_capacity(n);
+    for _ in 0..n {
+        let t = Instant::now();
+        file.write_all(&[0x5a; 64]).expect("write");
+        file.sync_data().expect("fdatasync");
+        out.push(us(t.elapsed()));
+    }
+    let _ = std::fs::remove_file(path);
+    out
+}
+
+// ---------------------------------------------------------------------------------------------
+// The flood
+
+struct Flood {
+    frames_sent: usize,
+    elapsed: Duration,
+    during: Vec<f64>,
+}
+
+async fn flood(rig: &Rig, usable: &[String], _quiet: &[f64]) -> Flood {
+    let exe = std::env::current_exe().expect("own path");
+    let t = Instant::now();
+    let mut child = Command::new(exe)
+        .arg("--child-flood")
+        .arg(&rig.socket)
+        .arg(FLOOD_FRAMES.to_string())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("flood process");
+    // Let the flood get going before measuring.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let mut during = Vec::new();
+    let mut i = 0;
+    while matches!(child.try_wait(), Ok(None)) {
+        let device = &usable[i % usable.len()];
+        i += 1;
+        let c = rig.claims(device).await;
+        let (total, response) = rig.execute(&c).await;
+        if matches!(child.try_wait(), Ok(None)) {
+            assert!(done(&response), "approval during the flood: {response:?}");
+            during.push(us(total));
+        }
+    }
+    let elapsed = t.elapsed();
+    let mut text = String::new();
+    if let Some(mut out) = child.stdout.take() {
+        let _ = out.read_to_string(&mut text);
+    }
+    let _ = child.wait();
+    Flood {
+        frames_sent: text.trim().parse().unwrap_or(0),
+        elapsed,
+        during,
+    }
+}
+
+/// Child: sends `n` malformed frames, each on its own connection (the executor answers one
+/// request per connection), from four threads; prints how many were answered.
+fn child_flood(socket: &Path, n: usize) {
+    let garbage = frame(&[1, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0x13, 0x37]);
+    let threads = 4;
+    let answered = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for k in 0..threads {
+            let garbage = &garbage;
+            let answered = &answered;
+            s.spawn(move || {
+                for _ in (k..n).step_by(threads) {
+                    let Ok(mut stream) = std::os::unix::net::UnixStream::connect(socket) else {
+                        continue;
+                    };
+                    let _ = stream.write_all(garbage);
+                    let _ = stream.shutdown(std::net::Shutdown::Write);
+                    let mut buf = Vec::new();
+                    if stream.read_to_end(&mut buf).is_ok() && !buf.is_empty() {
+                        answered.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    }
+                }
+            });
+        }
+    });
+    println!("{}", answered.load(std::sync::atomic::Ordering::Relaxed));
+}
+
+// ---------------------------------------------------------------------------------------------
+// The assistant
+
+async fn assistant_rss(rig: &Rig) -> Result<(f64, bool), String> {
+    let exe = release_binary("fleetwatch", "fleetwatch");
+    let state = tempfile::tempdir().map_err(|e| e.to_string())?;
+    chmod(state.path(), 0o750);
+    // The operator's setting that lets it propose (and so start the page).
+    std::fs::write(
+        state.path().join(fleetwatch::config::SETTINGS_FILE),
+        "autonomy: propose\n",
+    )
+    .map_err(|e| e.to_string())?;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .map_err(|e| e.to_string())?;
+    // The page starts only when proposing is on, which needs a model: the simulator's offline
+    // stand-in, on loopback.
+    let model = fleetwatch_sim::model::start_offline()
+        .await
+        .map_err(|e| format!("model stand-in: {e}"))?;
+    let mut child = Command::new(exe)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("RUST_LOG", "warn")
+        .env("FLEETWATCH_ANTHROPIC_API_KEY", "bench-key")
+        .env("FLEETWATCH_ANTHROPIC_BASE_URL", model.url())
+        .env(
+            "FLEETWATCH_POLICY",
+            workspace_root().join("tool_policy.yaml"),
+        )
+        .env("FLEETWATCH_STATE_DIR", state.path())
+        .env("FLEETWATCH_EPIPHAN_URL", rig.sim.mcp_url())
+        .env("FLEETWATCH_ALLOW_LOOPBACK_HTTP", "1")
+        .env("FLEETWATCH_EPIPHAN_TOKEN", "normal-token")
+        .env("FLEETWATCH_EXECUTOR_SOCKET", &rig.socket)
+        .env("FLEETWATCH_WRITE_DEVICE_IDS", rig.allowlist.join(","))
+        .env("FLEETWATCH_APPROVE_PORT", port.to_string())
+        .arg("serve")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("fleetwatch serve did not start: {e}"))?;
+    let socket = state.path().join("chat.sock");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut socket_since: Option<Instant> = None;
+    let result = loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            let mut err = String::new();
+            if let Some(mut e) = child.stderr.take() {
+                let _ = e.read_to_string(&mut err);
+            }
+            break Err(format!(
+                "fleetwatch serve exited ({status}): {}",
+                err.trim()
+            ));
+        }
+        let page_up = std::net::TcpStream::connect(("127.0.0.1", port)).is_ok();
+        if socket.exists() && socket_since.is_none() {
+            socket_since = Some(Instant::now());
+        }
+        // Measured once the page answers too, or with the page off if it has not come up
+        // five seconds after the chat socket (the table says which).
+        let waited_for_page = socket_since.is_some_and(|t| t.elapsed() > Duration::from_secs(5));
+        if socket.exists() && (page_up || waited_for_page) {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            break proc_status_kib(&child.id().to_string(), "VmRSS")
+                .map(|k| (k as f64 / 1024.0, page_up))
+                .ok_or_else(|| "no VmRSS".to_string());
+        }
+        if Instant::now() > deadline {
+            break Err("fleetwatch serve did not open its chat socket in 60 s".into());
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let _ = child.kill();
+    let _ = child.wait();
+    if let Ok((_, false)) = &result
+        && let Some(mut e) = child.stderr.take()
+    {
+        let mut err = String::new();
+        let _ = e.read_to_string(&mut err);
+        eprintln!("fleetwatch serve said:\n{}", err.trim());
+    }
+    result
+}
+
+// ---------------------------------------------------------------------------------------------
+// A large team
+
+struct FleetFigures {
+    parse_ms: f64,
+    redact_ms: f64,
+    fingerprint_ms: f64,
+    peak_mib: f64,
+    growth_mib: f64,
+}
+
+fn fleet_in_child() -> Result<FleetFigures, String> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    // The texts are made here and handed over as files, so the child's memory holds only what
+    // a process that received them would: the texts, then what parsing makes of them.
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let (list, status, events) = fleet_texts(FLEET_DEVICES);
+    for (name, text) in [("list", &list), ("status", &status), ("events", &events)] {
+        std::fs::write(dir.path().join(name), text).map_err(|e| e.to_string())?;
+    }
+    let out = Command::new(exe)
+        .arg("--child-fleet")
+        .arg(dir.path())
+        .output()
+        .map_err(|e| e.to_string())?;
+    if !out.status.success() {
+        return Err(String::from_utf8_lossy(&out.stderr).trim().to_string());
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    let v: Vec<f64> = text
+        .split_whitespace()
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    match v.as_slice() {
+        [parse, redact, print, peak, base] => Ok(FleetFigures {
+            parse_ms: *parse,
+            redact_ms: *redact,
+            fingerprint_ms: *print,
+            peak_mib: peak / 1024.0,
+            growth_mib: (peak - base) / 1024.0,
+        }),
+        _ => Err(format!("unexpected child output: {text}")),
+    }
+}
+
+/// The three reads a team answers, for `n` devices, as the Epiphan texts.
+fn fleet_texts(n: usize) -> (String, String, String) {
+    let start = jiff::Timestamp::now();
+    let mut devices = Vec::with_capacity(n);
+    let mut status = serde_json::Map::new();
+    let mut events = serde_json::Map::new();
+    for i in 0..n {
+        let id = format!("{:010x}", 0x5000_0000u64 + i as u64);
+        let channels: Vec<Value> = (1..=2)
+            .map(|c| {
+                json!({
+                    "channel_id": c.to_string(),
+                    "name": format!("Room {i} channel {c}"),
+                    "recording_status": {"state": if (i + c) % 5 == 0 { "started" } else { "stopped" }, "timestamp": "1700000000", "description": "Stopped"},
+                    "Publishers": [{"id": format!("p{c}"), "type": "rtmp", "url": format!("rtmp://user:pass@live.example.net/app/stream_key_{i}"), "stream_key": format!("sk-{i}-{c}")}],
+                })
+            })
+            .collect();
+        devices.push(json!({
+            "Id": id,
+            "Name": format!("Room {i}"),
+            "Model": "Pearl-2",
+            "GroupId": "3f1c2d4e-0000-4000-8000-000000000001",
+            "GroupName": format!("Building {}", i / 100),
+            "Firmware": "4.24.3",
+            "Status": if i % 17 == 0 { "offline" } else { "online" },
+            "StateTime": "2026-01-01T00:00:00Z",
+            "Channels": channels,
+        }));
+        let mut chans = serde_json::Map::new();
+        for c in 1..=2 {
+            chans.insert(
+                c.to_string(),
+                json!({"name": format!("Room {i} channel {c}"), "recording_status": {"state": if (i + c) % 5 == 0 { "started" } else { "stopped" }}}),
+            );
+        }
+        status.insert(id.clone(), json!({"channels": chans}));
+        let event = if i % 3 == 0 {
+            let s = start + jiff::SignedDuration::from_mins((i % 600) as i64);
+            json!({"event": {"id": format!("evt-{i}"), "title": format!("Lecture {i}"), "start": s.to_string(), "end": (s + jiff::SignedDuration::from_mins(50)).to_string()}})
+        } else {
+            json!({"event": null})
+        };
+        events.insert(id, event);
+    }
+    let list = json!({"team_id": "team-bench", "devices": devices});
+    (
+        list.to_string(),
+        json!({ "devices": status }).to_string(),
+        json!({ "devices": events }).to_string(),
+    )
+}
+
+/// Child: parse, redact and fingerprint the team in `dir`; prints
+/// `parse_ms redact_ms fingerprint_ms peak_kib base_kib`.
+fn child_fleet(dir: &Path) {
+    use fleetwatch_protocol::{fleet, redact};
+    let read = |name: &str| std::fs::read_to_string(dir.join(name)).expect("fleet text");
+    let (list_text, status_text, events_text) = (read("list"), read("status"), read("events"));
+    // Peak RSS from here on: reset the high-water mark to the current RSS.
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+    let base = proc_status_kib("self", "VmHWM").unwrap_or(0);
+
+    let t = Instant::now();
+    let mut list_value: Value = serde_json::from_str(&list_text).expect("list json");
+    let mut status_value: Value = serde_json::from_str(&status_text).expect("status json");
+    let mut events_value: Value = serde_json::from_str(&events_text).expect("events json");
+    let json_us = us(t.elapsed());
+
+    // Redaction runs on every read before anything else looks at it.
+    let t = Instant::now();
+    redact::redact_value(&mut list_value);
+    redact::redact_value(&mut status_value);
+    redact::redact_value(&mut events_value);
+    let redact_ms = t.elapsed().as_secs_f64() * 1e3;
+
+    let t = Instant::now();
+    let mut list = fleet::parse_device_list(&list_value).expect("device list");
+    let status = fleet::parse_recorder_status(&status_value).expect("status");
+    fleet::apply_recorder_status(&mut list, &status);
+    let events = fleet::parse_events(&events_value).expect("events");
+    let parse_ms = (json_us + us(t.elapsed())) / 1e3;
+    let n = list.devices.len();
+    assert_eq!(n, FLEET_DEVICES);
+
+    let t = Instant::now();
+    let targets: Vec<String> = list.devices.iter().map(|d| d.id.clone()).collect();
+    let print = fleet::fingerprint(&list, &events, &targets).expect("fingerprint");
+    let canonical = print.canonical().expect("canonical");
+    let fingerprint_ms = t.elapsed().as_secs_f64() * 1e3;
+    assert!(canonical.as_str().len() > n);
+    let peak = proc_status_kib("self", "VmHWM").unwrap_or(0);
+    println!("{parse_ms:.3} {redact_ms:.3} {fingerprint_ms:.3} {peak} {base}");
+}
