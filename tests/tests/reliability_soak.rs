@@ -80,7 +80,13 @@ async fn sigkill_the_executor_at_random_points_never_runs_an_approval_twice() {
             assistant_chain_head: [0x22; 32],
         });
         let in_flight = tokio::spawn(async move { send(&socket, &request).await });
-        let delay = rng.below(400);
+        // Spread over the approval's life: before the frame is read, around the nonce and
+        // the reads, and after the answer (a debug build takes tens of milliseconds).
+        let delay = match rng.below(3) {
+            0 => rng.below(15),
+            1 => rng.below(60),
+            _ => rng.below(400),
+        };
         tokio::time::sleep(Duration::from_millis(delay)).await;
         h.kill();
         let acknowledged = in_flight.await.expect("client task");
