@@ -654,22 +654,36 @@ fn render_outcome(lang: Lang, shown: Shown) -> Response {
     )
 }
 
+/// The session and the form token bound to `purpose` that both deny routes require.
+fn denial_allowed(
+    app: &App,
+    headers: &HeaderMap,
+    form: &DenyFields,
+    purpose: Purpose,
+) -> Result<Lang, Response> {
+    let lang = lang_of(headers);
+    let Some(session) = app.session(headers) else {
+        return Err(forbidden(lang));
+    };
+    if !app
+        .tokens
+        .check(&form.token, purpose, &session, form.proposal, "")
+    {
+        return Err(forbidden(lang));
+    }
+    Ok(lang)
+}
+
 /// `POST /deny`: records a denial; nothing runs.
 pub async fn deny(
     State(app): State<Arc<App>>,
     headers: HeaderMap,
     Form(form): Form<DenyFields>,
 ) -> Response {
-    let lang = lang_of(&headers);
-    let Some(session) = app.session(&headers) else {
-        return forbidden(lang);
+    let lang = match denial_allowed(&app, &headers, &form, Purpose::Deny) {
+        Ok(lang) => lang,
+        Err(refused) => return refused,
     };
-    if !app
-        .tokens
-        .check(&form.token, Purpose::Deny, &session, form.proposal, "")
-    {
-        return forbidden(lang);
-    }
     let decided = {
         let Ok(mut store) = app.deps.store.lock() else {
             return store_trouble(lang);
@@ -698,16 +712,10 @@ pub async fn deny_all(
     headers: HeaderMap,
     Form(form): Form<DenyFields>,
 ) -> Response {
-    let lang = lang_of(&headers);
-    let Some(session) = app.session(&headers) else {
-        return forbidden(lang);
+    let lang = match denial_allowed(&app, &headers, &form, Purpose::DenyAll) {
+        Ok(lang) => lang,
+        Err(refused) => return refused,
     };
-    if !app
-        .tokens
-        .check(&form.token, Purpose::DenyAll, &session, form.proposal, "")
-    {
-        return forbidden(lang);
-    }
     let denied = {
         let Ok(mut store) = app.deps.store.lock() else {
             return store_trouble(lang);
