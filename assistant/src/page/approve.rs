@@ -655,23 +655,11 @@ fn render_outcome(lang: Lang, shown: Shown) -> Response {
 }
 
 /// The session and the form token bound to `purpose` that both deny routes require.
-fn denial_allowed(
-    app: &App,
-    headers: &HeaderMap,
-    form: &DenyFields,
-    purpose: Purpose,
-) -> Result<Lang, Response> {
-    let lang = lang_of(headers);
-    let Some(session) = app.session(headers) else {
-        return Err(forbidden(lang));
-    };
-    if !app
-        .tokens
-        .check(&form.token, purpose, &session, form.proposal, "")
-    {
-        return Err(forbidden(lang));
-    }
-    Ok(lang)
+fn denial_allowed(app: &App, headers: &HeaderMap, form: &DenyFields, purpose: Purpose) -> bool {
+    app.session(headers).is_some_and(|session| {
+        app.tokens
+            .check(&form.token, purpose, &session, form.proposal, "")
+    })
 }
 
 /// `POST /deny`: records a denial; nothing runs.
@@ -680,10 +668,10 @@ pub async fn deny(
     headers: HeaderMap,
     Form(form): Form<DenyFields>,
 ) -> Response {
-    let lang = match denial_allowed(&app, &headers, &form, Purpose::Deny) {
-        Ok(lang) => lang,
-        Err(refused) => return refused,
-    };
+    let lang = lang_of(&headers);
+    if !denial_allowed(&app, &headers, &form, Purpose::Deny) {
+        return forbidden(lang);
+    }
     let decided = {
         let Ok(mut store) = app.deps.store.lock() else {
             return store_trouble(lang);
@@ -712,10 +700,10 @@ pub async fn deny_all(
     headers: HeaderMap,
     Form(form): Form<DenyFields>,
 ) -> Response {
-    let lang = match denial_allowed(&app, &headers, &form, Purpose::DenyAll) {
-        Ok(lang) => lang,
-        Err(refused) => return refused,
-    };
+    let lang = lang_of(&headers);
+    if !denial_allowed(&app, &headers, &form, Purpose::DenyAll) {
+        return forbidden(lang);
+    }
     let denied = {
         let Ok(mut store) = app.deps.store.lock() else {
             return store_trouble(lang);
