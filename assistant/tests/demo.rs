@@ -9,36 +9,20 @@ fn fleetwatch() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_fleetwatch"))
 }
 
-/// The demo runs the simulator and the executor from the folder `fleetwatch` sits in. They are
-/// built here (a no-op when fresh) so a filtered `cargo test -p fleetwatch` finds them current.
+#[path = "../../tests/src/binaries.rs"]
+mod binaries;
+
+/// The demo runs the simulator and the executor from the folder `fleetwatch` sits in; they are
+/// built first when missing or older than the sources (a filtered `cargo test -p fleetwatch`).
 fn build_siblings() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
-        let status = Command::new(cargo)
-            .args([
-                "build",
-                "-q",
-                "-p",
-                "fleetwatch-sim",
-                "-p",
-                "fleetwatch-executor",
-                "--bins",
-            ])
-            .current_dir(root)
-            .status()
-            .unwrap();
-        assert!(
-            status.success(),
-            "could not build the simulator and executor"
-        );
-    });
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
     let dir = fleetwatch().parent().unwrap().to_path_buf();
     for name in ["fleetwatch-sim", "fleetwatch-executor"] {
-        assert!(
-            dir.join(name).is_file(),
-            "{name} missing next to fleetwatch"
+        let built = binaries::workspace_binary(root, name, name);
+        assert_eq!(
+            built.parent(),
+            Some(dir.as_path()),
+            "{name} not next to fleetwatch"
         );
     }
 }

@@ -3,13 +3,13 @@
 //! approvals with a key installed in the executor's key file.
 #![forbid(unsafe_code)]
 
+pub mod binaries;
 pub mod browser;
 pub mod faults;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use ed25519_dalek::SigningKey;
@@ -30,34 +30,10 @@ pub fn workspace_root() -> PathBuf {
         .unwrap_or_default()
 }
 
-/// A workspace binary next to the running test executable (`target/<profile>/NAME`). When it is
-/// missing (a filtered `cargo test`), it is built once with the same cargo.
+/// A workspace binary next to the running test executable (`target/<profile>/NAME`), built
+/// first when missing or older than the sources (see `binaries`).
 pub fn binary(package: &str, name: &str) -> PathBuf {
-    static BUILT: OnceLock<std::sync::Mutex<Vec<String>>> = OnceLock::new();
-    let exe = std::env::current_exe().unwrap_or_default();
-    // target/debug/deps/test-hash → target/debug
-    let dir = exe
-        .parent()
-        .and_then(Path::parent)
-        .map(Path::to_path_buf)
-        .unwrap_or_default();
-    let path = dir.join(name);
-    let lock = BUILT.get_or_init(|| std::sync::Mutex::new(Vec::new()));
-    let mut built = lock.lock().unwrap_or_else(|p| p.into_inner());
-    if !built.iter().any(|b| b == package) {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let status = Command::new(cargo)
-            .args(["build", "-q", "-p", package, "--bin", name])
-            .current_dir(workspace_root())
-            .status();
-        assert!(
-            status.is_ok_and(|s| s.success()),
-            "could not build {package}"
-        );
-        built.push(package.to_string());
-    }
-    assert!(path.exists(), "{} missing after the build", path.display());
-    path
+    binaries::workspace_binary(&workspace_root(), package, name)
 }
 
 /// The executor binary.

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use fleetwatch::config::Config;
@@ -49,27 +49,13 @@ pub fn config(state: &Path, pairs: &[(&str, String)]) -> Config {
     Config::from_lookup(move |name| map.get(name).cloned()).unwrap()
 }
 
-/// A built workspace binary next to this test executable; built once when missing.
+#[path = "../../../tests/src/binaries.rs"]
+mod binaries;
+
+/// A workspace binary next to this test executable, built first when missing or older than the
+/// sources.
 pub fn binary(package: &str, name: &str) -> PathBuf {
-    static LOCK: OnceLock<std::sync::Mutex<()>> = OnceLock::new();
-    let exe = std::env::current_exe().unwrap();
-    // target/debug/deps/<test> → target/debug
-    let dir = exe.parent().and_then(Path::parent).unwrap().to_path_buf();
-    let path = dir.join(name);
-    let _guard = LOCK
-        .get_or_init(|| std::sync::Mutex::new(()))
-        .lock()
-        .unwrap_or_else(|p| p.into_inner());
-    if !path.exists() {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let status = Command::new(cargo)
-            .args(["build", "-q", "-p", package, "--bin", name])
-            .current_dir(root())
-            .status()
-            .unwrap();
-        assert!(status.success(), "could not build {name}");
-    }
-    path
+    binaries::workspace_binary(&root(), package, name)
 }
 
 /// The real executor on a temp socket, reading the simulator's sandbox team.
