@@ -46,6 +46,9 @@ pub enum StartError {
     /// The Epiphan URL is not allowed.
     #[error("{0}")]
     Url(#[from] crate::epiphan::UrlError),
+    /// The HTTPS client could not be set up.
+    #[error("{0}")]
+    Http(String),
 }
 
 /// The loaded executor.
@@ -60,6 +63,8 @@ pub struct Context {
     pub store: Store,
     /// The clock every time check uses.
     pub clock: Clock,
+    /// The HTTP client every Epiphan session shares.
+    pub http: reqwest::Client,
 }
 
 /// Reads and parses the approver key file.
@@ -130,6 +135,7 @@ impl Context {
             policy,
             store,
             clock: jiff::Timestamp::now,
+            http: crate::epiphan::http_client().map_err(StartError::Http)?,
         })
     }
 }

@@ -32,9 +32,14 @@ pub async fn describe(ctx: &Context, request: DescribeRequest) -> Result<Descrip
         .validate(&request.tool, &value)
         .map_err(|e| e.refusal())?;
     let token = slot::token(&ctx.config).await?;
-    let epiphan = Epiphan::connect(&ctx.config.epiphan_url, &token, ctx.config.read_timeout)
-        .await
-        .map_err(reads::refusal)?;
+    let epiphan = Epiphan::connect(
+        &ctx.http,
+        &ctx.config.epiphan_url,
+        &token,
+        ctx.config.read_timeout,
+    )
+    .await
+    .map_err(reads::refusal)?;
     let result = read_facts(
         ctx,
         &epiphan,

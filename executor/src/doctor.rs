@@ -206,10 +206,15 @@ async fn sign_in(config: &Config) -> Line {
             "stored, but the Epiphan URL is refused",
         );
     }
-    let epiphan = match Epiphan::connect(&config.epiphan_url, &token, config.read_timeout).await {
-        Ok(e) => e,
-        Err(e) => return line(Level::Fail, "sandbox sign-in", reads::refusal(e).message()),
+    let http = match epiphan::http_client() {
+        Ok(h) => h,
+        Err(e) => return line(Level::Fail, "sandbox sign-in", e),
     };
+    let epiphan =
+        match Epiphan::connect(&http, &config.epiphan_url, &token, config.read_timeout).await {
+            Ok(e) => e,
+            Err(e) => return line(Level::Fail, "sandbox sign-in", reads::refusal(e).message()),
+        };
     let list = reads::device_list(&epiphan).await;
     epiphan.close().await;
     match list {

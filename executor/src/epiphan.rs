@@ -96,6 +96,18 @@ pub enum WriteAnswer {
     Unknown(&'static str),
 }
 
+/// The HTTP client every session shares, built once per process: building one loads the
+/// system's root certificates, which cost more than the rest of an `Execute` together, and a
+/// shared client keeps warm connections to Epiphan between requests. Redirects are not
+/// followed: the sandbox token and the write go to the configured URL or nowhere (a 307/308
+/// would re-send the write's body to another address).
+pub fn http_client() -> Result<reqwest::Client, String> {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .map_err(|e| format!("could not set up HTTPS: {e}"))
+}
+
 /// A signed-in MCP session.
 pub struct Epiphan {
     service: RunningService<RoleClient, ()>,
@@ -127,8 +139,10 @@ fn result_json(result: &CallToolResult) -> Option<Value> {
 }
 
 impl Epiphan {
-    /// Opens an MCP session with the sandbox token, bounded by `read_timeout`.
+    /// Opens an MCP session with the sandbox token over the shared client, bounded by
+    /// `read_timeout`.
     pub async fn connect(
+        http: &reqwest::Client,
         url: &str,
         token: &SandboxToken,
         read_timeout: Duration,
@@ -140,7 +154,7 @@ impl Epiphan {
         config.reinit_on_expired_session = false;
         config.retry_config = std::sync::Arc::new(NeverRetry::default());
         config.max_json_response_size = 8 << 20;
-        let transport = StreamableHttpClientTransport::from_config(config);
+        let transport = StreamableHttpClientTransport::with_client(http.clone(), config);
         match tokio::time::timeout(read_timeout, ().serve(transport)).await {
             Ok(Ok(service)) => Ok(Epiphan {
                 service,

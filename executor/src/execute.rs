@@ -51,9 +51,14 @@ async fn checked_write(ctx: &Context, stored: checks::NonceStored) -> Result<Wri
     let policy_checked = checks::policy(stored, &ctx.policy)?;
     let fenced = checks::fence(policy_checked, &ctx.config.fence)?;
     let token = slot::token(&ctx.config).await?;
-    let epiphan = Epiphan::connect(&ctx.config.epiphan_url, &token, ctx.config.read_timeout)
-        .await
-        .map_err(crate::reads::refusal)?;
+    let epiphan = Epiphan::connect(
+        &ctx.http,
+        &ctx.config.epiphan_url,
+        &token,
+        ctx.config.read_timeout,
+    )
+    .await
+    .map_err(crate::reads::refusal)?;
     let result = async {
         let live = checks::live_state(fenced, &epiphan, &ctx.config.fence).await?;
         let ticket = checks::last_reads(live, &epiphan, &ctx.policy, ctx.clock).await?;

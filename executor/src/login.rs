@@ -157,7 +157,8 @@ async fn check_team(
     token: &SandboxToken,
     known: &BTreeSet<String>,
 ) -> Result<(usize, Option<String>), LoginError> {
-    let epiphan = Epiphan::connect(&config.epiphan_url, token, config.read_timeout)
+    let http = epiphan::http_client().map_err(LoginError::Read)?;
+    let epiphan = Epiphan::connect(&http, &config.epiphan_url, token, config.read_timeout)
         .await
         .map_err(|e| LoginError::Read(format!("{:?}", reads::refusal(e).code())))?;
     let list = reads::device_list(&epiphan).await;
