@@ -1,13 +1,15 @@
 //! The `fleetwatch` command line: argument parsing and dispatch to the library.
 
-use std::path::PathBuf;
+use std::io::Read as _;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
+use fleetwatch_protocol::anchor;
 
 use crate::config::Config;
 use crate::reads::{self, Reader, Token};
-use crate::store::{ChainCheck, Store};
+use crate::store::{AnchorCheck, ChainCheck, Store};
 use crate::{ask, doctor, grants, keys, serve};
 
 /// Fleetwatch: answers questions about Epiphan Pearl recorders and proposes changes a person
@@ -114,7 +116,17 @@ pub enum GrantsAction {
 #[derive(Debug, Subcommand)]
 pub enum AuditAction {
     /// Walk the hash chain and name the first row that does not match.
-    Verify,
+    Verify {
+        /// The executor's heads listing (`fleetwatch-executor audit heads > FILE`, or `-` to
+        /// read it from standard input): also check that every executor chain head recorded
+        /// here with an outcome is still in the executor's chain, which shows its newest rows
+        /// removed.
+        #[arg(long, value_name = "FILE")]
+        against: Option<PathBuf>,
+    },
+    /// Print one `ROW HASH` line per audit row, oldest first, for the executor's
+    /// `fleetwatch-executor audit verify --against`. Hashes only, no row content.
+    Heads,
 }
 
 /// `fleetwatch keys …`
@@ -122,6 +134,42 @@ pub enum AuditAction {
 pub enum KeysAction {
     /// Print the public key line to install for the executor.
     Show,
+}
+
+/// `audit verify [--against LISTING]`: the chain, then every executor head it recorded.
+fn audit_verify(store: &Store, against: Option<&Path>) -> i32 {
+    match store.verify_audit() {
+        Ok(ChainCheck::Intact { rows, head }) => {
+            println!(
+                "audit chain intact: {rows} rows, head {}",
+                anchor::hex(&head)
+            );
+        }
+        Ok(ChainCheck::Broken { row, problem }) => {
+            println!("audit chain broken at row {row}: {problem}");
+            return 1;
+        }
+        Err(e) => return fail(e),
+    }
+    let Some(path) = against else {
+        return 0;
+    };
+    let listing = if path.as_os_str() == "-" {
+        let mut text = String::new();
+        std::io::stdin()
+            .read_to_string(&mut text)
+            .map(|_| text)
+            .map_err(|e| format!("standard input: {e}"))
+    } else {
+        std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))
+    };
+    match listing.and_then(|text| store.check_executor_anchors(&text)) {
+        Ok(check) => {
+            println!("{check}");
+            i32::from(!matches!(check, AnchorCheck::Intact { .. }))
+        }
+        Err(e) => fail(e),
+    }
 }
 
 fn fail(message: impl std::fmt::Display) -> i32 {
@@ -231,24 +279,22 @@ pub async fn run(cli: Cli) -> i32 {
                 Err(e) => fail(e),
             }
         }
-        Command::Audit {
-            action: AuditAction::Verify,
-        } => {
+        Command::Audit { action } => {
             let store = match Store::open(&config.state_dir) {
                 Ok(s) => s,
                 Err(e) => return fail(e),
             };
-            match store.verify_audit() {
-                Ok(ChainCheck::Intact { rows, head }) => {
-                    let head: String = head.iter().map(|b| format!("{b:02x}")).collect();
-                    println!("audit chain intact: {rows} rows, head {head}");
-                    0
-                }
-                Ok(ChainCheck::Broken { row, problem }) => {
-                    println!("audit chain broken at row {row}: {problem}");
-                    1
-                }
-                Err(e) => fail(e),
+            match action {
+                AuditAction::Verify { against } => audit_verify(&store, against.as_deref()),
+                AuditAction::Heads => match store.audit_heads() {
+                    Ok(heads) => {
+                        for (id, hash) in heads {
+                            println!("{}", anchor::heads_line(id, &hash));
+                        }
+                        0
+                    }
+                    Err(e) => fail(e),
+                },
             }
         }
         Command::Keys {

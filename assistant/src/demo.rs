@@ -42,7 +42,7 @@ use crate::keys::ApproverKey;
 use crate::model::{ApiKey, ModelConfig};
 use crate::page::{self, PageConfig, PageDeps, PageError, PageHandle, SecretDelivery};
 use crate::reads::{self, Reader, Token};
-use crate::store::{ChainCheck, Status, Store};
+use crate::store::{AnchorCheck, ChainCheck, Status, Store};
 use crate::{ask, grants, serve};
 
 /// The shipped tool policy. The demo installs this one copy for both sides, so their digests
@@ -1246,14 +1246,17 @@ impl<'r> Script<'r> {
         Ok(())
     }
 
+    /// Both chains verify, and each still contains every head the other recorded of it.
     async fn audit(&mut self) -> Result<(), String> {
-        let check = {
+        let (check, own_heads) = {
             let store = self
                 .running
                 .store
                 .lock()
                 .map_err(|_| "the store lock is poisoned".to_owned())?;
-            store.verify_audit().map_err(|e| e.to_string())?
+            let check = store.verify_audit().map_err(|e| e.to_string())?;
+            let heads = store.audit_heads().map_err(|e| e.to_string())?;
+            (check, heads)
         };
         match check {
             ChainCheck::Intact { rows, .. } => {
@@ -1265,23 +1268,62 @@ impl<'r> Script<'r> {
                 ));
             }
         }
-        let output = Command::new(&self.running.executor_program)
-            .args(["audit", "verify"])
+        let executor_heads = self.executor_audit(&["heads"], "")?;
+        let anchors = {
+            let store = self
+                .running
+                .store
+                .lock()
+                .map_err(|_| "the store lock is poisoned".to_owned())?;
+            store.check_executor_anchors(&executor_heads)?
+        };
+        println!("      fleetwatch audit verify --against <executor heads>: {anchors}");
+        if !matches!(anchors, AnchorCheck::Intact { anchors: 1.., .. }) {
+            return Err("the assistant's record of the executor's chain does not match".into());
+        }
+        let listing: Vec<String> = own_heads
+            .iter()
+            .map(|(id, hash)| fleetwatch_protocol::anchor::heads_line(*id, hash))
+            .collect();
+        let text = self.executor_audit(&["verify", "--against", "-"], &listing.join("\n"))?;
+        println!(
+            "      fleetwatch-executor audit verify --against <assistant heads>: {}",
+            text.replace('\n', "\n      ")
+        );
+        Ok(())
+    }
+
+    /// Runs `fleetwatch-executor audit ARGS` on the demo's executor configuration with `input`
+    /// on standard input; its standard output, or why it failed.
+    fn executor_audit(&self, args: &[&str], input: &str) -> Result<String, String> {
+        use std::io::Write as _;
+        let mut child = Command::new(&self.running.executor_program)
+            .arg("audit")
+            .args(args)
             .env_clear()
             .env("FLEETWATCH_EXECUTOR_CONFIG", &self.running.executor_config)
             .env("RUST_LOG", "warn")
-            .stdin(Stdio::null())
-            .output()
-            .map_err(|e| format!("fleetwatch-executor audit verify: {e}"))?;
-        let text = String::from_utf8_lossy(&output.stdout).trim().to_owned();
-        println!("      fleetwatch-executor audit verify: {text}");
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("fleetwatch-executor audit: {e}"))?;
+        if let Some(mut stdin) = child.stdin.take() {
+            stdin
+                .write_all(input.as_bytes())
+                .map_err(|e| format!("fleetwatch-executor audit: {e}"))?;
+        }
+        let output = child
+            .wait_with_output()
+            .map_err(|e| format!("fleetwatch-executor audit: {e}"))?;
         if !output.status.success() {
             return Err(format!(
-                "the executor's audit chain did not verify: {}",
+                "fleetwatch-executor audit {}: {}",
+                args.join(" "),
                 String::from_utf8_lossy(&output.stderr).trim()
             ));
         }
-        Ok(())
+        Ok(String::from_utf8_lossy(&output.stdout).trim().to_owned())
     }
 }
 

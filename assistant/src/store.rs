@@ -130,6 +130,84 @@ pub struct Proposal {
     pub expires_at: i64,
 }
 
+/// The result of checking the executor heads recorded here against the executor's chain.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AnchorCheck {
+    /// Every recorded head is in the executor's chain.
+    Intact {
+        /// Heads recorded here.
+        anchors: usize,
+        /// Rows in the executor's listing.
+        their_rows: usize,
+    },
+    /// The first recorded head the executor's chain no longer contains.
+    Missing {
+        /// The row here that recorded it.
+        row: i64,
+        /// The head.
+        head: [u8; 32],
+    },
+}
+
+impl std::fmt::Display for AnchorCheck {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AnchorCheck::Intact {
+                anchors,
+                their_rows,
+            } => write!(
+                f,
+                "anchors intact: all {anchors} executor head(s) recorded here are in the \
+                 executor's chain ({their_rows} rows)"
+            ),
+            AnchorCheck::Missing { row, head } => write!(
+                f,
+                "anchor broken at row {row}: it recorded the executor's chain head {}, which \
+                 the executor's chain no longer contains: rows were removed from the executor's \
+                 audit log (or the listing is not from this executor)",
+                hex(head)
+            ),
+        }
+    }
+}
+
+/// An approval row as the page reads it back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Approval {
+    /// The proposal it approves.
+    pub proposal_id: i64,
+    /// The page session tag it was made in.
+    pub session: String,
+    /// Consumed already.
+    pub used: bool,
+    /// Unix seconds, database clock.
+    pub expires_at: i64,
+    /// The database clock when read.
+    pub db_now: i64,
+}
+
+impl Approval {
+    /// Not yet expired on the database clock.
+    pub fn live(&self) -> bool {
+        self.expires_at > self.db_now
+    }
+}
+
+/// What became of an approved proposal, for [`Store::record_outcome`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outcome<'a> {
+    /// The proposal.
+    pub proposal_id: u64,
+    /// The approval ID (hex).
+    pub approval_id: &'a str,
+    /// The audit word (`done`, `epiphan_error`, `nothing_ran`, `unknown`).
+    pub word: &'a str,
+    /// The final status.
+    pub status: Status,
+    /// The executor's chain head from its answer, when it answered with an outcome.
+    pub executor_head: Option<[u8; 32]>,
+}
+
 /// One audit row as stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AuditRow {
@@ -558,6 +636,99 @@ impl Store {
             [id],
         )?;
         Ok(changed == 1)
+    }
+
+    /// One approval row, read with the database clock's current time.
+    pub fn approval(&self, id: &str) -> Result<Option<Approval>, StoreError> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT proposal_id, session, used, expires_at, unixepoch()
+                 FROM approvals WHERE id = ?1",
+                [id],
+                |r| {
+                    Ok(Approval {
+                        proposal_id: r.get(0)?,
+                        session: r.get(1)?,
+                        used: r.get::<_, i64>(2)? != 0,
+                        expires_at: r.get(3)?,
+                        db_now: r.get(4)?,
+                    })
+                },
+            )
+            .optional()?)
+    }
+
+    /// Records what became of an approved proposal: the `page_result` audit row (with the
+    /// executor's chain head when it answered, the anchor `audit verify --against` checks)
+    /// and the final status, set only from `approved` so it is written once. One transaction.
+    pub fn record_outcome(&mut self, outcome: &Outcome<'_>, now: i64) -> Result<(), StoreError> {
+        let sql_id = i64::try_from(outcome.proposal_id)
+            .map_err(|_| StoreError::Corrupt("id out of range".to_owned()))?;
+        let mut detail = json!({"approval_id": outcome.approval_id, "outcome": outcome.word});
+        if let (Some(head), Some(map)) = (outcome.executor_head, detail.as_object_mut()) {
+            map.insert("executor_head".to_owned(), Value::String(hex(&head)));
+        }
+        let tx = self.conn.transaction()?;
+        append_audit(&tx, now, "page_result", Some(outcome.proposal_id), &detail)?;
+        tx.execute(
+            "UPDATE proposals SET status = ?1 WHERE id = ?2 AND status = 'approved'",
+            params![outcome.status.as_str(), sql_id],
+        )?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Every audit row's number and hash, oldest first: the listing `audit heads` prints for
+    /// the executor's `audit verify --against`.
+    pub fn audit_heads(&self) -> Result<Vec<(i64, [u8; 32])>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT id, row_hash FROM audit ORDER BY id")?;
+        let rows = stmt.query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, Vec<u8>>(1)?)))?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (id, hash) = row?;
+            let hash = <[u8; 32]>::try_from(hash.as_slice()).map_err(|_| {
+                StoreError::Corrupt(format!("audit row {id}: hash is not 32 bytes"))
+            })?;
+            out.push((id, hash));
+        }
+        Ok(out)
+    }
+
+    /// The executor chain heads this log recorded with outcomes, with the row that recorded
+    /// each, oldest first.
+    pub fn executor_anchors(&self) -> Result<Vec<(i64, [u8; 32])>, StoreError> {
+        let rows = self.audit_rows()?;
+        Ok(rows
+            .iter()
+            .filter(|row| row.kind == "page_result")
+            .filter_map(|row| {
+                let detail: Value = serde_json::from_str(&row.detail).ok()?;
+                let head = detail.get("executor_head")?.as_str()?;
+                Some((row.id, fleetwatch_protocol::anchor::parse_hash(head)?))
+            })
+            .collect())
+    }
+
+    /// Checks that every executor chain head recorded here is a row of the executor's chain,
+    /// given its heads listing (`fleetwatch-executor audit heads`).
+    pub fn check_executor_anchors(&self, listing: &str) -> Result<AnchorCheck, String> {
+        use fleetwatch_protocol::anchor;
+        let theirs =
+            anchor::parse_heads(listing).map_err(|e| format!("the executor's heads: {e}"))?;
+        let recorded = self.executor_anchors().map_err(|e| e.to_string())?;
+        Ok(match anchor::first_missing(&recorded, &theirs) {
+            Some(missing) => AnchorCheck::Missing {
+                row: missing.row,
+                head: missing.head,
+            },
+            None => AnchorCheck::Intact {
+                anchors: recorded.len(),
+                their_rows: theirs.len(),
+            },
+        })
     }
 
     /// Raw access for tests that tamper with the file as an intruder would.

@@ -154,7 +154,9 @@ fn the_scripted_demo_passes_every_step_and_leaves_nothing_behind() {
         "An event starts in a target room in",
         "proposal #3: refused by the executor",
         "fleetwatch audit verify: intact",
-        "fleetwatch-executor audit verify: audit chain OK",
+        "fleetwatch audit verify --against <executor heads>: anchors intact",
+        "fleetwatch-executor audit verify --against <assistant heads>: audit chain OK",
+        "anchors OK: all",
         "Result: all 9 steps happened as expected.",
     ] {
         assert!(out.contains(line), "missing {line:?} in:\n{out}");

@@ -193,6 +193,40 @@ pub fn verify(conn: &Connection) -> Result<(u64, [u8; 32]), ChainError> {
     Ok((count, head))
 }
 
+/// Every row's number and hash, oldest first: the listing `audit heads` prints for the
+/// assistant's `audit verify --against`.
+pub fn heads(conn: &Connection) -> rusqlite::Result<Vec<(i64, [u8; 32])>> {
+    let mut stmt = conn.prepare("SELECT seq, row_hash FROM audit ORDER BY seq")?;
+    let rows = stmt.query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, Vec<u8>>(1)?)))?;
+    let mut out = Vec::new();
+    for row in rows {
+        let (seq, hash) = row?;
+        out.push((
+            seq,
+            <[u8; 32]>::try_from(hash.as_slice()).unwrap_or(GENESIS),
+        ));
+    }
+    Ok(out)
+}
+
+/// The assistant chain heads this log recorded (one per request that carried one), with the
+/// row that recorded each, oldest first.
+pub fn assistant_anchors(conn: &Connection) -> rusqlite::Result<Vec<(i64, [u8; 32])>> {
+    let mut stmt = conn
+        .prepare("SELECT seq, assistant_head FROM audit WHERE assistant_head != '' ORDER BY seq")?;
+    let rows = stmt.query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))?;
+    let mut out = Vec::new();
+    for row in rows {
+        let (seq, text) = row?;
+        // Only this program writes the column, always from 32 bytes; the chain check has
+        // already shown the row unaltered.
+        if let Some(head) = fleetwatch_protocol::anchor::parse_hash(&text) {
+            out.push((seq, head));
+        }
+    }
+    Ok(out)
+}
+
 /// True when both guard triggers are installed.
 pub fn guarded(conn: &Connection) -> rusqlite::Result<bool> {
     let n: i64 = conn.query_row(
@@ -271,5 +305,25 @@ mod tests {
                 expected: 2
             }
         );
+    }
+
+    #[test]
+    fn heads_list_every_row_and_anchors_skip_requests_without_one() {
+        let mut conn = db();
+        let first = add(&mut conn, "a");
+        let tx = conn.transaction().unwrap();
+        let second = append(
+            &tx,
+            2,
+            &Entry {
+                kind: "accepted",
+                assistant_head: hex(&[9; 32]),
+                ..Entry::default()
+            },
+        )
+        .unwrap();
+        tx.commit().unwrap();
+        assert_eq!(heads(&conn).unwrap(), vec![(1, first), (2, second)]);
+        assert_eq!(assistant_anchors(&conn).unwrap(), vec![(2, [9; 32])]);
     }
 }

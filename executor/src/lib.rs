@@ -38,8 +38,7 @@ pub async fn serve(config: Config) -> Result<(), String> {
         .map_err(|e| e.to_string())
 }
 
-/// `audit verify`: the row count and head, or the first bad row.
-pub fn audit_verify(config: &Config) -> Result<String, String> {
+fn open_audit(config: &Config) -> Result<rusqlite::Connection, String> {
     context::state_dir(config).map_err(|e| e.to_string())?;
     let path = config.database();
     if !path.exists() {
@@ -48,17 +47,55 @@ pub fn audit_verify(config: &Config) -> Result<String, String> {
             path.display()
         ));
     }
-    let conn = store::connect(&path).map_err(|e| e.to_string())?;
+    store::connect(&path).map_err(|e| e.to_string())
+}
+
+/// `audit verify [--against LISTING]`: the row count and head, or the first bad row. With the
+/// assistant's heads listing (`fleetwatch audit heads`), also that every assistant head this
+/// log recorded is still in the assistant's chain, which is how removing the assistant's
+/// newest audit rows shows.
+pub fn audit_verify(config: &Config, assistant_heads: Option<&str>) -> Result<String, String> {
+    use fleetwatch_protocol::anchor;
+    let conn = open_audit(config)?;
     let (rows, head) = audit::verify(&conn).map_err(|e| e.to_string())?;
     if !audit::guarded(&conn).map_err(|e| e.to_string())? {
         return Err(
             "the chain verifies, but a trigger that keeps the audit append-only is missing".into(),
         );
     }
-    Ok(format!(
-        "audit chain OK: {rows} row(s), head {}",
-        audit::hex(&head)
-    ))
+    let mut report = format!("audit chain OK: {rows} row(s), head {}", audit::hex(&head));
+    if let Some(listing) = assistant_heads {
+        let theirs =
+            anchor::parse_heads(listing).map_err(|e| format!("the assistant's heads: {e}"))?;
+        let recorded = audit::assistant_anchors(&conn).map_err(|e| e.to_string())?;
+        if let Some(missing) = anchor::first_missing(&recorded, &theirs) {
+            return Err(format!(
+                "audit row {} recorded the assistant's chain head {}, which the assistant's \
+                 chain no longer contains: rows were removed from the assistant's audit log \
+                 (or the listing is not from this assistant)",
+                missing.row,
+                anchor::hex(&missing.head)
+            ));
+        }
+        report.push_str(&format!(
+            "\nanchors OK: all {} assistant head(s) recorded here are in the assistant's chain ({} row(s))",
+            recorded.len(),
+            theirs.len()
+        ));
+    }
+    Ok(report)
+}
+
+/// `audit heads`: one `SEQ HASH` line per audit row, oldest first, for the assistant's
+/// `audit verify --against`.
+pub fn audit_heads(config: &Config) -> Result<String, String> {
+    let conn = open_audit(config)?;
+    let heads = audit::heads(&conn).map_err(|e| e.to_string())?;
+    Ok(heads
+        .iter()
+        .map(|(seq, hash)| fleetwatch_protocol::anchor::heads_line(*seq, hash))
+        .collect::<Vec<_>>()
+        .join("\n"))
 }
 
 /// `keys list`: the installed approver key IDs, one per line.

@@ -79,7 +79,16 @@ enum Command {
 enum AuditCommand {
     /// Verify the hash chain of executor.db's audit table. Exits non-zero naming the first
     /// row that was edited, removed or inserted behind the program's back.
-    Verify,
+    Verify {
+        /// The assistant's heads listing (`fleetwatch audit heads > FILE`, or `-` to read it
+        /// from standard input): also check that every assistant chain head recorded here is
+        /// still in the assistant's chain, which shows its newest rows removed.
+        #[arg(long, value_name = "FILE")]
+        against: Option<PathBuf>,
+    },
+    /// Print one `ROW HASH` line per audit row, oldest first, for the assistant's
+    /// `fleetwatch audit verify --against`. Hashes only, no row content.
+    Heads,
 }
 
 #[derive(Subcommand)]
@@ -91,6 +100,19 @@ enum KeysCommand {
 fn fail(message: impl std::fmt::Display) -> ExitCode {
     eprintln!("fleetwatch-executor: {message}");
     ExitCode::FAILURE
+}
+
+/// The other side's heads listing: a file, or standard input for `-`.
+fn read_listing(path: &std::path::Path) -> Result<String, String> {
+    if path.as_os_str() == "-" {
+        let mut text = String::new();
+        std::io::stdin()
+            .read_to_string(&mut text)
+            .map_err(|e| format!("standard input: {e}"))?;
+        Ok(text)
+    } else {
+        std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))
+    }
 }
 
 /// `--token-file`, else a token piped on standard input, else (a terminal, or nothing piped)
@@ -166,8 +188,14 @@ async fn main() -> ExitCode {
             };
         }
         Command::Audit {
-            command: AuditCommand::Verify,
-        } => fleetwatch_executor::audit_verify(&config),
+            command: AuditCommand::Verify { against },
+        } => match against.as_deref().map(read_listing).transpose() {
+            Ok(listing) => fleetwatch_executor::audit_verify(&config, listing.as_deref()),
+            Err(e) => Err(e),
+        },
+        Command::Audit {
+            command: AuditCommand::Heads,
+        } => fleetwatch_executor::audit_heads(&config),
         Command::Keys {
             command: KeysCommand::List,
         } => fleetwatch_executor::keys_list(&config),

@@ -3,10 +3,12 @@
 //! Everything both processes must judge identically lives here, once: canonical JSON
 //! ([`canonical`]), the signed approval ([`claims`]), the socket messages ([`wire`]), the tool
 //! registry ([`policy`]), the fleet-state model and fingerprint ([`fleet`]), the ID patterns
-//! ([`ids`]) and the redaction rules ([`redact`]). This crate does no I/O and runs no async
+//! ([`ids`]), the redaction rules ([`redact`]) and how each audit chain anchors the other
+//! ([`anchor`]). This crate does no I/O and runs no async
 //! runtime, so both sides can call it from anywhere and a reviewer can read it in isolation.
 #![forbid(unsafe_code)]
 
+pub mod anchor;
 pub mod canonical;
 pub mod claims;
 pub mod fleet;

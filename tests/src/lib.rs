@@ -6,6 +6,7 @@
 pub mod binaries;
 pub mod browser;
 pub mod faults;
+pub mod page;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};

@@ -2,124 +2,156 @@
 //!
 //! Deleting the newest rows of a hash chain (and putting the append-only triggers back) leaves
 //! a shorter chain that still verifies on its own; only the other side's record of the head
-//! can show that rows are missing. These tests pin what each side records today.
+//! shows that rows are missing. So the executor records the assistant's head with each
+//! `Execute`, the page records the executor's head with each outcome, and each side's
+//! `audit verify --against` checks the other's `audit heads` listing.
 
-use fleetwatch::store::{ChainCheck, Store};
-use fleetwatch_e2e::{Harness, Setup, sandbox_devices, send, sign};
-use fleetwatch_protocol::wire::{ExecuteRequest, OutcomeKind, Request, Response};
+use std::process::Output;
+
+use fleetwatch::store::Store;
+use fleetwatch_e2e::page::{AssistantState, Page};
+use fleetwatch_e2e::{Harness, Setup, sandbox_devices};
 use serde_json::json;
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-fn assistant_row_hashes(store: &Store) -> Vec<String> {
-    let mut stmt = store
-        .connection()
-        .prepare("SELECT row_hash FROM audit ORDER BY id")
-        .expect("select");
-    stmt.query_map([], |r| r.get::<_, Vec<u8>>(0))
-        .expect("rows")
-        .map(|r| hex(&r.expect("row")))
-        .collect()
-}
+const GUARDS: &str = "CREATE TRIGGER audit_no_update BEFORE UPDATE ON audit
+     BEGIN SELECT RAISE(ABORT, 'audit rows are append-only'); END;
+     CREATE TRIGGER audit_no_delete BEFORE DELETE ON audit
+     BEGIN SELECT RAISE(ABORT, 'audit rows are append-only'); END;";
 
 /// What an intruder with the file does: drop the guards, delete the newest rows, and put the
 /// guards back so nothing looks altered.
-fn truncate_assistant_chain(store: &Store, keep: i64) {
-    let conn = store.connection();
+fn truncate(db: &std::path::Path, delete: &str, keep_from: i64) {
+    let conn = rusqlite::Connection::open(db).expect("open");
     conn.execute_batch("DROP TRIGGER audit_no_update; DROP TRIGGER audit_no_delete;")
         .expect("drop guards");
-    conn.execute("DELETE FROM audit WHERE id > ?1", [keep])
-        .expect("delete newest");
-    conn.execute_batch(
-        "CREATE TRIGGER audit_no_update BEFORE UPDATE ON audit
-         BEGIN SELECT RAISE(ABORT, 'audit rows are append-only'); END;
-         CREATE TRIGGER audit_no_delete BEFORE DELETE ON audit
-         BEGIN SELECT RAISE(ABORT, 'audit rows are append-only'); END;",
-    )
-    .expect("guards back");
+    let removed = conn.execute(delete, [keep_from]).expect("delete newest");
+    assert!(removed > 0, "{delete} removed nothing");
+    conn.execute_batch(GUARDS).expect("guards back");
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn the_executor_records_the_assistant_head_so_a_truncated_assistant_chain_shows() {
-    let state = tempfile::tempdir().expect("state");
-    let mut assistant = Store::open(state.path()).expect("assistant store");
-    for i in 0..5 {
-        assistant
-            .audit("question", None, &json!({"n": i}))
-            .expect("audit");
-    }
-    let head = assistant.chain_head().expect("head");
-    let rows_at_send = assistant.audit_rows().expect("rows").len() as i64;
+fn text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
 
-    let mut h = Harness::prepare(Setup::default()).await;
-    h.setup.allowlist = Some(sandbox_devices(&h.sim));
+fn ok(out: Output) -> String {
+    assert!(out.status.success(), "{}", text(&out));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn deleting_the_newest_rows_on_either_side_is_caught_by_the_other_sides_verify() {
+    let state = AssistantState::new();
+    let mut h = Harness::prepare(Setup {
+        extra_key_lines: vec![state.key_line.clone()],
+        ..Setup::default()
+    })
+    .await;
+    let devices = sandbox_devices(&h.sim);
+    h.setup.allowlist = Some(devices.clone());
     h.spawn();
     h.wait_ready().await;
-    let device = sandbox_devices(&h.sim)[0].clone();
-    let claims = h
-        .claims(
-            "batch_recording",
-            &json!({"action": "start", "device_ids": [format!("{device}-1")]}),
-        )
-        .await;
-    let response = send(
-        &h.socket,
-        &Request::Execute(ExecuteRequest {
-            approval: sign(&claims, 7),
-            assistant_chain_head: head,
-        }),
-    )
-    .await;
-    let Some(Response::Executed(outcome)) = response else {
-        panic!("{response:?}")
-    };
-    assert_eq!(outcome.kind, OutcomeKind::Done);
+    let page = Page::start(&state, &h, &devices).await;
 
-    // Executor side: the execution's row carries the assistant's head as sent.
-    let rows = h.audit_rows();
-    let accepted = rows
-        .iter()
-        .find(|r| r.1 == "accepted" && r.3 == hex(&claims.approval_id))
-        .expect("accepted row");
-    let anchored: String = {
-        let conn = rusqlite::Connection::open(h.state.join("executor.db")).expect("db");
-        conn.query_row(
-            "SELECT assistant_head FROM audit WHERE seq = ?1",
-            [accepted.0],
-            |r| r.get(0),
-        )
-        .expect("assistant_head")
-    };
-    assert_eq!(anchored, hex(&head));
-    // And the outcome handed back is the executor's head after recording it.
-    let executor_head = {
-        let conn = fleetwatch_executor::store::connect(&h.state.join("executor.db")).expect("db");
-        fleetwatch_executor::audit::head(&conn).expect("head")
-    };
-    assert_eq!(outcome.chain_head, executor_head);
-
-    // The assistant goes on, then someone deletes its newest rows, including the one the
-    // executor anchored.
-    for i in 0..3 {
-        assistant
-            .audit("question", None, &json!({"after": i}))
-            .expect("audit");
+    // Two changes approved on the page and run: two anchors each way.
+    let mut proposals = Vec::new();
+    for device in &devices[..2] {
+        let arguments = json!({"action": "start", "device_ids": [format!("{device}-1")]});
+        let id = state.propose(&h, "batch_recording", &arguments).await;
+        let body = page.approve_form().await;
+        assert_eq!(page.post("/approve", &body).await, 200);
+        proposals.push(id);
     }
-    assert!(assistant_row_hashes(&assistant).contains(&anchored));
-    truncate_assistant_chain(&assistant, rows_at_send - 2);
-    // On its own, the shorter chain still verifies: this is why the anchor exists.
-    assert!(matches!(
-        assistant.verify_audit().expect("verify"),
-        ChainCheck::Intact { .. }
+    assert_eq!(h.writes(), 2);
+
+    // Each side verifies on its own and against the other.
+    let assistant_heads = ok(state.run(&["audit", "heads"], ""));
+    let executor_heads = ok(h.cli(&["audit", "heads"], None));
+    let out = ok(h.cli(
+        &["audit", "verify", "--against", "-"],
+        Some(&assistant_heads),
     ));
-    // Against the executor's anchor, the loss shows: the anchored head is no longer a row of
-    // the assistant's chain.
+    assert!(out.contains("anchors OK: all 2 assistant head(s)"), "{out}");
+    let out = ok(state.run(&["audit", "verify", "--against", "-"], &executor_heads));
     assert!(
-        !assistant_row_hashes(&assistant).contains(&anchored),
-        "the executor's anchor names a row the assistant no longer has"
+        out.contains("anchors intact: all 2 executor head(s)"),
+        "{out}"
     );
+
+    // The executor's newest row (the second outcome, whose hash the page recorded) removed.
+    let executor_db = h.state.join("executor.db");
+    let last = h.audit_rows().last().map(|r| r.0).expect("rows");
+    truncate(&executor_db, "DELETE FROM audit WHERE seq >= ?1", last);
+    let alone = ok(h.cli(&["audit", "verify"], None));
+    assert!(
+        alone.contains("audit chain OK"),
+        "on its own it still verifies: {alone}"
+    );
+    let executor_heads = ok(h.cli(&["audit", "heads"], None));
+    let caught = state.run(&["audit", "verify", "--against", "-"], &executor_heads);
+    assert!(!caught.status.success(), "{}", text(&caught));
+    let result_row = state
+        .store()
+        .audit_rows()
+        .expect("rows")
+        .into_iter()
+        .rev()
+        .find(|r| r.kind == "page_result")
+        .map(|r| r.id)
+        .expect("page_result row");
+    assert!(
+        text(&caught).contains(&format!("anchor broken at row {result_row}")),
+        "{}",
+        text(&caught)
+    );
+
+    // The assistant's newest rows removed, back to before the second approval was sent.
+    let sent_from = state
+        .store()
+        .audit_rows()
+        .expect("rows")
+        .into_iter()
+        .find(|r| r.kind == "page_approval" && r.proposal_id == Some(proposals[1]))
+        .map(|r| r.id)
+        .expect("page_approval row");
+    truncate(
+        &state.path().join(fleetwatch::store::DB_FILE),
+        "DELETE FROM audit WHERE id >= ?1",
+        sent_from,
+    );
+    let alone = ok(state.run(&["audit", "verify"], ""));
+    assert!(alone.contains("audit chain intact"), "{alone}");
+    let assistant_heads = ok(state.run(&["audit", "heads"], ""));
+    let caught = h.cli(
+        &["audit", "verify", "--against", "-"],
+        Some(&assistant_heads),
+    );
+    assert!(!caught.status.success(), "{}", text(&caught));
+    let accepted_row = h
+        .audit_rows()
+        .into_iter()
+        .rev()
+        .find(|r| r.1 == "accepted")
+        .map(|r| r.0)
+        .expect("accepted row");
+    assert!(
+        text(&caught).contains(&format!(
+            "audit row {accepted_row} recorded the assistant's chain head"
+        )),
+        "{}",
+        text(&caught)
+    );
+
+    // A listing that is not a listing is refused, not read as "nothing missing".
+    let garbage = h.cli(
+        &["audit", "verify", "--against", "-"],
+        Some("1 not-a-hash\n"),
+    );
+    assert!(!garbage.status.success(), "{}", text(&garbage));
+    assert!(text(&garbage).contains("line 1"), "{}", text(&garbage));
 }
 
 #[test]

@@ -16,7 +16,6 @@ use axum::response::{IntoResponse, Response};
 use fleetwatch_protocol::claims::{ApprovalClaims, CLAIMS_VERSION, MAX_LIFETIME_SECS, Slot};
 use fleetwatch_protocol::redact;
 use fleetwatch_protocol::wire::{self, ExecuteRequest, OutcomeKind, Request};
-use rusqlite::OptionalExtension as _;
 use serde::Deserialize;
 use serde_json::json;
 
@@ -188,13 +187,10 @@ pub async fn show(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
                 return store_trouble(lang);
             }
             store
-                .connection()
-                .query_row(
-                    "SELECT expires_at - unixepoch(), expires_at FROM approvals WHERE id = ?1",
-                    [&approval],
-                    |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?)),
-                )
+                .approval(&approval)
                 .ok()
+                .flatten()
+                .map(|a| (a.expires_at - a.db_now, a.expires_at))
         };
         let (remaining, expires_at) = remaining.unwrap_or((APPROVAL_LIFETIME_SECS, 0));
         let time = jiff::Timestamp::from_second(expires_at)
@@ -344,15 +340,8 @@ async fn recheck(
         let proposal = store
             .proposal(form.proposal)
             .map_err(|_| store_trouble(lang))?;
-        let row: Option<(i64, String, i64, i64)> = store
-            .connection()
-            .query_row(
-                "SELECT proposal_id, session, used, expires_at > unixepoch()
-                 FROM approvals WHERE id = ?1",
-                [&form.approval],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
-            )
-            .optional()
+        let row = store
+            .approval(&form.approval)
             .map_err(|_| store_trouble(lang))?;
         (proposal, row)
     };
@@ -365,8 +354,11 @@ async fn recheck(
             Vec::new(),
         ));
     };
-    let row_ok = row.is_some_and(|(pid, owner, used, live)| {
-        u64::try_from(pid).ok() == Some(proposal.id) && owner == tag && used == 0 && live == 1
+    let row_ok = row.is_some_and(|a| {
+        u64::try_from(a.proposal_id).ok() == Some(proposal.id)
+            && a.session == tag
+            && !a.used
+            && a.live()
     });
     if !row_ok {
         refused_audit(app, form, "approval_used_or_expired");
@@ -485,14 +477,11 @@ async fn run_approved(
             Err(_) => return store_trouble(lang),
         }
         // Both times from the database clock, as the approval row was made.
-        let times: Option<(i64, i64)> = store
-            .connection()
-            .query_row(
-                "SELECT unixepoch(), expires_at FROM approvals WHERE id = ?1",
-                [approval],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
-            .ok();
+        let times = store
+            .approval(approval)
+            .ok()
+            .flatten()
+            .map(|a| (a.db_now, a.expires_at));
         let count = app
             .sessions
             .lock()
@@ -571,6 +560,7 @@ async fn run_approved(
     let approval_owned = approval.to_owned();
     let task = tokio::spawn(async move {
         let result = executor.execute(signed, head).await;
+        let executor_head = result.as_ref().ok().map(|outcome| outcome.chain_head);
         let shown = match result {
             Ok(outcome) => match outcome.kind {
                 OutcomeKind::Done => Shown::Done,
@@ -594,7 +584,13 @@ async fn run_approved(
             Err(e @ ExecutorError::Unreachable { .. }) => Shown::NothingRan(e.to_string()),
             Err(ExecutorError::Timeout(_) | ExecutorError::Protocol(_)) => Shown::Unknown,
         };
-        record(&worker_app, proposal_id, &approval_owned, &shown);
+        record(
+            &worker_app,
+            proposal_id,
+            &approval_owned,
+            &shown,
+            executor_head,
+        );
         shown
     });
     match task.await {
@@ -604,34 +600,39 @@ async fn run_approved(
 }
 
 fn finish(app: &App, lang: Lang, proposal_id: u64, approval: &str, shown: Shown) -> Response {
-    record(app, proposal_id, approval, &shown);
+    record(app, proposal_id, approval, &shown, None);
     render_outcome(lang, shown)
 }
 
-/// Audits the outcome and moves the proposal from `approved` to its final state.
-fn record(app: &App, proposal_id: u64, approval: &str, shown: &Shown) {
+/// Audits the outcome (with the executor's chain head when it answered) and moves the
+/// proposal from `approved` to its final state.
+fn record(
+    app: &App,
+    proposal_id: u64,
+    approval: &str,
+    shown: &Shown,
+    executor_head: Option<[u8; 32]>,
+) {
     let (status, word) = match shown {
         Shown::Done => (Status::Executed, "done"),
         Shown::Problem(_) => (Status::Failed, "epiphan_error"),
         Shown::NothingRan(_) => (Status::Refused, "nothing_ran"),
         Shown::Unknown => (Status::Unknown, "unknown"),
     };
-    let Ok(mut store) = app.deps.store.lock() else {
+    let recorded = app.deps.store.lock().map(|mut store| {
+        store.record_outcome(
+            &store::Outcome {
+                proposal_id,
+                approval_id: approval,
+                word,
+                status,
+                executor_head,
+            },
+            store::now_secs(),
+        )
+    });
+    if !matches!(recorded, Ok(Ok(()))) {
         tracing::warn!("approval page: outcome of proposal {proposal_id} not recorded");
-        return;
-    };
-    let _ = store.audit(
-        "page_result",
-        Some(proposal_id),
-        &json!({"approval_id": approval, "outcome": word}),
-    );
-    if let Ok(id) = i64::try_from(proposal_id) {
-        // The store's `decide` moves only pending proposals; the final state after approval
-        // is set here, and only from `approved`, so it is written once.
-        let _ = store.connection().execute(
-            "UPDATE proposals SET status = ?1 WHERE id = ?2 AND status = 'approved'",
-            rusqlite::params![status.as_str(), id],
-        );
     }
 }
 

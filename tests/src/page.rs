@@ -1,0 +1,282 @@
+//! The real approval page (`fleetwatch serve`) in front of the real executor: an assistant
+//! state folder with proposing allowed and a signing key, the page started on a free port and
+//! signed in to over HTTP, and proposals stored as a turn stores them.
+
+use std::os::unix::fs::PermissionsExt as _;
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use fleetwatch::store::{NewProposal, Store};
+use fleetwatch_sim::model::ModelHandle;
+
+use crate::{Harness, binary, canonical, workspace_root};
+
+/// An assistant state folder (0750, `autonomy: propose`) and its approver key line.
+pub struct AssistantState {
+    /// The folder.
+    pub dir: tempfile::TempDir,
+    /// `ed25519 …`, to install in the executor's key file.
+    pub key_line: String,
+}
+
+impl AssistantState {
+    /// Makes the folder, the settings and the signing key.
+    pub fn new() -> AssistantState {
+        let dir = tempfile::tempdir().expect("state");
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o750))
+            .expect("chmod");
+        std::fs::write(
+            dir.path().join(fleetwatch::config::SETTINGS_FILE),
+            "autonomy: propose\n",
+        )
+        .expect("settings");
+        let state = AssistantState {
+            dir,
+            key_line: String::new(),
+        };
+        let shown = state.run(&["keys", "show"], "");
+        assert!(shown.status.success(), "{shown:?}");
+        let key_line = String::from_utf8_lossy(&shown.stdout)
+            .lines()
+            .find(|l| l.starts_with("ed25519 "))
+            .expect("key line")
+            .to_owned();
+        AssistantState { key_line, ..state }
+    }
+
+    /// The folder's path.
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// `fleetwatch` with a clean environment pointing at this folder and the shipped policy.
+    pub fn command(&self) -> Command {
+        let mut cmd = Command::new(binary("fleetwatch", "fleetwatch"));
+        cmd.env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("FLEETWATCH_STATE_DIR", self.path())
+            .env(
+                "FLEETWATCH_POLICY",
+                workspace_root().join("tool_policy.yaml"),
+            );
+        cmd
+    }
+
+    /// Runs `fleetwatch ARGS` to the end with `input` on standard input.
+    pub fn run(&self, args: &[&str], input: &str) -> Output {
+        let mut child = self
+            .command()
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("fleetwatch runs");
+        if let Some(mut stdin) = child.stdin.take() {
+            use std::io::Write as _;
+            let _ = stdin.write_all(input.as_bytes());
+        }
+        child.wait_with_output().expect("fleetwatch finishes")
+    }
+
+    /// The store, opened as the page opens it.
+    pub fn store(&self) -> Store {
+        Store::open(self.path()).expect("store")
+    }
+
+    /// Stores a pending proposal bound to what the executor describes now, as a turn does.
+    pub async fn propose(&self, h: &Harness, tool: &str, arguments: &serde_json::Value) -> u64 {
+        let d = h.describe(tool, arguments).await;
+        self.store()
+            .insert_proposal(
+                &NewProposal {
+                    tool: tool.into(),
+                    arguments: canonical(arguments),
+                    targets: d.targets.clone(),
+                    fingerprint: d.fingerprint.clone(),
+                    schema_version: d.schema_version,
+                    policy_digest: d.policy_digest,
+                    slot: "sandbox".into(),
+                    reason: "a test proposal".into(),
+                },
+                fleetwatch::store::now_secs(),
+            )
+            .expect("proposal")
+    }
+}
+
+impl Default for AssistantState {
+    fn default() -> Self {
+        AssistantState::new()
+    }
+}
+
+/// `fleetwatch serve` with its page, signed in.
+pub struct Page {
+    serve: Child,
+    _model: ModelHandle,
+    /// `http://127.0.0.1:PORT`.
+    pub origin: String,
+    /// A client that does not follow redirects.
+    pub client: reqwest::Client,
+    /// The session cookie (`name=value`).
+    pub cookie: String,
+}
+
+impl Drop for Page {
+    fn drop(&mut self) {
+        let _ = self.serve.kill();
+        let _ = self.serve.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("free port")
+}
+
+fn urlencode(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'*' => {
+                (b as char).to_string()
+            }
+            other => format!("%{other:02X}"),
+        })
+        .collect()
+}
+
+/// `application/x-www-form-urlencoded` of the fields.
+pub fn form_body(fields: &[(String, String)]) -> String {
+    fields
+        .iter()
+        .map(|(k, v)| format!("{}={}", urlencode(k), urlencode(v)))
+        .collect::<Vec<_>>()
+        .join("&")
+}
+
+/// The hidden fields of the form in `html` that posts to `action`.
+pub fn form(html: &str, action: &str) -> Vec<(String, String)> {
+    let start = html
+        .find(&format!("action=\"{action}\""))
+        .unwrap_or_else(|| panic!("no {action} form in\n{html}"));
+    let end = start + html[start..].find("</form>").expect("form end");
+    let mut out = Vec::new();
+    let mut rest = &html[start..end];
+    while let Some(i) = rest.find("name=\"") {
+        rest = &rest[i + 6..];
+        let name = &rest[..rest.find('"').expect("name end")];
+        let Some(v) = rest.find("value=\"") else {
+            break;
+        };
+        let value = &rest[v + 7..v + 7 + rest[v + 7..].find('"').expect("value end")];
+        out.push((name.to_owned(), value.to_owned()));
+    }
+    out
+}
+
+impl Page {
+    /// Starts `fleetwatch serve` for `state` in front of the running executor of `h`, with
+    /// `devices` as its fence, and signs in with the secret from the state folder.
+    pub async fn start(state: &AssistantState, h: &Harness, devices: &[String]) -> Page {
+        // The page starts only with a model; the simulator's offline stand-in serves as one.
+        let model = fleetwatch_sim::model::start_offline()
+            .await
+            .expect("model stand-in");
+        let port = free_port();
+        let child = state
+            .command()
+            .env("FLEETWATCH_EPIPHAN_URL", h.sim.mcp_url())
+            .env("FLEETWATCH_ALLOW_LOOPBACK_HTTP", "1")
+            .env("FLEETWATCH_EPIPHAN_TOKEN", "normal-token")
+            .env("FLEETWATCH_ANTHROPIC_API_KEY", "test-key")
+            .env("FLEETWATCH_ANTHROPIC_BASE_URL", model.url())
+            .env("FLEETWATCH_EXECUTOR_SOCKET", &h.socket)
+            .env("FLEETWATCH_WRITE_DEVICE_IDS", devices.join(","))
+            .env("FLEETWATCH_APPROVE_PORT", port.to_string())
+            .arg("serve")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("serve");
+        let mut page = Page {
+            serve: child,
+            _model: model,
+            origin: format!("http://127.0.0.1:{port}"),
+            client: reqwest::Client::builder()
+                .redirect(reqwest::redirect::Policy::none())
+                .build()
+                .expect("client"),
+            cookie: String::new(),
+        };
+        let secret_file = state.path().join("approval-page.secret");
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !(secret_file.exists() && std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()) {
+            if let Ok(Some(status)) = page.serve.try_wait() {
+                let mut err = String::new();
+                if let Some(mut e) = page.serve.stderr.take() {
+                    use std::io::Read as _;
+                    let _ = e.read_to_string(&mut err);
+                }
+                panic!("fleetwatch serve exited ({status}): {err}");
+            }
+            assert!(Instant::now() < deadline, "the page did not start");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let secret = std::fs::read_to_string(&secret_file)
+            .expect("secret")
+            .trim()
+            .to_owned();
+        let login = page
+            .client
+            .post(format!("{}/login", page.origin))
+            .header("origin", &page.origin)
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(form_body(&[("secret".into(), secret)]))
+            .send()
+            .await
+            .expect("login");
+        assert_eq!(login.status(), 303);
+        page.cookie = login
+            .headers()
+            .get("set-cookie")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.split(';').next())
+            .expect("session cookie")
+            .to_owned();
+        page
+    }
+
+    /// The front page's Approve form, as a request body.
+    pub async fn approve_form(&self) -> String {
+        let card = self
+            .client
+            .get(format!("{}/", self.origin))
+            .header("cookie", &self.cookie)
+            .send()
+            .await
+            .expect("card")
+            .text()
+            .await
+            .expect("card text");
+        form_body(&form(&card, "/approve"))
+    }
+
+    /// A same-origin form POST with the session; the status (0 when it did not complete).
+    pub async fn post(&self, path: &str, body: &str) -> u16 {
+        self.client
+            .post(format!("{}{path}", self.origin))
+            .header("cookie", &self.cookie)
+            .header("origin", &self.origin)
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(body.to_owned())
+            .send()
+            .await
+            .map(|r| r.status().as_u16())
+            .unwrap_or(0)
+    }
+}
