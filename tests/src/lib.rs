@@ -457,3 +457,14 @@ pub fn frame(body: &[u8]) -> Vec<u8> {
     out.extend_from_slice(body);
     out
 }
+
+/// A child process killed and reaped when the guard is dropped, so a failing test leaves no
+/// process behind.
+pub struct KillOnDrop(pub Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}

@@ -296,6 +296,74 @@ async fn a_status_read_that_never_answers_is_refused_within_the_read_timeout() {
     hung_read_is_refused("get_recorder_status_for_devices").await;
 }
 
+/// The assistant's side of the same fault: `fleetwatch serve` (keyword answers, no model, so
+/// only the read is waited on) gives up at its read timeout, and `fleetwatch ask` is told what
+/// did not answer.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_assistant_gives_up_on_a_read_that_never_answers_and_says_so() {
+    let sim = fleetwatch_sim::start(fleetwatch_sim::SimConfig::demo())
+        .await
+        .expect("simulator");
+    sim.set_fault("get_devices_in_my_team", Fault::Hang);
+    let state = fleetwatch_e2e::page::AssistantState::new();
+    // Read-only: no proposing, so no executor is needed.
+    std::fs::remove_file(state.path().join(fleetwatch::config::SETTINGS_FILE)).expect("settings");
+    let serve = state
+        .command()
+        .env("FLEETWATCH_EPIPHAN_URL", sim.mcp_url())
+        .env("FLEETWATCH_ALLOW_LOOPBACK_HTTP", "1")
+        .env("FLEETWATCH_EPIPHAN_TOKEN", "normal-token")
+        .env("FLEETWATCH_READ_TIMEOUT_SECS", "2")
+        .env(
+            "FLEETWATCH_EXECUTOR_SOCKET",
+            state.path().join("no-executor.sock"),
+        )
+        .arg("serve")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("serve");
+    let _serve = fleetwatch_e2e::KillOnDrop(serve);
+    let socket = state.path().join("chat.sock");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !socket.exists() {
+        assert!(
+            Instant::now() < deadline,
+            "serve did not open its chat socket"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    let mut ask = state.command();
+    ask.args(["ask", "what's offline?"]).stdin(Stdio::null());
+    let t = Instant::now();
+    let out = tokio::task::spawn_blocking(move || ask.output())
+        .await
+        .expect("join")
+        .expect("fleetwatch ask runs");
+    let waited = t.elapsed();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("did not answer get_devices_in_my_team within 2 s"),
+        "the answer names the read and the bound: {text}"
+    );
+    // It waited for the read and then gave up, far sooner than the 15-second default.
+    assert!(waited >= Duration::from_secs(2), "{waited:?}");
+    assert!(waited < Duration::from_secs(12), "{waited:?}: {text}");
+    assert!(
+        sim.calls()
+            .iter()
+            .any(|c| c.tool == "get_devices_in_my_team" && c.answered_ns.is_none()),
+        "the hanging read was made"
+    );
+    sim.shutdown().await;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Disk full
 
