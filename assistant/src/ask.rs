@@ -40,7 +40,11 @@ impl Source {
         let policy = Arc::new(config.load_policy().map_err(|e| e.to_string())?);
         let reader = Arc::new(Reader::replay(dir, now, Arc::clone(&policy)));
         let store = Store::in_memory().map_err(|e| e.to_string())?;
-        let model = if no_ai { None } else { ModelConfig::from_env() };
+        let model = if no_ai {
+            None
+        } else {
+            ModelConfig::from_env()?
+        };
         Ok(Source::Local(Box::new(Assistant::from_config(
             config,
             policy,

@@ -114,7 +114,8 @@ pub async fn run(config: &Config) -> Vec<Check> {
     });
     out.push(executor(config).await);
     out.push(match ModelConfig::from_env() {
-        Some(cfg) => match cfg.base_url_problem() {
+        Err(problem) => check(Level::Fail, "model", problem),
+        Ok(Some(cfg)) => match cfg.base_url_problem() {
             Some(problem) => check(Level::Fail, "model", problem),
             None => check(
                 Level::Warn,
@@ -125,7 +126,7 @@ pub async fn run(config: &Config) -> Vec<Check> {
                 ),
             ),
         },
-        None => check(
+        Ok(None) => check(
             Level::Ok,
             "model",
             "off: keyword answers only (read-only, cannot propose); nothing leaves the machine",

@@ -27,6 +27,12 @@ use crate::toolspec::{PROPOSE_TOOL, REASON_MAX_CHARS};
 
 /// Environment variable holding the API key; empty or unset means keyword answers only.
 pub const ENV_API_KEY: &str = "FLEETWATCH_ANTHROPIC_API_KEY";
+/// Environment variable naming a file that holds the API key (the systemd unit points it at
+/// its credential); read only when [`ENV_API_KEY`] is unset or empty. An empty file means
+/// keyword answers only.
+pub const ENV_API_KEY_FILE: &str = "FLEETWATCH_ANTHROPIC_API_KEY_FILE";
+/// Longest key file read; a key is about a hundred bytes.
+const MAX_KEY_FILE_BYTES: u64 = 4096;
 /// Environment variable overriding the API base URL (tests and the demo).
 pub const ENV_BASE_URL: &str = "FLEETWATCH_ANTHROPIC_BASE_URL";
 /// Environment variable choosing the model.
@@ -42,6 +48,22 @@ pub const ANTHROPIC_VERSION: &str = "2023-06-01";
 /// The text every unavailable tool call gets back. It never names the tool: an echoed name is
 /// one more place for injected text to reach the model as if it were ours.
 pub const TOOL_NOT_AVAILABLE: &str = "That tool is not available.";
+
+/// Reads a key file, refusing one larger than a key could be (a wrong path pointed at a big
+/// file must not be sent as a header).
+fn read_key_file(path: &std::path::Path) -> std::io::Result<String> {
+    use std::io::Read as _;
+    let mut text = String::new();
+    std::fs::File::open(path)?
+        .take(MAX_KEY_FILE_BYTES + 1)
+        .read_to_string(&mut text)?;
+    if text.len() as u64 > MAX_KEY_FILE_BYTES {
+        return Err(std::io::Error::other(
+            "larger than a key; is this the right file?",
+        ));
+    }
+    Ok(text)
+}
 
 /// The Anthropic API key. Deliberately neither `Debug` nor `Display` nor `Clone`, so it cannot
 /// slip into a log line, an error or an audit row by formatting.
@@ -116,19 +138,33 @@ impl ModelConfig {
         }
     }
 
-    /// Reads the environment; `None` when the key is unset or empty (keyword answers only).
-    pub fn from_env() -> Option<ModelConfig> {
-        Self::from_lookup(|name| std::env::var(name).ok())
+    /// Reads the environment (and the key file it names); `Ok(None)` when there is no key
+    /// (keyword answers only), an error naming the file when a key file cannot be read.
+    pub fn from_env() -> Result<Option<ModelConfig>, String> {
+        Self::from_lookup(|name| std::env::var(name).ok(), read_key_file)
     }
 
-    /// Like [`ModelConfig::from_env`] over any lookup, so it can be tested without touching
-    /// the process environment.
-    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Option<ModelConfig> {
-        let key = ApiKey::new(lookup(ENV_API_KEY)?)?;
+    /// Like [`ModelConfig::from_env`] over any lookup and file reader, so it can be tested
+    /// without touching the process environment.
+    pub fn from_lookup(
+        lookup: impl Fn(&str) -> Option<String>,
+        read_file: impl Fn(&std::path::Path) -> std::io::Result<String>,
+    ) -> Result<Option<ModelConfig>, String> {
+        let key = match lookup(ENV_API_KEY).filter(|k| !k.trim().is_empty()) {
+            Some(key) => key,
+            None => match lookup(ENV_API_KEY_FILE).filter(|p| !p.trim().is_empty()) {
+                Some(path) => read_file(std::path::Path::new(&path))
+                    .map_err(|e| format!("{ENV_API_KEY_FILE}={path}: cannot read it: {e}"))?,
+                None => return Ok(None),
+            },
+        };
+        let Some(key) = ApiKey::new(key) else {
+            return Ok(None);
+        };
         let non_empty = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
         let base = non_empty(ENV_BASE_URL).unwrap_or_else(|| DEFAULT_BASE_URL.to_owned());
         let model = non_empty(ENV_MODEL).unwrap_or_else(|| DEFAULT_MODEL.to_owned());
-        Some(ModelConfig::new(base.trim(), key, model.trim()))
+        Ok(Some(ModelConfig::new(base.trim(), key, model.trim())))
     }
 
     /// Why the base URL cannot be used, if it cannot: the key would travel in the clear to
@@ -807,22 +843,71 @@ mod tests {
                     .map(|(_, v)| (*v).to_owned())
             }
         };
-        assert!(ModelConfig::from_lookup(env(&[])).is_none());
-        assert!(ModelConfig::from_lookup(env(&[(ENV_API_KEY, "")])).is_none());
-        let cfg = ModelConfig::from_lookup(env(&[(ENV_API_KEY, "sk-ant-abc")])).unwrap();
-        assert_eq!(cfg.base_url, DEFAULT_BASE_URL);
-        assert_eq!(cfg.model, DEFAULT_MODEL);
-        assert_eq!(cfg.max_calls, 8);
-        let cfg = ModelConfig::from_lookup(env(&[
+        let no_file = |_: &std::path::Path| -> std::io::Result<String> {
+            panic!("no key file is named, so none is read")
+        };
+        let cfg = |pairs| ModelConfig::from_lookup(env(pairs), no_file).unwrap();
+        assert!(cfg(&[]).is_none());
+        assert!(cfg(&[(ENV_API_KEY, "")]).is_none());
+        let c = cfg(&[(ENV_API_KEY, "sk-ant-abc")]).unwrap();
+        assert_eq!(c.base_url, DEFAULT_BASE_URL);
+        assert_eq!(c.model, DEFAULT_MODEL);
+        assert_eq!(c.max_calls, 8);
+        let c = cfg(&[
             (ENV_API_KEY, "sk-ant-abc"),
             (ENV_BASE_URL, "http://127.0.0.1:9999/"),
             (ENV_MODEL, "claude-test"),
-        ]))
+        ])
         .unwrap();
-        assert_eq!(cfg.base_url, "http://127.0.0.1:9999/");
-        assert_eq!(cfg.endpoint(), "http://127.0.0.1:9999/v1/messages");
-        assert_eq!(cfg.model, "claude-test");
-        assert!(!format!("{cfg:?}").contains("sk-ant-abc"));
+        assert_eq!(c.base_url, "http://127.0.0.1:9999/");
+        assert_eq!(c.endpoint(), "http://127.0.0.1:9999/v1/messages");
+        assert_eq!(c.model, "claude-test");
+        assert!(!format!("{c:?}").contains("sk-ant-abc"));
+    }
+
+    #[test]
+    fn the_key_file_is_read_when_the_variable_is_unset_and_a_bad_one_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("anthropic-api-key");
+        let lookup = |key: Option<&'static str>, path: String| {
+            move |name: &str| match name {
+                ENV_API_KEY => key.map(str::to_owned),
+                ENV_API_KEY_FILE => Some(path.clone()),
+                _ => None,
+            }
+        };
+        let path = file.display().to_string();
+        std::fs::write(&file, "sk-ant-from-file\n").unwrap();
+        let c = ModelConfig::from_lookup(lookup(None, path.clone()), read_key_file)
+            .unwrap()
+            .unwrap();
+        assert_eq!(c.api_key.0, "sk-ant-from-file");
+        // The variable, when set, wins over the file.
+        let c = ModelConfig::from_lookup(lookup(Some("sk-ant-env"), path.clone()), read_key_file)
+            .unwrap()
+            .unwrap();
+        assert_eq!(c.api_key.0, "sk-ant-env");
+        // An empty file (as the installer creates it) means keyword answers only.
+        std::fs::write(&file, "\n").unwrap();
+        assert!(
+            ModelConfig::from_lookup(lookup(None, path.clone()), read_key_file)
+                .unwrap()
+                .is_none()
+        );
+        // A file that is missing or far too big is an error naming it, never "no model".
+        let missing = dir.path().join("missing").display().to_string();
+        let err = ModelConfig::from_lookup(lookup(None, missing.clone()), read_key_file)
+            .err()
+            .unwrap();
+        assert!(
+            err.contains(&missing) && err.contains(ENV_API_KEY_FILE),
+            "{err}"
+        );
+        std::fs::write(&file, "x".repeat(5000)).unwrap();
+        let err = ModelConfig::from_lookup(lookup(None, path), read_key_file)
+            .err()
+            .unwrap();
+        assert!(err.contains("larger than a key"), "{err}");
     }
 
     #[test]

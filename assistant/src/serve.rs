@@ -84,7 +84,7 @@ pub async fn run(
     let token = Token::load(&config.state_dir).map_err(|e| e.to_string())?;
     let reader =
         Arc::new(Reader::live(&config, Arc::clone(&policy), token).map_err(|e| e.to_string())?);
-    let model = ModelConfig::from_env();
+    let model = ModelConfig::from_env()?;
     let store = Arc::new(Mutex::new(store));
     let assistant = Arc::new(Assistant::from_config(
         &config,
