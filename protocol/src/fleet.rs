@@ -5,7 +5,7 @@
 //! the rest: text, an unknown shape, or a non-empty list with no `Id` is a [`ReadError`],
 //! never an empty fleet.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -152,21 +152,55 @@ fn fail(tool: &str, problem: impl Into<String>) -> ReadError {
 
 /// Key spelling differs between Epiphan releases (`team_id`, `teamId`, `TeamID`): keys are
 /// compared lower-cased with `_` and `-` removed.
-fn squash(key: &str) -> String {
+/// Compared without building the squashed key: lookups run for every member of every object
+/// of a large read.
+fn squashes_to(key: &str, want: &str) -> bool {
+    let mut wanted = want.bytes();
+    for byte in key.bytes() {
+        if !byte.is_ascii() {
+            // Lower-casing a non-ASCII letter can give an ASCII one (the Kelvin sign gives
+            // `k`), so such a key is compared character by character. The ASCII bytes before
+            // it compared alike either way.
+            return squashes_to_chars(key, want);
+        }
+        if byte == b'_' || byte == b'-' {
+            continue;
+        }
+        if wanted.next() != Some(byte.to_ascii_lowercase()) {
+            return false;
+        }
+    }
+    wanted.next().is_none()
+}
+
+fn squashes_to_chars(key: &str, want: &str) -> bool {
     key.chars()
         .filter(|c| *c != '_' && *c != '-')
         .flat_map(char::to_lowercase)
-        .collect()
+        .eq(want.chars())
 }
 
 /// The first value under any of `names` (given already squashed), in the order of `names`.
+/// One pass over the members: the earliest name wins, and for one name the first member.
 fn field<'a>(object: &'a Map<String, Value>, names: &[&str]) -> Option<&'a Value> {
-    names.iter().find_map(|want| {
-        object
+    let mut best: Option<(usize, &'a Value)> = None;
+    for (key, value) in object {
+        if value.is_null() {
+            continue;
+        }
+        let limit = best.map_or(names.len(), |(rank, _)| rank);
+        let rank = names
             .iter()
-            .find(|(key, value)| squash(key) == *want && !value.is_null())
-            .map(|(_, value)| value)
-    })
+            .take(limit)
+            .position(|want| squashes_to(key, want));
+        if let Some(rank) = rank {
+            best = Some((rank, value));
+            if rank == 0 {
+                break;
+            }
+        }
+    }
+    best.map(|(_, value)| value)
 }
 
 /// A string or number as text (IDs and channel numbers arrive either way).
@@ -207,7 +241,7 @@ fn describe(value: &Value) -> &'static str {
 fn devices_part<'a>(tool: &str, value: &'a Value, key: &str) -> Result<&'a Value, ReadError> {
     match value {
         Value::Array(_) => Ok(value),
-        Value::Object(object) => match object.iter().find(|(k, _)| squash(k) == key) {
+        Value::Object(object) => match object.iter().find(|(k, _)| squashes_to(k, key)) {
             Some((_, Value::Null)) => Err(fail(tool, format!("{key} is null"))),
             Some((_, inner)) => Ok(inner),
             None => Err(fail(tool, format!("the result has no {key} field"))),
@@ -262,22 +296,25 @@ fn is_recording_state(state: &str) -> bool {
 fn channel_state(value: &Value) -> Option<bool> {
     match value {
         Value::String(state) => Some(is_recording_state(state)),
-        Value::Object(channel) => {
-            if let Some(status) = field(channel, &["recordingstatus"]) {
-                return match status {
-                    Value::Object(status) => field(status, &["state", "status"])
-                        .and_then(Value::as_str)
-                        .map(is_recording_state),
-                    Value::String(state) => Some(is_recording_state(state)),
-                    _ => None,
-                };
-            }
-            field(channel, &["state", "status"])
-                .and_then(Value::as_str)
-                .map(is_recording_state)
-        }
+        Value::Object(channel) => object_channel_state(channel),
         _ => None,
     }
+}
+
+/// [`channel_state`] of a channel object.
+fn object_channel_state(channel: &Map<String, Value>) -> Option<bool> {
+    if let Some(status) = field(channel, &["recordingstatus"]) {
+        return match status {
+            Value::Object(status) => field(status, &["state", "status"])
+                .and_then(Value::as_str)
+                .map(is_recording_state),
+            Value::String(state) => Some(is_recording_state(state)),
+            _ => None,
+        };
+    }
+    field(channel, &["state", "status"])
+        .and_then(Value::as_str)
+        .map(is_recording_state)
 }
 
 // ---- device list ---------------------------------------------------------------------------
@@ -348,7 +385,7 @@ fn parse_channel(object: &Map<String, Value>) -> Option<Channel> {
     Some(Channel {
         number,
         name: text_field(object, &["name"]).unwrap_or_default(),
-        recording: channel_state(&Value::Object(object.clone())).unwrap_or(false),
+        recording: object_channel_state(object).unwrap_or(false),
         publishers,
         warnings: parse_warnings(field(object, &["warnings"])),
     })
@@ -740,12 +777,16 @@ pub fn fingerprint(
     events: &BTreeMap<String, Option<Event>>,
     targets: &[String],
 ) -> Result<Fingerprint, String> {
+    // Indexed once: a search of the list per target is quadratic in a large team. The first
+    // device with an ID wins, as a search from the front would find it.
+    let mut by_id: HashMap<&str, &Device> = HashMap::with_capacity(devices.devices.len());
+    for device in &devices.devices {
+        by_id.entry(device.id.as_str()).or_insert(device);
+    }
     let mut out = BTreeMap::new();
     for target in targets {
-        let device = devices
-            .devices
-            .iter()
-            .find(|d| &d.id == target)
+        let device = by_id
+            .get(target.as_str())
             .ok_or_else(|| format!("device {target} is not on the device list"))?;
         let next_event_start = events
             .get(target)

@@ -74,6 +74,8 @@
 //! decisions are taken on already-redacted member names and labels, so a second pass decides
 //! exactly as the first.
 
+use std::borrow::Cow;
+
 use serde_json::{Map, Value};
 
 /// The mask written in place of a secret.
@@ -181,34 +183,59 @@ const MAX_TEXT_ROUNDS: usize = 8;
 
 /// Redacts a JSON value in place.
 pub fn redact_value(value: &mut Value) {
+    redact_value_with(value, &mut Names::default());
+}
+
+fn redact_value_with(value: &mut Value, names: &mut Names) {
     match value {
         Value::String(text) => {
-            let redacted = redact_text(text);
-            if redacted != *text {
+            if let Cow::Owned(redacted) = redact_text_cow(text) {
                 *text = redacted;
             }
         }
-        Value::Array(items) => items.iter_mut().for_each(redact_value),
-        Value::Object(map) => redact_object(map),
+        Value::Array(items) => items
+            .iter_mut()
+            .for_each(|item| redact_value_with(item, names)),
+        Value::Object(map) => redact_object(map, names),
         Value::Null | Value::Bool(_) | Value::Number(_) => {}
     }
 }
 
 /// Redacts free text (an error message, a text result).
 pub fn redact_text(text: &str) -> String {
-    let mut current: Vec<char> = text.chars().collect();
-    for _ in 0..MAX_TEXT_ROUNDS {
-        let next = text_round(&current);
-        if next == current {
-            break;
-        }
-        current = next;
+    redact_text_cow(text).into_owned()
+}
+
+/// [`redact_text`] without the copy when nothing is masked, which is nearly every string of a
+/// large read result: names, models, channel numbers, states.
+fn redact_text_cow(text: &str) -> Cow<'_, str> {
+    let mut scan = Scan::of(text);
+    if !scan.any(text) {
+        return Cow::Borrowed(text);
     }
-    current.into_iter().collect()
+    let mut current = Cow::Borrowed(text);
+    for _ in 0..MAX_TEXT_ROUNDS {
+        match text_round(&current, scan) {
+            Some((next, next_scan)) => {
+                current = Cow::Owned(next);
+                scan = next_scan;
+            }
+            None => break,
+        }
+    }
+    current
 }
 
 /// True when a key names a secret (stream key, password, token, …), not a look-alike.
 pub fn is_secret_key(key: &str) -> bool {
+    if key.is_ascii() && !has_secret_hint(key) {
+        return false;
+    }
+    is_secret_by_words(key)
+}
+
+/// [`is_secret_key`] without the pre-scan.
+fn is_secret_by_words(key: &str) -> bool {
     let words = words_of(key);
     if words.iter().any(|w| is_strong_word(w)) {
         return true;
@@ -225,6 +252,43 @@ pub fn is_secret_key(key: &str) -> bool {
 
 /// Lower-case words of a name, split at non-alphanumerics, camelCase humps and digit runs.
 fn words_of(name: &str) -> Vec<String> {
+    if name.is_ascii() {
+        return ascii_words_of(name.as_bytes());
+    }
+    char_words_of(name)
+}
+
+/// [`words_of`] for ASCII names, which every member name of a normal read result is: the
+/// same splits, with the ASCII forms of the character classes (identical on ASCII).
+fn ascii_words_of(name: &[u8]) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut current = String::new();
+    let mut prev: Option<u8> = None;
+    for (idx, &byte) in name.iter().enumerate() {
+        if !byte.is_ascii_alphanumeric() {
+            flush_word(&mut words, &mut current);
+            prev = None;
+            continue;
+        }
+        if let Some(p) = prev {
+            let next = name.get(idx.saturating_add(1)).copied();
+            let hump = p.is_ascii_lowercase() && byte.is_ascii_uppercase();
+            let acronym_end = p.is_ascii_uppercase()
+                && byte.is_ascii_uppercase()
+                && next.is_some_and(|n| n.is_ascii_lowercase());
+            let digits = p.is_ascii_digit() != byte.is_ascii_digit();
+            if hump || acronym_end || digits {
+                flush_word(&mut words, &mut current);
+            }
+        }
+        current.push(char::from(byte.to_ascii_lowercase()));
+        prev = Some(byte);
+    }
+    flush_word(&mut words, &mut current);
+    words
+}
+
+fn char_words_of(name: &str) -> Vec<String> {
     let chars: Vec<char> = name.chars().collect();
     let mut words = Vec::new();
     let mut current = String::new();
@@ -288,10 +352,32 @@ fn compact_name(name: &str) -> String {
 }
 
 fn is_key_alone(name: &str) -> bool {
-    compact_name(name) == "key"
+    compact_is(name, "key")
+}
+
+/// `compact_name(name) == target` without building the compact name: for ASCII the compact
+/// name is exactly the letters and digits, lower-cased, in order.
+fn compact_is(name: &str, target: &str) -> bool {
+    if name.is_ascii() {
+        name.bytes()
+            .filter(u8::is_ascii_alphanumeric)
+            .map(|b| b.to_ascii_lowercase())
+            .eq(target.bytes())
+    } else {
+        compact_name(name) == target
+    }
 }
 
 fn is_stream_id_key(key: &str) -> bool {
+    // Both spellings need the word `stream` among the lower-cased words.
+    if key.is_ascii() && !contains_ignore_case(key.as_bytes(), "stream") {
+        return false;
+    }
+    is_stream_id_by_words(key)
+}
+
+/// [`is_stream_id_key`] without the pre-scan.
+fn is_stream_id_by_words(key: &str) -> bool {
     let words = words_of(key);
     let mut rev = words.iter().rev();
     let last = rev.next().map(String::as_str);
@@ -318,49 +404,170 @@ fn is_uuid(s: &str) -> bool {
 // ---------------------------------------------------------------------------------------------
 // JSON
 
-fn redact_object(map: &mut Map<String, Value>) {
+/// What redaction decides from a member name alone.
+#[derive(Clone, Copy)]
+struct NameFacts {
+    /// Redaction leaves the name itself as it is.
+    kept: bool,
+    /// The compact name is `value`.
+    value: bool,
+    /// The compact name is one of [`LABEL_NAMES`].
+    label: bool,
+    /// The compact name is `key`.
+    key_alone: bool,
+    /// [`is_stream_id_key`].
+    stream_id: bool,
+    /// [`is_secret_key`].
+    secret: bool,
+}
+
+impl NameFacts {
+    fn of(name: &str) -> NameFacts {
+        NameFacts {
+            kept: matches!(redact_text_cow(name), Cow::Borrowed(_)),
+            value: compact_is(name, "value"),
+            label: LABEL_NAMES.iter().any(|label| compact_is(name, label)),
+            key_alone: is_key_alone(name),
+            stream_id: is_stream_id_key(name),
+            secret: is_secret_key(name),
+        }
+    }
+}
+
+/// Member names already judged during one [`redact_value`]: a large result repeats a handful
+/// of names at every device. A small direct-mapped table (a slot per name length and ends):
+/// two names sharing a slot only cost a recomputation, and nothing a result holds can make it
+/// grow or slow down.
+struct Names {
+    slots: Vec<Option<(String, NameFacts)>>,
+}
+
+/// Slots in [`Names`]; a power of two.
+const NAME_SLOTS: usize = 64;
+
+/// Objects wider than this are maps keyed by IDs (one member per device): their names do not
+/// repeat, and remembering them would only push out the ones that do.
+const NAMES_WIDE_OBJECT: usize = 64;
+
+impl Default for Names {
+    fn default() -> Names {
+        Names {
+            slots: vec![None; NAME_SLOTS],
+        }
+    }
+}
+
+impl Names {
+    fn slot_of(name: &str) -> usize {
+        let bytes = name.as_bytes();
+        let first = usize::from(bytes.first().copied().unwrap_or_default());
+        let last = usize::from(bytes.last().copied().unwrap_or_default());
+        bytes
+            .len()
+            .wrapping_mul(31)
+            .wrapping_add(first.wrapping_mul(7))
+            .wrapping_add(last)
+            % NAME_SLOTS
+    }
+
+    fn facts(&mut self, name: &str) -> NameFacts {
+        let slot = self.slots.get_mut(Names::slot_of(name));
+        if let Some(Some((known, facts))) = slot.as_deref()
+            && known == name
+        {
+            return *facts;
+        }
+        let facts = NameFacts::of(name);
+        if let Some(slot) = slot {
+            *slot = Some((name.to_owned(), facts));
+        }
+        facts
+    }
+
+    fn all_facts(&mut self, map: &Map<String, Value>) -> Vec<NameFacts> {
+        if map.len() > NAMES_WIDE_OBJECT {
+            map.keys().map(|k| NameFacts::of(k)).collect()
+        } else {
+            map.keys().map(|k| self.facts(k)).collect()
+        }
+    }
+}
+
+fn redact_object(map: &mut Map<String, Value>, names: &mut Names) {
     // Decisions use the redacted member names and labels, so a second pass over the output
-    // sees exactly the names the first pass decided on. Two names that redact alike collapse
-    // into one member (the later wins): losing a duplicate beats keeping a secret in a name.
-    let members: Vec<(String, Value)> = std::mem::take(map)
+    // sees exactly the names the first pass decided on. Almost every object has no name to
+    // redact; those are redacted where they stand instead of being rebuilt.
+    let facts = names.all_facts(map);
+    if !facts.iter().all(|f| f.kept) {
+        redact_renamed_object(map, names);
+        return;
+    }
+    let has_value = facts.iter().any(|f| f.value);
+    let pair = has_value
+        && map
+            .values()
+            .zip(&facts)
+            .any(|(value, facts)| is_secret_label_member(facts, value));
+    for ((_, value), facts) in map.iter_mut().zip(&facts) {
+        redact_member(facts, value, pair, has_value, names);
+    }
+}
+
+/// An object with a member name that redaction changes. Two names that redact alike collapse
+/// into one member (the later wins): losing a duplicate beats keeping a secret in a name.
+fn redact_renamed_object(map: &mut Map<String, Value>, names: &mut Names) {
+    let members: Vec<(String, Value, NameFacts)> = std::mem::take(map)
         .into_iter()
-        .map(|(k, v)| (redact_text(&k), v))
+        .map(|(k, v)| {
+            let key = redact_text(&k);
+            let facts = names.facts(&key);
+            (key, v, facts)
+        })
         .collect();
-    let has_value = members.iter().any(|(k, _)| compact_name(k) == "value");
-    let pair = has_value && is_secret_pair(&members);
-    for (key, mut value) in members {
-        redact_member(&key, &mut value, pair, has_value);
+    let has_value = members.iter().any(|(_, _, f)| f.value);
+    let pair = has_value
+        && members
+            .iter()
+            .any(|(_, value, facts)| is_secret_label_member(facts, value));
+    for (key, mut value, facts) in members {
+        redact_member(&facts, &mut value, pair, has_value, names);
         map.insert(key, value);
     }
 }
 
-fn is_secret_pair(members: &[(String, Value)]) -> bool {
-    members.iter().any(|(k, v)| {
-        LABEL_NAMES.contains(&compact_name(k).as_str())
-            && v.as_str()
-                .is_some_and(|label| is_secret_label(&redact_text(label)))
-    })
+/// A label member (`name`, `title`, …) whose text names a secret: its object is a secret pair.
+fn is_secret_label_member(facts: &NameFacts, value: &Value) -> bool {
+    facts.label
+        && value
+            .as_str()
+            .is_some_and(|label| is_secret_label(&redact_text_cow(label)))
 }
 
 /// `pair`: the object is a `{label, value}` pair whose label names a secret. `has_value`: the
 /// object has a `value` member, which makes a string under `key` a label rather than a secret.
-fn redact_member(key: &str, value: &mut Value, pair: bool, has_value: bool) {
-    if pair && compact_name(key) == "value" {
+fn redact_member(
+    facts: &NameFacts,
+    value: &mut Value,
+    pair: bool,
+    has_value: bool,
+    names: &mut Names,
+) {
+    if pair && facts.value {
         mask_whole(value);
-    } else if is_stream_id_key(key) {
+    } else if facts.stream_id {
         keep_only_uuids(value);
-    } else if is_secret_key(key) {
-        let is_label = is_key_alone(key)
+    } else if facts.secret {
+        let is_label = facts.key_alone
             && value
                 .as_str()
-                .is_some_and(|label| has_value || is_secret_label(&redact_text(label)));
+                .is_some_and(|label| has_value || is_secret_label(&redact_text_cow(label)));
         if is_label {
-            redact_value(value);
+            redact_value_with(value, names);
         } else {
             mask_whole(value);
         }
     } else {
-        redact_value(value);
+        redact_value_with(value, names);
     }
 }
 
@@ -418,12 +625,172 @@ fn prev_char(chars: &[char], idx: usize) -> Option<char> {
     idx.checked_sub(1).and_then(|p| at(chars, p))
 }
 
-fn text_round(chars: &[char]) -> Vec<char> {
-    let chars = mask_urls(chars);
-    let chars = mask_assignments(&chars);
-    let chars = mask_auth_schemes(&chars);
-    let chars = mask_anthropic_keys(&chars);
-    mask_jwts(&chars)
+/// One pass of the five rules in order, given the pre-scan of `text`; `None` when the pass
+/// changes nothing, else the new text and its pre-scan. A rule the pre-scan rules out is
+/// skipped, which is the same as running it: it would copy its input unchanged.
+fn text_round(text: &str, scan: Scan) -> Option<(String, Scan)> {
+    type Rule = (fn(&Scan, &str) -> bool, fn(&[char]) -> Vec<char>);
+    const RULES: [Rule; 5] = [
+        (Scan::urls, mask_urls),
+        (Scan::assignments, mask_assignments),
+        (Scan::auth_schemes, mask_auth_schemes),
+        (Scan::anthropic_keys, mask_anthropic_keys),
+        (Scan::jwts, mask_jwts),
+    ];
+    let mut current = Cow::Borrowed(text);
+    let mut scan = scan;
+    for (may_apply, rule) in RULES {
+        if !may_apply(&scan, &current) {
+            continue;
+        }
+        let chars: Vec<char> = current.chars().collect();
+        let next = rule(&chars);
+        if next != chars {
+            let next: String = next.into_iter().collect();
+            scan = Scan::of(&next);
+            current = Cow::Owned(next);
+        }
+    }
+    match current {
+        Cow::Owned(next) if next != text => Some((next, scan)),
+        Cow::Owned(_) | Cow::Borrowed(_) => None,
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Text: pre-scan
+//
+// Each rule's pre-scan answer is a necessary condition for the rule to change anything: it may
+// say yes for text the rule then leaves alone (that only costs time), but it must never say no
+// for text the rule would change. Secret names are looked for only in all-ASCII text: Unicode
+// lower-casing can turn a non-ASCII letter into an ASCII one (the Kelvin sign `K` becomes
+// `k`), so any other text with a separator gets the full rules.
+
+/// The hint that starts with the two bytes `first`, `second` (any case). Every secret name
+/// contains one of these hints: each word of [`STRONG_WORDS`] and [`TAIL_WORDS`] contains one,
+/// and a single word ending in `key`/`keys` contains `key` (a unit test holds the lists to
+/// this). Matching two bytes first makes most positions cost one comparison.
+fn hint_starting_with(first: u8, second: u8) -> Option<&'static str> {
+    match (first.to_ascii_lowercase(), second.to_ascii_lowercase()) {
+        (b'p', b'a') => Some("pass"),
+        (b'p', b'w') => Some("pwd"),
+        (b's', b'e') => Some("secret"),
+        (b's', b'i') => Some("signature"),
+        (b't', b'o') => Some("token"),
+        (b'a', b'u') => Some("auth"),
+        (b'c', b'r') => Some("credential"),
+        (b'c', b'o') => Some("cookie"),
+        (b'k', b'e') => Some("key"),
+        _ => None,
+    }
+}
+
+/// True when some hint occurs in `text`, ASCII-case-insensitively. For ASCII text, false means
+/// no secret name can be spelled from its words.
+fn has_secret_hint(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    bytes.windows(2).enumerate().any(|(at, pair)| {
+        let &[first, second] = pair else {
+            return false;
+        };
+        hint_starting_with(first, second)
+            .is_some_and(|hint| starts_with_ignore_case(bytes.get(at..).unwrap_or_default(), hint))
+    })
+}
+
+fn starts_with_ignore_case(bytes: &[u8], pattern: &str) -> bool {
+    bytes
+        .get(..pattern.len())
+        .is_some_and(|head| head.eq_ignore_ascii_case(pattern.as_bytes()))
+}
+
+fn contains_ignore_case(bytes: &[u8], pattern: &str) -> bool {
+    let mut rest = bytes;
+    loop {
+        if starts_with_ignore_case(rest, pattern) {
+            return true;
+        }
+        match rest.split_first() {
+            Some((_, tail)) => rest = tail,
+            None => return false,
+        }
+    }
+}
+
+/// What one pass over a text's bytes found: the marks each text rule needs before it can act.
+#[derive(Clone, Copy, Default)]
+struct Scan {
+    /// `://` (rule 1 rewrites only there).
+    url: bool,
+    /// `:` or `=` (rule 2 acts only at one).
+    separator: bool,
+    /// `bearer` or `basic`, ASCII-case-insensitively (rule 3 only follows those words, and it
+    /// compares them ASCII-case-insensitively, so non-ASCII letters cannot spell them).
+    auth_scheme: bool,
+    /// `sk-ant-` (rule 4).
+    anthropic_key: bool,
+    /// `eyJ` (rule 5).
+    jwt: bool,
+}
+
+impl Scan {
+    fn of(text: &str) -> Scan {
+        let mut scan = Scan::default();
+        let bytes = text.as_bytes();
+        for (at, &byte) in bytes.iter().enumerate() {
+            // Most bytes start no mark; `s` and `e` do only when the next byte fits too.
+            if !matches!(byte, b':' | b'=' | b'b' | b'B' | b's' | b'e') {
+                continue;
+            }
+            let rest = bytes.get(at..).unwrap_or_default();
+            match byte {
+                b':' => {
+                    scan.separator = true;
+                    scan.url |= rest.starts_with(b"://");
+                }
+                b'=' => scan.separator = true,
+                b's' => scan.anthropic_key |= rest.starts_with(b"sk-ant-"),
+                b'e' => scan.jwt |= rest.starts_with(b"eyJ"),
+                _ => {
+                    scan.auth_scheme |= starts_with_ignore_case(rest, "bearer")
+                        || starts_with_ignore_case(rest, "basic");
+                }
+            }
+        }
+        scan
+    }
+
+    /// Whether any rule may change `text`, the text this scan was made of.
+    fn any(&self, text: &str) -> bool {
+        self.urls(text)
+            || self.auth_schemes(text)
+            || self.anthropic_keys(text)
+            || self.jwts(text)
+            || self.assignments(text)
+    }
+
+    fn urls(&self, _: &str) -> bool {
+        self.url
+    }
+
+    /// Rule 2 acts only at a separator whose name is secret, and every candidate name is made
+    /// of the text's own characters. The names are looked at last and only after a separator
+    /// is found: most texts have none.
+    fn assignments(&self, text: &str) -> bool {
+        self.separator && (!text.is_ascii() || has_secret_hint(text))
+    }
+
+    fn auth_schemes(&self, _: &str) -> bool {
+        self.auth_scheme
+    }
+
+    fn anthropic_keys(&self, _: &str) -> bool {
+        self.anthropic_key
+    }
+
+    fn jwts(&self, _: &str) -> bool {
+        self.jwt
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -866,4 +1233,299 @@ fn mask_jwts(chars: &[char]) -> Vec<char> {
         i = i.saturating_add(1);
     }
     out
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+mod tests {
+    //! The pre-scans, the name cache and the ASCII word splitter only skip work: each test
+    //! here compares them with the plain rules they stand in for.
+
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    use super::*;
+
+    const HINTS: &[&str] = &[
+        "pass",
+        "pwd",
+        "secret",
+        "signature",
+        "token",
+        "auth",
+        "credential",
+        "cookie",
+        "key",
+    ];
+
+    #[test]
+    fn every_secret_word_contains_a_hint_reachable_from_its_first_two_letters() {
+        for hint in HINTS {
+            let bytes = hint.as_bytes();
+            assert_eq!(hint_starting_with(bytes[0], bytes[1]), Some(*hint));
+            let upper = hint.to_ascii_uppercase();
+            let upper = upper.as_bytes();
+            assert_eq!(hint_starting_with(upper[0], upper[1]), Some(*hint));
+        }
+        let key_words: Vec<String> = KEY_PREFIXES.iter().map(|p| format!("{p}key")).collect();
+        let words = STRONG_WORDS
+            .iter()
+            .chain(TAIL_WORDS)
+            .copied()
+            .chain(key_words.iter().map(String::as_str));
+        for word in words {
+            assert!(
+                HINTS.iter().any(|h| word.contains(h)),
+                "{word} contains no hint"
+            );
+            assert!(has_secret_hint(word), "{word}");
+        }
+    }
+
+    #[test]
+    fn non_ascii_letters_that_lower_case_to_ascii_still_get_the_full_rules() {
+        // The Kelvin sign lower-cases to `k`: `\u{212A}ey` is the word `key`.
+        assert!(is_secret_key("stream_\u{212A}ey"));
+        assert_eq!(redact_text("\u{212A}ey=abc"), "\u{212A}ey=[redacted]");
+        assert_eq!(reference_text("\u{212A}ey=abc"), "\u{212A}ey=[redacted]");
+    }
+
+    /// The rules as they run without any pre-scan: every rule on every round.
+    fn reference_text(text: &str) -> String {
+        let mut current: Vec<char> = text.chars().collect();
+        for _ in 0..MAX_TEXT_ROUNDS {
+            let next = mask_urls(&current);
+            let next = mask_assignments(&next);
+            let next = mask_auth_schemes(&next);
+            let next = mask_anthropic_keys(&next);
+            let next = mask_jwts(&next);
+            if next == current {
+                break;
+            }
+            current = next;
+        }
+        current.into_iter().collect()
+    }
+
+    /// JSON redaction without the name cache or in-place objects.
+    fn reference_value(value: &mut Value) {
+        match value {
+            Value::String(text) => *text = reference_text(text),
+            Value::Array(items) => items.iter_mut().for_each(reference_value),
+            Value::Object(map) => {
+                let members: Vec<(String, Value)> = std::mem::take(map)
+                    .into_iter()
+                    .map(|(k, v)| (reference_text(&k), v))
+                    .collect();
+                let has_value = members.iter().any(|(k, _)| compact_name(k) == "value");
+                let pair = has_value
+                    && members.iter().any(|(k, v)| {
+                        LABEL_NAMES.contains(&compact_name(k).as_str())
+                            && v.as_str()
+                                .is_some_and(|l| is_secret_label(&reference_text(l)))
+                    });
+                for (key, mut value) in members {
+                    reference_member(&key, &mut value, pair, has_value);
+                    map.insert(key, value);
+                }
+            }
+            Value::Null | Value::Bool(_) | Value::Number(_) => {}
+        }
+    }
+
+    fn reference_member(key: &str, value: &mut Value, pair: bool, has_value: bool) {
+        if pair && compact_name(key) == "value" {
+            mask_whole(value);
+        } else if is_stream_id_by_words(key) {
+            keep_only_uuids(value);
+        } else if is_secret_by_words(key) {
+            let is_label = compact_name(key) == "key"
+                && value
+                    .as_str()
+                    .is_some_and(|l| has_value || is_secret_label(&reference_text(l)));
+            if is_label {
+                reference_value(value);
+            } else {
+                mask_whole(value);
+            }
+        } else {
+            reference_value(value);
+        }
+    }
+
+    const FRAGMENTS: &[&str] = &[
+        "key",
+        "Key",
+        "KEY",
+        "keys",
+        "stream",
+        "Stream",
+        "_",
+        "-",
+        " ",
+        "  ",
+        "\t",
+        "\n",
+        ":",
+        "=",
+        "\"",
+        "'",
+        "\\\"",
+        "\\",
+        "://",
+        "rtmp",
+        "http",
+        "https",
+        "srt",
+        "x",
+        "@",
+        "/",
+        "?",
+        "#",
+        "&",
+        ",",
+        ";",
+        "(",
+        ")",
+        "{",
+        "}",
+        "[",
+        "]",
+        "<",
+        "`",
+        "pass",
+        "PassWord",
+        "pwd",
+        "token",
+        "Tokens",
+        "secret",
+        "auth",
+        "Authorization",
+        "credential",
+        "cookie",
+        "signature",
+        "api",
+        "Id",
+        "id",
+        "ids",
+        "value",
+        "Value",
+        "name",
+        "title",
+        "label",
+        "null",
+        "Bearer",
+        "bearer",
+        "BASIC",
+        "Digest",
+        "sk-ant-",
+        "sk-",
+        "eyJ",
+        "eyJhbGciOiJI",
+        ".",
+        "abc",
+        "Zq7planted42",
+        "aB3+/xyzQWERTYuiop12345=",
+        "live",
+        "app",
+        "ingest",
+        "publish",
+        "[redacted]",
+        "\u{212A}",
+        "\u{212A}ey",
+        "\u{17F}",
+        "\u{130}",
+        "\u{e9}",
+        "ß",
+        "0",
+        "42",
+        "1700000000",
+        "2026-01-01T00:00:00Z",
+        "550e8400-e29b-41d4-a716-446655440000",
+        "monkey",
+        "keyboard",
+        "hotkey",
+    ];
+
+    fn fragment_text() -> impl Strategy<Value = String> {
+        prop::collection::vec(prop::sample::select(FRAGMENTS), 0..14).prop_map(|f| f.concat())
+    }
+
+    fn fragment_json() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i32>().prop_map(|n| json!(n)),
+            fragment_text().prop_map(Value::String),
+        ];
+        leaf.prop_recursive(4, 64, 8, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+                prop::collection::vec((fragment_text(), inner), 0..8)
+                    .prop_map(|members| Value::Object(members.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2048))]
+
+        #[test]
+        fn text_matches_the_rules_without_pre_scans(text in fragment_text()) {
+            prop_assert_eq!(redact_text(&text), reference_text(&text));
+        }
+
+        #[test]
+        fn names_match_the_word_rules(name in fragment_text()) {
+            prop_assert_eq!(is_secret_key(&name), is_secret_by_words(&name));
+            prop_assert_eq!(is_stream_id_key(&name), is_stream_id_by_words(&name));
+            prop_assert_eq!(words_of(&name), char_words_of(&name));
+            for target in ["value", "key", "name", "id"] {
+                prop_assert_eq!(compact_is(&name, target), compact_name(&name) == target);
+            }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        #[test]
+        fn json_matches_the_plain_rules(value in fragment_json()) {
+            let mut fast = value.clone();
+            redact_value(&mut fast);
+            let mut plain = value;
+            reference_value(&mut plain);
+            prop_assert_eq!(fast, plain);
+        }
+    }
+
+    #[test]
+    fn a_team_sized_result_matches_the_plain_rules() {
+        // Enough devices to fill and reuse the name cache, a map wider than the cache takes,
+        // and settings pairs whose decision rides on member names seen many times before.
+        let mut devices = serde_json::Map::new();
+        for i in 0..300 {
+            devices.insert(
+                format!("{:010x}", 0x5000_0000u64 + i),
+                json!({
+                    "Name": format!("Room {i}"),
+                    "channels": {"1": {"recording_status": {"state": "started"}}},
+                    "publishers": [{"url": format!("rtmp://u:p@h/app/k{i}"), "stream_key": "s"}],
+                    "settings": [
+                        {"id": "k", "title": "Stream key", "value": format!("v{i}")},
+                        {"key": "resolution", "value": "1080p"},
+                        {"name": "password", "value": i},
+                    ],
+                    format!("note_{i}"): "token=abc123",
+                    "streamId": if i % 2 == 0 { json!("550e8400-e29b-41d4-a716-446655440000") } else { json!("live_x") },
+                }),
+            );
+        }
+        let value = json!({"devices": devices, "auth_token": "t"});
+        let mut fast = value.clone();
+        redact_value(&mut fast);
+        let mut plain = value;
+        reference_value(&mut plain);
+        assert_eq!(fast, plain);
+    }
 }
