@@ -20,7 +20,7 @@ umask 077
 
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO_DIR=$(dirname "$SCRIPT_DIR")
-BIN_DIR="$REPO_DIR/target/release"
+BIN_DIR="$REPO_DIR/target/deploy"
 POLICY_SRC="$REPO_DIR/tool_policy.yaml"
 ROOT=""
 DRY_RUN=0
@@ -37,7 +37,7 @@ Usage: install.sh [--bin-dir DIR] [--policy FILE] [--root DIR] [--dry-run]
        install.sh --uninstall [--root DIR]
 
   --bin-dir DIR   folder holding the built fleetwatch and fleetwatch-executor
-                  (default: target/release next to this script's folder)
+                  (default: target/deploy next to this script's folder)
   --policy FILE   tool policy to install (default: tool_policy.yaml in the repository)
   --root DIR      install into DIR instead of / (throwaway root: no users created on the
                   system, no chown, no systemctl)
@@ -146,7 +146,7 @@ fi
 
 for bin in fleetwatch fleetwatch-executor; do
     [[ -f $BIN_DIR/$bin && -x $BIN_DIR/$bin ]] ||
-        die "$BIN_DIR/$bin is missing; build it (cargo build --release -p fleetwatch -p fleetwatch-executor) or pass --bin-dir"
+        die "$BIN_DIR/$bin is missing; build it (cargo build --profile deploy -p fleetwatch -p fleetwatch-executor) or pass --bin-dir"
 done
 [[ -f $POLICY_SRC ]] || die "$POLICY_SRC is missing; pass --policy"
 for f in fleetwatch.service fleetwatch-executor.service fleetwatch.tmpfiles \

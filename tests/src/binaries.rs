@@ -70,11 +70,23 @@ pub fn newest_source(root: &Path) -> Option<SystemTime> {
 /// The binary `name` of workspace package `package`, built first when it is missing or older
 /// than the workspace's sources. Panics (failing the test) when it cannot be built.
 pub fn workspace_binary(root: &Path, package: &str, name: &str) -> PathBuf {
-    static CHECKED: OnceLock<Mutex<Vec<String>>> = OnceLock::new();
-    let path = profile_dir().join(name);
+    fresh_binary(root, &profile_dir(), &[], package, name)
+}
+
+/// Like [`workspace_binary`] for the binary in `dir` built with `build_args` (for example
+/// `["--profile", "deploy"]` for `target/deploy`).
+pub fn fresh_binary(
+    root: &Path,
+    dir: &Path,
+    build_args: &[&str],
+    package: &str,
+    name: &str,
+) -> PathBuf {
+    static CHECKED: OnceLock<Mutex<Vec<PathBuf>>> = OnceLock::new();
+    let path = dir.join(name);
     let checked = CHECKED.get_or_init(|| Mutex::new(Vec::new()));
     let mut checked = checked.lock().unwrap_or_else(|p| p.into_inner());
-    if !checked.iter().any(|n| n == name) {
+    if !checked.contains(&path) {
         let built = path.metadata().and_then(|m| m.modified()).ok();
         let stale = match (built, newest_source(root)) {
             (Some(built), Some(source)) => built < source,
@@ -82,17 +94,21 @@ pub fn workspace_binary(root: &Path, package: &str, name: &str) -> PathBuf {
             (None, _) => true,
         };
         if stale {
+            eprintln!("building {name}…");
             let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
             let status = Command::new(cargo)
-                .args(["build", "-q", "-p", package, "--bin", name])
+                .args(["build", "-q"])
+                .args(build_args)
+                .args(["-p", package, "--bin", name])
                 .current_dir(root)
                 .status();
             assert!(
                 status.is_ok_and(|s| s.success()),
-                "could not build {name} (cargo build -p {package} --bin {name})"
+                "could not build {name} (cargo build {} -p {package} --bin {name})",
+                build_args.join(" ")
             );
         }
-        checked.push(name.to_string());
+        checked.push(path.clone());
     }
     assert!(path.is_file(), "{} missing after the build", path.display());
     path

@@ -1,5 +1,5 @@
-//! The write path, measured: the real (release) executor binary on a Unix socket, the simulator
-//! on loopback, and a table of figures against their targets.
+//! The write path, measured: the real executor binary as deployed (`--profile deploy`) on a
+//! Unix socket, the simulator on loopback, and a table of figures against their targets.
 //!
 //! `cargo run --release -p fleetwatch-e2e --bin bench [-- --approvals N] [-- --dir PATH]`
 //!
@@ -189,26 +189,24 @@ fn us(d: Duration) -> f64 {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The rig: simulator in-process, release executor binary on a socket in a state folder
+// The rig: simulator in-process, the deployed executor binary on a socket in a state folder
 
-/// A release binary next to this one; built with cargo when missing.
-fn release_binary(package: &str, name: &str) -> PathBuf {
+/// The binary `deploy/install.sh` installs: built with the `deploy` profile (whole-program
+/// optimisation, see the workspace Cargo.toml) into `target/deploy`, rebuilt when older than
+/// the sources. That is what runs in production, so that is what is measured.
+fn deploy_binary(package: &str, name: &str) -> PathBuf {
+    // target/release/bench → target/deploy
     let dir = std::env::current_exe()
         .ok()
-        .and_then(|e| e.parent().map(Path::to_path_buf))
+        .and_then(|e| e.parent()?.parent().map(|t| t.join("deploy")))
         .unwrap_or_default();
-    let path = dir.join(name);
-    if !path.exists() {
-        eprintln!("building {name} (release)…");
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let ok = Command::new(cargo)
-            .args(["build", "--release", "-q", "-p", package, "--bin", name])
-            .current_dir(workspace_root())
-            .status()
-            .is_ok_and(|s| s.success());
-        assert!(ok, "could not build {name}");
-    }
-    path
+    fleetwatch_e2e::binaries::fresh_binary(
+        &workspace_root(),
+        &dir,
+        &["--profile", "deploy"],
+        package,
+        name,
+    )
 }
 
 struct Rig {
@@ -279,7 +277,7 @@ impl Rig {
             log: dir.path().join("executor.log"),
             _dir: dir,
             sim,
-            exe: release_binary("fleetwatch-executor", "fleetwatch-executor"),
+            exe: deploy_binary("fleetwatch-executor", "fleetwatch-executor"),
             socket,
             state,
             config,
@@ -853,7 +851,7 @@ fn child_flood(socket: &Path, n: usize) {
 // The assistant
 
 async fn assistant_rss(rig: &Rig) -> Result<(f64, bool), String> {
-    let exe = release_binary("fleetwatch", "fleetwatch");
+    let exe = deploy_binary("fleetwatch", "fleetwatch");
     let state = tempfile::tempdir().map_err(|e| e.to_string())?;
     chmod(state.path(), 0o750);
     // The operator's setting that lets it propose (and so start the page).
