@@ -435,15 +435,14 @@ impl NameFacts {
 }
 
 /// Member names already judged during one [`redact_value`]: a large result repeats a handful
-/// of names at every device. A small direct-mapped table (a slot per name length and ends):
-/// two names sharing a slot only cost a recomputation, and nothing a result holds can make it
-/// grow or slow down.
+/// of names at every device. A small direct-mapped table: two names sharing a slot only cost a
+/// recomputation, and nothing a result holds can make it grow or slow down.
 struct Names {
     slots: Vec<Option<(String, NameFacts)>>,
 }
 
 /// Slots in [`Names`]; a power of two.
-const NAME_SLOTS: usize = 64;
+const NAME_SLOTS: usize = 256;
 
 /// Objects wider than this are maps keyed by IDs (one member per device): their names do not
 /// repeat, and remembering them would only push out the ones that do.
@@ -458,16 +457,12 @@ impl Default for Names {
 }
 
 impl Names {
+    /// FNV-1a: cheap on short names, and a poor spread only costs recomputations.
     fn slot_of(name: &str) -> usize {
-        let bytes = name.as_bytes();
-        let first = usize::from(bytes.first().copied().unwrap_or_default());
-        let last = usize::from(bytes.last().copied().unwrap_or_default());
-        bytes
-            .len()
-            .wrapping_mul(31)
-            .wrapping_add(first.wrapping_mul(7))
-            .wrapping_add(last)
-            % NAME_SLOTS
+        let hash = name.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
+            (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3)
+        });
+        usize::try_from(hash % NAME_SLOTS as u64).unwrap_or_default()
     }
 
     fn facts(&mut self, name: &str) -> NameFacts {
@@ -643,10 +638,14 @@ fn text_round(text: &str, scan: Scan) -> Option<(String, Scan)> {
         if !may_apply(&scan, &current) {
             continue;
         }
-        let chars: Vec<char> = current.chars().collect();
+        // Sized up front: collecting from `chars()` would grow the buffer several times.
+        let mut chars = Vec::with_capacity(current.len());
+        chars.extend(current.chars());
         let next = rule(&chars);
         if next != chars {
-            let next: String = next.into_iter().collect();
+            let mut text = String::with_capacity(next.len());
+            text.extend(next.iter());
+            let next = text;
             scan = Scan::of(&next);
             current = Cow::Owned(next);
         }
@@ -693,8 +692,11 @@ fn has_secret_hint(text: &str) -> bool {
         let &[first, second] = pair else {
             return false;
         };
-        hint_starting_with(first, second)
-            .is_some_and(|hint| starts_with_ignore_case(bytes.get(at..).unwrap_or_default(), hint))
+        // `| 0x20` lower-cases ASCII letters; the other bytes it maps only need to fail fast.
+        matches!(first | 0x20, b'a' | b'c' | b'k' | b'p' | b's' | b't')
+            && hint_starting_with(first, second).is_some_and(|hint| {
+                starts_with_ignore_case(bytes.get(at..).unwrap_or_default(), hint)
+            })
     })
 }
 
@@ -749,8 +751,11 @@ impl Scan {
                     scan.url |= rest.starts_with(b"://");
                 }
                 b'=' => scan.separator = true,
-                b's' => scan.anthropic_key |= rest.starts_with(b"sk-ant-"),
-                b'e' => scan.jwt |= rest.starts_with(b"eyJ"),
+                b's' => {
+                    scan.anthropic_key |=
+                        rest.get(1) == Some(&b'k') && rest.starts_with(b"sk-ant-");
+                }
+                b'e' => scan.jwt |= rest.get(1) == Some(&b'y') && rest.starts_with(b"eyJ"),
                 _ => {
                     scan.auth_scheme |= starts_with_ignore_case(rest, "bearer")
                         || starts_with_ignore_case(rest, "basic");
