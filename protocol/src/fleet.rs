@@ -766,8 +766,10 @@ pub struct Fingerprint(pub BTreeMap<String, TargetState>);
 impl Fingerprint {
     /// The one canonical form compared and signed.
     pub fn canonical(&self) -> Result<Canonical, CanonicalError> {
-        let value = serde_json::to_value(&self.0).map_err(|_| CanonicalError::NotObject)?;
-        canonical::from_value(&value)
+        // Through JSON text rather than a `serde_json::Value`: the same canonical bytes, without
+        // building a value tree per target only to walk it once.
+        let text = serde_json::to_string(&self.0).map_err(|_| CanonicalError::NotObject)?;
+        canonical::from_str(&text)
     }
 }
 
