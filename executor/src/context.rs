@@ -3,6 +3,7 @@
 
 use std::path::Path;
 
+use fleetwatch_protocol::Refusal;
 use fleetwatch_protocol::claims::TrustedKeys;
 use fleetwatch_protocol::policy::Policy;
 
@@ -137,5 +138,19 @@ impl Context {
             clock: jiff::Timestamp::now,
             http: crate::epiphan::http_client().map_err(StartError::Http)?,
         })
+    }
+
+    /// A new MCP session signed in as the sandbox (the slot's current token, renewed when due)
+    /// over the shared client; a refusal saying why when there is none.
+    pub async fn sandbox_session(&self) -> Result<crate::epiphan::Epiphan, Refusal> {
+        let token = crate::slot::token(&self.config).await?;
+        crate::epiphan::Epiphan::connect(
+            &self.http,
+            &self.config.epiphan_url,
+            &token,
+            self.config.read_timeout,
+        )
+        .await
+        .map_err(crate::reads::refusal)
     }
 }

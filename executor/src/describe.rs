@@ -31,15 +31,7 @@ pub async fn describe(ctx: &Context, request: DescribeRequest) -> Result<Descrip
         .policy
         .validate(&request.tool, &value)
         .map_err(|e| e.refusal())?;
-    let token = slot::token(&ctx.config).await?;
-    let epiphan = Epiphan::connect(
-        &ctx.http,
-        &ctx.config.epiphan_url,
-        &token,
-        ctx.config.read_timeout,
-    )
-    .await
-    .map_err(reads::refusal)?;
+    let epiphan = ctx.sandbox_session().await?;
     let result = read_facts(
         ctx,
         &epiphan,

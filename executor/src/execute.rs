@@ -8,8 +8,7 @@ use fleetwatch_protocol::wire::{ExecuteRequest, Outcome, OutcomeKind, Response};
 use crate::audit::{self, Entry};
 use crate::checks::{self, PeerChecked};
 use crate::context::Context;
-use crate::epiphan::{Epiphan, WriteAnswer};
-use crate::slot;
+use crate::epiphan::WriteAnswer;
 use crate::store::Final;
 
 /// Runs an approved change, or refuses it saying which check failed.
@@ -50,15 +49,7 @@ pub async fn execute(ctx: &Context, peer: PeerChecked, request: ExecuteRequest) 
 async fn checked_write(ctx: &Context, stored: checks::NonceStored) -> Result<WriteAnswer, Refusal> {
     let policy_checked = checks::policy(stored, &ctx.policy)?;
     let fenced = checks::fence(policy_checked, &ctx.config.fence)?;
-    let token = slot::token(&ctx.config).await?;
-    let epiphan = Epiphan::connect(
-        &ctx.http,
-        &ctx.config.epiphan_url,
-        &token,
-        ctx.config.read_timeout,
-    )
-    .await
-    .map_err(crate::reads::refusal)?;
+    let epiphan = ctx.sandbox_session().await?;
     let result = async {
         let live = checks::live_state(fenced, &epiphan, &ctx.config.fence).await?;
         let ticket = checks::last_reads(live, &epiphan, &ctx.policy, ctx.clock).await?;

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use fleetwatch::store::{NewProposal, Store};
 use fleetwatch_sim::model::ModelHandle;
 
-use crate::{Harness, binary, canonical, workspace_root};
+use crate::{Harness, Setup, binary, canonical, sandbox_devices, workspace_root};
 
 /// An assistant state folder (0750, `autonomy: propose`) and its approver key line.
 pub struct AssistantState {
@@ -278,5 +278,42 @@ impl Page {
             .await
             .map(|r| r.status().as_u16())
             .unwrap_or(0)
+    }
+}
+
+/// The whole approval path on this machine: an assistant state folder, the simulator and the
+/// real executor trusting the assistant's key (fenced to the sandbox team's devices), and the
+/// page in front of them, signed in.
+pub struct PagePath {
+    /// The assistant's state folder.
+    pub state: AssistantState,
+    /// The simulator and the running executor.
+    pub h: Harness,
+    /// The signed-in page.
+    pub page: Page,
+    /// The sandbox team's devices (the fence).
+    pub devices: Vec<String>,
+}
+
+impl PagePath {
+    /// Starts everything and signs in.
+    pub async fn start() -> PagePath {
+        let state = AssistantState::new();
+        let mut h = Harness::prepare(Setup {
+            extra_key_lines: vec![state.key_line.clone()],
+            ..Setup::default()
+        })
+        .await;
+        let devices = sandbox_devices(&h.sim);
+        h.setup.allowlist = Some(devices.clone());
+        h.spawn();
+        h.wait_ready().await;
+        let page = Page::start(&state, &h, &devices).await;
+        PagePath {
+            state,
+            h,
+            page,
+            devices,
+        }
     }
 }

@@ -9,8 +9,7 @@
 use std::process::Output;
 
 use fleetwatch::store::Store;
-use fleetwatch_e2e::page::{AssistantState, Page};
-use fleetwatch_e2e::{Harness, Setup, sandbox_devices};
+use fleetwatch_e2e::page::PagePath;
 use serde_json::json;
 
 const GUARDS: &str = "CREATE TRIGGER audit_no_update BEFORE UPDATE ON audit
@@ -44,17 +43,12 @@ fn ok(out: Output) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn deleting_the_newest_rows_on_either_side_is_caught_by_the_other_sides_verify() {
-    let state = AssistantState::new();
-    let mut h = Harness::prepare(Setup {
-        extra_key_lines: vec![state.key_line.clone()],
-        ..Setup::default()
-    })
-    .await;
-    let devices = sandbox_devices(&h.sim);
-    h.setup.allowlist = Some(devices.clone());
-    h.spawn();
-    h.wait_ready().await;
-    let page = Page::start(&state, &h, &devices).await;
+    let PagePath {
+        state,
+        h,
+        page,
+        devices,
+    } = PagePath::start().await;
 
     // Two changes approved on the page and run: two anchors each way.
     let mut proposals = Vec::new();

@@ -2,24 +2,17 @@
 //! real executor behind it and the simulator as Epiphan: one approval is consumed, one
 //! `Execute` reaches the executor, one write is made.
 
-use fleetwatch_e2e::page::{AssistantState, Page};
-use fleetwatch_e2e::{Harness, Setup, sandbox_devices};
+use fleetwatch_e2e::page::PagePath;
 use serde_json::json;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn sixteen_simultaneous_approve_posts_make_one_execute_and_one_write() {
-    let state = AssistantState::new();
-    // The executor trusts the assistant's key.
-    let mut h = Harness::prepare(Setup {
-        extra_key_lines: vec![state.key_line.clone()],
-        ..Setup::default()
-    })
-    .await;
-    let devices = sandbox_devices(&h.sim);
-    h.setup.allowlist = Some(devices.clone());
-    h.spawn();
-    h.wait_ready().await;
-    let page = Page::start(&state, &h, &devices).await;
+    let PagePath {
+        state,
+        h,
+        page,
+        devices,
+    } = PagePath::start().await;
 
     let arguments = json!({"action": "start", "device_ids": [format!("{}-1", devices[0])]});
     let id = state.propose(&h, "batch_recording", &arguments).await;
