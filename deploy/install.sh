@@ -489,12 +489,14 @@ Next:
   2. Optional: put the Anthropic key in /etc/fleetwatch/anthropic-api-key (empty = no model).
   3. Sign in: the normal sign-in for the assistant (as fleetwatch), then hand the executor the
      devices that sign-in knows and sign the executor in to the sandbox team:
+       runuser -u fleetwatch -- fleetwatch login
        runuser -u fleetwatch -- fleetwatch export-devices
        install -o fleetwatch-exec -m 0600 /var/lib/fleetwatch/known-devices.json \
          /var/lib/fleetwatch-executor/known-devices.json
        runuser -u fleetwatch-exec -- fleetwatch-executor login --sandbox \
          --known-devices /var/lib/fleetwatch-executor/known-devices.json
   4. systemctl enable --now fleetwatch-executor.service fleetwatch.service
-  5. fleetwatch-executor doctor; fleetwatch doctor
+  5. runuser -u fleetwatch-exec -- fleetwatch-executor doctor
+     runuser -u fleetwatch -- fleetwatch doctor
 EOF
 fi
