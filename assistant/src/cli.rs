@@ -184,6 +184,20 @@ pub async fn run(cli: Cli) -> i32 {
     if let Command::Demo { script } = cli.command {
         return crate::demo::run(script).await;
     }
+    // Asking the running service needs only its socket: an operator allowed on the socket
+    // usually cannot read the service's private state folder, so nothing else is loaded.
+    if let Command::Ask {
+        question,
+        no_ai,
+        replay: ReplayArgs { replay: None, .. },
+    } = &cli.command
+    {
+        let source = ask::Source::Socket(crate::config::chat_socket_from_env());
+        return match question {
+            Some(q) => ask::one_shot(&source, q, *no_ai).await,
+            None => ask::repl(&source, *no_ai).await,
+        };
+    }
     let config = match Config::from_env() {
         Ok(config) => config,
         Err(e) => return fail(e),
@@ -203,6 +217,7 @@ pub async fn run(cli: Cli) -> i32 {
                         Err(e) => return fail(e),
                     }
                 }
+                // Handled above, before the configuration is read.
                 None => ask::Source::Socket(config.chat_socket()),
             };
             match question {

@@ -25,8 +25,12 @@ pub const DEFAULT_READ_TIMEOUT_SECS: u64 = 15;
 pub const DEFAULT_APPROVE_PORT: u16 = 8767;
 /// The settings file inside the state folder.
 pub const SETTINGS_FILE: &str = "settings.yaml";
-/// The chat socket inside the state folder.
+/// The chat socket's name inside the state folder (when `FLEETWATCH_STATE_DIR` is set).
 pub const CHAT_SOCKET: &str = "chat.sock";
+/// The chat socket of the installed service (`fleetwatch.service` sets
+/// `FLEETWATCH_CHAT_SOCKET` to it): in the unit's runtime folder, which operators can reach,
+/// unlike the private state folder.
+pub const DEFAULT_CHAT_SOCKET: &str = "/run/fleetwatch/chat.sock";
 
 /// A setting that could not be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -130,12 +134,32 @@ pub struct Config {
     pub policy_path: PathBuf,
     /// The state folder.
     pub state_dir: PathBuf,
+    /// The chat socket (`FLEETWATCH_CHAT_SOCKET`; see [`chat_socket_from_env`]).
+    pub chat_socket: PathBuf,
     /// Bound on each read.
     pub read_timeout: Duration,
     /// Approval page port (the page itself is served elsewhere).
     pub approve_port: u16,
     /// The operator's settings.
     pub settings: Settings,
+}
+
+/// Where the chat socket is: `FLEETWATCH_CHAT_SOCKET` when set; else `chat.sock` in
+/// `FLEETWATCH_STATE_DIR` when that is set (a development or test run); else the installed
+/// service's [`DEFAULT_CHAT_SOCKET`]. `fleetwatch ask` needs nothing else, so an operator who
+/// cannot read the state folder can still ask.
+pub fn chat_socket_from_env() -> PathBuf {
+    chat_socket_from(&|name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty()))
+}
+
+fn chat_socket_from(get: &dyn Fn(&str) -> Option<String>) -> PathBuf {
+    if let Some(path) = get("FLEETWATCH_CHAT_SOCKET") {
+        return PathBuf::from(path);
+    }
+    match get("FLEETWATCH_STATE_DIR") {
+        Some(dir) => PathBuf::from(dir).join(CHAT_SOCKET),
+        None => PathBuf::from(DEFAULT_CHAT_SOCKET),
+    }
 }
 
 impl Config {
@@ -195,6 +219,7 @@ impl Config {
             get("FLEETWATCH_STATE_DIR").unwrap_or_else(|| DEFAULT_STATE_DIR.to_owned()),
         );
         let settings = Settings::load(&state_dir)?;
+        let chat_socket = chat_socket_from(&get);
         Ok(Config {
             epiphan_url,
             allow_loopback_http,
@@ -210,6 +235,7 @@ impl Config {
                 get("FLEETWATCH_POLICY").unwrap_or_else(|| DEFAULT_POLICY.to_owned()),
             ),
             state_dir,
+            chat_socket,
             read_timeout: Duration::from_secs(read_timeout),
             approve_port,
             settings,
@@ -228,7 +254,7 @@ impl Config {
 
     /// The chat socket path.
     pub fn chat_socket(&self) -> PathBuf {
-        self.state_dir.join(CHAT_SOCKET)
+        self.chat_socket.clone()
     }
 
     /// Loads and checks the policy file.
@@ -291,6 +317,35 @@ mod tests {
             }
             map.get(name).cloned()
         })
+    }
+
+    #[test]
+    fn the_chat_socket_is_the_variable_else_the_state_folder_else_the_service_runtime_folder() {
+        let from = |pairs: &[(&str, &str)]| {
+            let map: HashMap<String, String> = pairs
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect();
+            chat_socket_from(&move |name: &str| map.get(name).cloned())
+        };
+        assert_eq!(from(&[]), PathBuf::from(DEFAULT_CHAT_SOCKET));
+        assert_eq!(
+            from(&[("FLEETWATCH_STATE_DIR", "/tmp/st")]),
+            PathBuf::from("/tmp/st/chat.sock")
+        );
+        assert_eq!(
+            from(&[
+                ("FLEETWATCH_STATE_DIR", "/tmp/st"),
+                ("FLEETWATCH_CHAT_SOCKET", "/run/x/c.sock")
+            ]),
+            PathBuf::from("/run/x/c.sock")
+        );
+        assert_eq!(
+            config(&[("FLEETWATCH_CHAT_SOCKET", "/run/x/c.sock")])
+                .unwrap()
+                .chat_socket(),
+            PathBuf::from("/run/x/c.sock")
+        );
     }
 
     #[test]

@@ -131,6 +131,31 @@ async fn serve_answers_ask_expires_old_proposals_and_stops_cleanly() {
             .iter()
             .any(|c| c.tool == "get_devices_in_my_team")
     );
+    // An operator's `ask` reads nothing but the socket path: a state folder it cannot use
+    // (here, one whose settings do not even parse) does not stand in its way.
+    let elsewhere = tempfile::tempdir().unwrap();
+    std::fs::write(
+        elsewhere.path().join(fleetwatch::config::SETTINGS_FILE),
+        "autonomy: [not a setting\n",
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_fleetwatch"))
+        .env_clear()
+        .env("FLEETWATCH_STATE_DIR", elsewhere.path())
+        .env("FLEETWATCH_CHAT_SOCKET", &socket)
+        .args(["ask", "what's offline?"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stdout)
+            .to_lowercase()
+            .contains("offline")
+    );
 
     // The question left a counts-only audit row.
     {
