@@ -203,6 +203,56 @@ fn field<'a>(object: &'a Map<String, Value>, names: &[&str]) -> Option<&'a Value
     best.map(|(_, value)| value)
 }
 
+/// Several [`field`] lookups in one pass over the members (`found[f]` is
+/// `field(object, names[f])`): a device or channel is read field by field, and a pass per field
+/// would walk and compare every member name again each time.
+fn fields<'a, const N: usize>(
+    object: &'a Map<String, Value>,
+    names: [&[&str]; N],
+) -> [Option<&'a Value>; N] {
+    // For each lookup, the best match so far: the earliest name wins, and for one name the
+    // first member.
+    let mut best: [Option<(usize, &'a Value)>; N] = [None; N];
+    let mut buffer = [0_u8; SQUASH_BUFFER];
+    for (key, value) in object {
+        if value.is_null() {
+            continue;
+        }
+        let squashed = squash_ascii(key, &mut buffer);
+        for (slot, wanted) in best.iter_mut().zip(names) {
+            let limit = slot.map_or(wanted.len(), |(rank, _)| rank);
+            let rank = wanted.iter().take(limit).position(|want| match squashed {
+                Some(squashed) => squashed == want.as_bytes(),
+                None => squashes_to(key, want),
+            });
+            if let Some(rank) = rank {
+                *slot = Some((rank, value));
+            }
+        }
+    }
+    best.map(|slot| slot.map(|(_, value)| value))
+}
+
+/// Longest squashed key [`squash_ascii`] writes; longer keys take the slower comparison.
+const SQUASH_BUFFER: usize = 32;
+
+/// The squashed form of an ASCII key, written into `buffer`; `None` for a key with a non-ASCII
+/// character (see [`squashes_to`]) or too long for the buffer.
+fn squash_ascii<'b>(key: &str, buffer: &'b mut [u8; SQUASH_BUFFER]) -> Option<&'b [u8]> {
+    let mut len = 0_usize;
+    for byte in key.bytes() {
+        if !byte.is_ascii() {
+            return None;
+        }
+        if byte == b'_' || byte == b'-' {
+            continue;
+        }
+        *buffer.get_mut(len)? = byte.to_ascii_lowercase();
+        len = len.saturating_add(1);
+    }
+    buffer.get(..len)
+}
+
 /// A string or number as text (IDs and channel numbers arrive either way).
 fn text_of(value: &Value) -> Option<String> {
     match value {
@@ -303,7 +353,18 @@ fn channel_state(value: &Value) -> Option<bool> {
 
 /// [`channel_state`] of a channel object.
 fn object_channel_state(channel: &Map<String, Value>) -> Option<bool> {
-    if let Some(status) = field(channel, &["recordingstatus"]) {
+    match field(channel, &["recordingstatus"]) {
+        Some(status) => channel_state_of_fields(Some(status), None),
+        None => channel_state_of_fields(None, field(channel, &["state", "status"])),
+    }
+}
+
+/// [`object_channel_state`] from the channel's `recording_status` and `state`/`status` fields.
+fn channel_state_of_fields(
+    recording_status: Option<&Value>,
+    state: Option<&Value>,
+) -> Option<bool> {
+    if let Some(status) = recording_status {
         return match status {
             Value::Object(status) => field(status, &["state", "status"])
                 .and_then(Value::as_str)
@@ -312,9 +373,7 @@ fn object_channel_state(channel: &Map<String, Value>) -> Option<bool> {
             _ => None,
         };
     }
-    field(channel, &["state", "status"])
-        .and_then(Value::as_str)
-        .map(is_recording_state)
+    state.and_then(Value::as_str).map(is_recording_state)
 }
 
 // ---- device list ---------------------------------------------------------------------------
@@ -353,7 +412,8 @@ fn parse_publisher(object: &Map<String, Value>) -> Publisher {
         .iter()
         .any(|w| s.trim().eq_ignore_ascii_case(w))
     };
-    let active = match field(object, &["status"]) {
+    let [status, kind] = fields(object, [&["status"], &["type", "kind"]]);
+    let active = match status {
         Some(Value::String(s)) => running(s),
         Some(Value::Bool(b)) => *b,
         Some(Value::Object(status)) => {
@@ -367,14 +427,25 @@ fn parse_publisher(object: &Map<String, Value>) -> Publisher {
         _ => false,
     };
     Publisher {
-        kind: text_field(object, &["type", "kind"]).unwrap_or_default(),
+        kind: kind.and_then(text_of).unwrap_or_default(),
         active,
     }
 }
 
 fn parse_channel(object: &Map<String, Value>) -> Option<Channel> {
-    let number = text_field(object, &["channelid", "id", "number"])?;
-    let publishers = match field(object, &["publishers"]) {
+    let [number, name, publishers, warnings, recording_status, state] = fields(
+        object,
+        [
+            &["channelid", "id", "number"],
+            &["name"],
+            &["publishers"],
+            &["warnings"],
+            &["recordingstatus"],
+            &["state", "status"],
+        ],
+    );
+    let number = number.and_then(text_of)?;
+    let publishers = match publishers {
         Some(Value::Array(items)) => items
             .iter()
             .filter_map(Value::as_object)
@@ -384,15 +455,37 @@ fn parse_channel(object: &Map<String, Value>) -> Option<Channel> {
     };
     Some(Channel {
         number,
-        name: text_field(object, &["name"]).unwrap_or_default(),
-        recording: object_channel_state(object).unwrap_or(false),
+        name: name.and_then(text_of).unwrap_or_default(),
+        recording: channel_state_of_fields(recording_status, state).unwrap_or(false),
         publishers,
-        warnings: parse_warnings(field(object, &["warnings"])),
+        warnings: parse_warnings(warnings),
     })
 }
 
 fn parse_device(object: &Map<String, Value>, id: String) -> Device {
-    let channels = match field(object, &["channels"]) {
+    let [
+        channels,
+        name,
+        model,
+        group,
+        firmware,
+        status,
+        state_time,
+        warnings,
+    ] = fields(
+        object,
+        [
+            &["channels"],
+            &["name"],
+            &["model"],
+            &["groupname"],
+            &["firmware"],
+            &["status"],
+            &["statetime"],
+            &["warnings"],
+        ],
+    );
+    let channels = match channels {
         Some(Value::Array(items)) => items
             .iter()
             .filter_map(Value::as_object)
@@ -412,14 +505,16 @@ fn parse_device(object: &Map<String, Value>, id: String) -> Device {
     };
     Device {
         id,
-        name: text_field(object, &["name"]).unwrap_or_default(),
-        model: text_field(object, &["model"]).unwrap_or_default(),
-        group: text_field(object, &["groupname"]).unwrap_or_default(),
-        firmware: text_field(object, &["firmware"]).unwrap_or_default(),
-        online: text_field(object, &["status"])
+        name: name.and_then(text_of).unwrap_or_default(),
+        model: model.and_then(text_of).unwrap_or_default(),
+        group: group.and_then(text_of).unwrap_or_default(),
+        firmware: firmware.and_then(text_of).unwrap_or_default(),
+        // A number can never read `online`, so only a string is looked at (no copy).
+        online: status
+            .and_then(Value::as_str)
             .is_some_and(|s| s.trim().eq_ignore_ascii_case("online")),
-        state_time: text_field(object, &["statetime"]),
-        warnings: parse_warnings(field(object, &["warnings"])),
+        state_time: state_time.and_then(text_of),
+        warnings: parse_warnings(warnings),
         channels,
     }
 }
@@ -941,4 +1036,65 @@ pub fn resolve_templates(text: &str, now: jiff::Timestamp) -> Result<String, Tem
     }
     out.push_str(rest);
     Ok(out)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    /// `fields` squashes each key once into a buffer; it must pick what `field` picks.
+    #[test]
+    fn one_pass_lookups_pick_what_single_lookups_pick() {
+        let long = format!("Channel_{}ID", "_".repeat(40));
+        let objects = [
+            json!({"Name": "a", "name": "b", "NAME": null, "channel_id": 1, "Id": "x", "number": "7"}),
+            json!({"ChannelID": null, "channel-id": "2", "id": "y", "Status": "online"}),
+            json!({"\u{212A}ey": "kelvin", "state": "started", "STATUS": "stopped"}),
+            json!({ long.clone(): "long", "number": 3, "recording_status": {"state": "recording"} }),
+            json!({"status": {"state": "started"}, "kind": "srt", "Type": "rtmp"}),
+            json!({}),
+        ];
+        let lookups: [&[&str]; 7] = [
+            &["channelid", "id", "number"],
+            &["name"],
+            &["status"],
+            &["state", "status"],
+            &["key"],
+            &["type", "kind"],
+            &["recordingstatus"],
+        ];
+        for object in &objects {
+            let map = object.as_object().unwrap();
+            let together = fields(map, lookups);
+            for (names, found) in lookups.iter().zip(together) {
+                assert_eq!(found, field(map, names), "{names:?} in {object}");
+            }
+        }
+        let kelvin = json!({"\u{212A}ey": "kelvin"});
+        let [found] = fields(kelvin.as_object().unwrap(), [&["key"]]);
+        assert_eq!(found, Some(&json!("kelvin")));
+        let long_id = json!({ long: "long" });
+        let [found] = fields(long_id.as_object().unwrap(), [&["channelid"]]);
+        assert_eq!(found, Some(&json!("long")));
+    }
+
+    /// Indexing by ID must keep what a search from the front found: the first device with it.
+    #[test]
+    fn fingerprint_takes_the_first_device_with_a_repeated_id() {
+        let list = parse_device_list(&json!({"devices": [
+            {"Id": "d1", "Status": "online"},
+            {"Id": "d1", "Status": "offline"},
+        ]}))
+        .unwrap();
+        let print = fingerprint(&list, &BTreeMap::new(), &["d1".to_owned()]).unwrap();
+        assert!(print.0["d1"].online);
+        let missing = fingerprint(&list, &BTreeMap::new(), &["d1".to_owned(), "d2".to_owned()]);
+        assert_eq!(
+            missing.unwrap_err(),
+            "device d2 is not on the device list".to_owned()
+        );
+    }
 }
