@@ -423,15 +423,39 @@ struct NameFacts {
 
 impl NameFacts {
     fn of(name: &str) -> NameFacts {
+        // The compact name is built once for the eleven comparisons below.
+        let mut buffer = [0_u8; COMPACT_BUFFER];
+        let compact = compact_ascii(name, &mut buffer);
+        let is = |target: &str| match compact {
+            Some(compact) => compact == target.as_bytes(),
+            None => compact_is(name, target),
+        };
         NameFacts {
             kept: matches!(redact_text_cow(name), Cow::Borrowed(_)),
-            value: compact_is(name, "value"),
-            label: LABEL_NAMES.iter().any(|label| compact_is(name, label)),
-            key_alone: is_key_alone(name),
+            value: is("value"),
+            label: LABEL_NAMES.iter().any(|label| is(label)),
+            key_alone: is("key"),
             stream_id: is_stream_id_key(name),
             secret: is_secret_key(name),
         }
     }
+}
+
+/// Longest compact name [`compact_ascii`] writes; longer names take the slower comparison.
+const COMPACT_BUFFER: usize = 32;
+
+/// The compact name of an ASCII name (see [`compact_is`]) written into `buffer`; `None` for a
+/// non-ASCII name or one too long for the buffer.
+fn compact_ascii<'b>(name: &str, buffer: &'b mut [u8; COMPACT_BUFFER]) -> Option<&'b [u8]> {
+    if !name.is_ascii() {
+        return None;
+    }
+    let mut len = 0_usize;
+    for byte in name.bytes().filter(u8::is_ascii_alphanumeric) {
+        *buffer.get_mut(len)? = byte.to_ascii_lowercase();
+        len = len.saturating_add(1);
+    }
+    buffer.get(..len)
 }
 
 /// Member names already judged during one [`redact_value`]: a large result repeats a handful
@@ -740,23 +764,26 @@ impl Scan {
         let mut scan = Scan::default();
         let bytes = text.as_bytes();
         for (at, &byte) in bytes.iter().enumerate() {
-            // Most bytes start no mark; `s` and `e` do only when the next byte fits too.
-            if !matches!(byte, b':' | b'=' | b'b' | b'B' | b's' | b'e') {
+            // Each mark is caught at a byte that is rare in ordinary text: `sk-ant-` at its `k`,
+            // `eyJ` at its `J`, so names and states full of `s` and `e` cost one test a byte.
+            if !matches!(byte, b':' | b'=' | b'b' | b'B' | b'k' | b'J') {
                 continue;
             }
-            let rest = bytes.get(at..).unwrap_or_default();
+            let from = |back: usize| {
+                at.checked_sub(back)
+                    .and_then(|start| bytes.get(start..))
+                    .unwrap_or_default()
+            };
             match byte {
                 b':' => {
                     scan.separator = true;
-                    scan.url |= rest.starts_with(b"://");
+                    scan.url |= from(0).starts_with(b"://");
                 }
                 b'=' => scan.separator = true,
-                b's' => {
-                    scan.anthropic_key |=
-                        rest.get(1) == Some(&b'k') && rest.starts_with(b"sk-ant-");
-                }
-                b'e' => scan.jwt |= rest.get(1) == Some(&b'y') && rest.starts_with(b"eyJ"),
+                b'k' => scan.anthropic_key |= from(1).starts_with(b"sk-ant-"),
+                b'J' => scan.jwt |= from(2).starts_with(b"eyJ"),
                 _ => {
+                    let rest = from(0);
                     scan.auth_scheme |= starts_with_ignore_case(rest, "bearer")
                         || starts_with_ignore_case(rest, "basic");
                 }
@@ -1485,6 +1512,11 @@ mod tests {
             prop_assert_eq!(is_secret_key(&name), is_secret_by_words(&name));
             prop_assert_eq!(is_stream_id_key(&name), is_stream_id_by_words(&name));
             prop_assert_eq!(words_of(&name), char_words_of(&name));
+            let mut buffer = [0_u8; COMPACT_BUFFER];
+            let plain = compact_name(&name);
+            if let Some(compact) = compact_ascii(&name, &mut buffer) {
+                prop_assert_eq!(compact, plain.as_bytes());
+            }
             for target in ["value", "key", "name", "id"] {
                 prop_assert_eq!(compact_is(&name, target), compact_name(&name) == target);
             }
