@@ -405,7 +405,7 @@ fn is_uuid(s: &str) -> bool {
 // JSON
 
 /// What redaction decides from a member name alone.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Default)]
 struct NameFacts {
     /// Redaction leaves the name itself as it is.
     kept: bool,
@@ -468,6 +468,9 @@ struct Names {
 /// Slots in [`Names`]; a power of two.
 const NAME_SLOTS: usize = 256;
 
+/// Members whose facts [`redact_object`] keeps on the stack.
+const INLINE_MEMBERS: usize = 16;
+
 /// Objects wider than this are maps keyed by IDs (one member per device): their names do not
 /// repeat, and remembering them would only push out the ones that do.
 const NAMES_WIDE_OBJECT: usize = 64;
@@ -516,7 +519,19 @@ fn redact_object(map: &mut Map<String, Value>, names: &mut Names) {
     // Decisions use the redacted member names and labels, so a second pass over the output
     // sees exactly the names the first pass decided on. Almost every object has no name to
     // redact; those are redacted where they stand instead of being rebuilt.
-    let facts = names.all_facts(map);
+    // Objects of a normal result are small: their facts stay on the stack rather than in an
+    // allocation per object.
+    let mut inline = [NameFacts::default(); INLINE_MEMBERS];
+    let heap: Vec<NameFacts>;
+    let facts: &[NameFacts] = if map.len() <= INLINE_MEMBERS {
+        for (slot, key) in inline.iter_mut().zip(map.keys()) {
+            *slot = names.facts(key);
+        }
+        inline.get(..map.len()).unwrap_or_default()
+    } else {
+        heap = names.all_facts(map);
+        &heap
+    };
     if !facts.iter().all(|f| f.kept) {
         redact_renamed_object(map, names);
         return;
@@ -525,9 +540,9 @@ fn redact_object(map: &mut Map<String, Value>, names: &mut Names) {
     let pair = has_value
         && map
             .values()
-            .zip(&facts)
+            .zip(facts)
             .any(|(value, facts)| is_secret_label_member(facts, value));
-    for ((_, value), facts) in map.iter_mut().zip(&facts) {
+    for ((_, value), facts) in map.iter_mut().zip(facts) {
         redact_member(facts, value, pair, has_value, names);
     }
 }
@@ -1558,7 +1573,14 @@ mod tests {
                 }),
             );
         }
-        let value = json!({"devices": devices, "auth_token": "t"});
+        // Between the stack-held and the ID-keyed widths.
+        let mut options: serde_json::Map<String, Value> = (0..30)
+            .map(|k| (format!("option_{k}"), json!(format!("token={k}"))))
+            .collect();
+        options.insert("password".to_owned(), json!("hunter2"));
+        options.insert("value".to_owned(), json!("v"));
+        options.insert("name".to_owned(), json!("api key"));
+        let value = json!({"devices": devices, "auth_token": "t", "options": options});
         let mut fast = value.clone();
         redact_value(&mut fast);
         let mut plain = value;
