@@ -64,8 +64,8 @@ pub struct Context {
     pub store: Store,
     /// The clock every time check uses.
     pub clock: Clock,
-    /// The HTTP client every Epiphan session shares.
-    pub http: reqwest::Client,
+    /// The Epiphan session kept between requests (over one HTTP client built at start).
+    pub sessions: std::sync::Arc<crate::epiphan::Sessions>,
 }
 
 /// Reads and parses the approver key file.
@@ -130,27 +130,28 @@ impl Context {
                 "executions interrupted by a stop were marked unknown; they will not be re-run"
             );
         }
+        let sessions = std::sync::Arc::new(crate::epiphan::Sessions::new(
+            crate::epiphan::http_client().map_err(StartError::Http)?,
+            &config.epiphan_url,
+            config.read_timeout,
+        ));
         Ok(Context {
             config,
             keys,
             policy,
             store,
             clock: jiff::Timestamp::now,
-            http: crate::epiphan::http_client().map_err(StartError::Http)?,
+            sessions,
         })
     }
 
-    /// A new MCP session signed in as the sandbox (the slot's current token, renewed when due)
-    /// over the shared client; a refusal saying why when there is none.
+    /// An MCP session signed in as the sandbox with the slot's current token (renewed when
+    /// due): the kept one, or a new one; a refusal saying why when there is none.
     pub async fn sandbox_session(&self) -> Result<crate::epiphan::Epiphan, Refusal> {
         let token = crate::slot::token(&self.config).await?;
-        crate::epiphan::Epiphan::connect(
-            &self.http,
-            &self.config.epiphan_url,
-            &token,
-            self.config.read_timeout,
-        )
-        .await
-        .map_err(crate::reads::refusal)
+        self.sessions
+            .session(token)
+            .await
+            .map_err(crate::reads::refusal)
     }
 }

@@ -4,6 +4,7 @@
 //! re-send a request Epiphan already received.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use fleetwatch_protocol::redact;
@@ -30,6 +31,12 @@ impl SandboxToken {
     /// The token bytes, for the slot file only.
     pub fn as_bytes(&self) -> &[u8] {
         self.0.as_bytes()
+    }
+
+    /// Which token a kept session was opened with, without keeping the token itself twice.
+    fn digest(&self) -> [u8; 32] {
+        use sha2::Digest as _;
+        sha2::Sha256::digest(self.0.as_bytes()).into()
     }
 }
 
@@ -108,10 +115,120 @@ pub fn http_client() -> Result<reqwest::Client, String> {
         .map_err(|e| format!("could not set up HTTPS: {e}"))
 }
 
-/// A signed-in MCP session.
-pub struct Epiphan {
-    service: RunningService<RoleClient, ()>,
+type Service = RunningService<RoleClient, ()>;
+
+/// Keeps one MCP session open between requests, so an `Execute` does not pay for the
+/// `initialize` exchange each time. The kept session is used only while it was opened with
+/// the slot's current token; a renewed token opens a new one.
+///
+/// A kept session may have ended on Epiphan's side (expired, server restarted). Reads are safe
+/// to repeat, so a read that fails to reach the session is tried once more on a new one. The
+/// write never is: it goes out once on whatever session the reads used.
+pub struct Sessions {
+    http: reqwest::Client,
+    url: String,
     read_timeout: Duration,
+    kept: tokio::sync::Mutex<Option<Kept>>,
+}
+
+struct Kept {
+    token: [u8; 32],
+    service: Arc<Service>,
+}
+
+impl Sessions {
+    /// No session yet; the first request opens one.
+    pub fn new(http: reqwest::Client, url: &str, read_timeout: Duration) -> Sessions {
+        Sessions {
+            http,
+            url: url.to_string(),
+            read_timeout,
+            kept: tokio::sync::Mutex::new(None),
+        }
+    }
+
+    /// A session signed in with `token`: the kept one when it fits, else a new one, kept.
+    pub async fn session(self: &Arc<Self>, token: SandboxToken) -> Result<Epiphan, ReadFailure> {
+        let digest = token.digest();
+        let mut kept = self.kept.lock().await;
+        let reusable = kept
+            .as_ref()
+            .filter(|k| k.token == digest && !k.service.is_transport_closed())
+            .map(|k| Arc::clone(&k.service));
+        let (service, renew) = match reusable {
+            Some(service) => (service, Some((Arc::clone(self), token))),
+            // Just opened: a failure on it is Epiphan's answer, not a stale session.
+            None => {
+                let service =
+                    Arc::new(open(&self.http, &self.url, &token, self.read_timeout).await?);
+                *kept = Some(Kept {
+                    token: digest,
+                    service: Arc::clone(&service),
+                });
+                (service, None)
+            }
+        };
+        Ok(Epiphan {
+            service: std::sync::Mutex::new(service),
+            read_timeout: self.read_timeout,
+            renew: std::sync::Mutex::new(renew),
+            keeper: Some(Arc::clone(self)),
+        })
+    }
+
+    /// Stops keeping `service` (a read on it timed out, or the write had no clean answer), so
+    /// the next request opens a new session instead of waiting on a troubled one again.
+    async fn forget(&self, service: &Arc<Service>) {
+        let mut kept = self.kept.lock().await;
+        if kept
+            .as_ref()
+            .is_some_and(|k| Arc::ptr_eq(&k.service, service))
+        {
+            *kept = None;
+        }
+    }
+
+    /// Replaces `stale` with a new session, unless another request already did.
+    async fn renew(
+        &self,
+        token: &SandboxToken,
+        stale: &Arc<Service>,
+    ) -> Result<Arc<Service>, ReadFailure> {
+        let digest = token.digest();
+        let mut kept = self.kept.lock().await;
+        if let Some(k) = kept.as_ref()
+            && k.token == digest
+            && !Arc::ptr_eq(&k.service, stale)
+        {
+            return Ok(Arc::clone(&k.service));
+        }
+        let service = Arc::new(open(&self.http, &self.url, token, self.read_timeout).await?);
+        *kept = Some(Kept {
+            token: digest,
+            service: Arc::clone(&service),
+        });
+        Ok(service)
+    }
+}
+
+/// A signed-in MCP session, for one request.
+pub struct Epiphan {
+    service: std::sync::Mutex<Arc<Service>>,
+    read_timeout: Duration,
+    /// Where to get a new session when a kept one turns out dead: taken by the first read that
+    /// fails to reach it, so it happens at most once per request.
+    renew: std::sync::Mutex<Option<(Arc<Sessions>, SandboxToken)>>,
+    /// The keeper, told when this session should not be reused (`None` for one of its own).
+    keeper: Option<Arc<Sessions>>,
+}
+
+/// How one read attempt ended.
+enum Attempt {
+    Answer(CallToolResult),
+    /// The call did not reach a working session (transport or protocol error).
+    Unreached,
+    /// No answer within the read timeout.
+    TimedOut,
 }
 
 fn is_unauthorized_text(text: &str) -> bool {
@@ -138,40 +255,86 @@ fn result_json(result: &CallToolResult) -> Option<Value> {
     serde_json::from_str(texts(result).trim()).ok()
 }
 
+/// Opens an MCP session with the sandbox token over the shared client, bounded by
+/// `read_timeout`.
+async fn open(
+    http: &reqwest::Client,
+    url: &str,
+    token: &SandboxToken,
+    read_timeout: Duration,
+) -> Result<Service, ReadFailure> {
+    let mut config =
+        StreamableHttpClientTransportConfig::with_uri(url).auth_header(token.0.clone());
+    // Recovering an expired session re-sends the POST that failed, and reconnecting a
+    // broken stream can replay it: both would be a second write. Neither is allowed.
+    config.reinit_on_expired_session = false;
+    config.retry_config = std::sync::Arc::new(NeverRetry::default());
+    config.max_json_response_size = 8 << 20;
+    let transport = StreamableHttpClientTransport::with_client(http.clone(), config);
+    match tokio::time::timeout(read_timeout, ().serve(transport)).await {
+        Ok(Ok(service)) => Ok(service),
+        Ok(Err(e)) => {
+            let text = e.to_string();
+            if text.contains("401") || text.to_ascii_lowercase().contains("unauthorized") {
+                Err(ReadFailure::Unauthorized)
+            } else {
+                Err(ReadFailure::Failed("could not open an MCP session".into()))
+            }
+        }
+        Err(_) => Err(ReadFailure::Failed(
+            "MCP session did not open in time".into(),
+        )),
+    }
+}
+
 impl Epiphan {
-    /// Opens an MCP session with the sandbox token over the shared client, bounded by
-    /// `read_timeout`.
+    /// Opens a session of its own (one-off commands: `doctor`, `login`), bounded by
+    /// `read_timeout`; `close` ends it.
     pub async fn connect(
         http: &reqwest::Client,
         url: &str,
         token: &SandboxToken,
         read_timeout: Duration,
     ) -> Result<Epiphan, ReadFailure> {
-        let mut config =
-            StreamableHttpClientTransportConfig::with_uri(url).auth_header(token.0.clone());
-        // Recovering an expired session re-sends the POST that failed, and reconnecting a
-        // broken stream can replay it: both would be a second write. Neither is allowed.
-        config.reinit_on_expired_session = false;
-        config.retry_config = std::sync::Arc::new(NeverRetry::default());
-        config.max_json_response_size = 8 << 20;
-        let transport = StreamableHttpClientTransport::with_client(http.clone(), config);
-        match tokio::time::timeout(read_timeout, ().serve(transport)).await {
-            Ok(Ok(service)) => Ok(Epiphan {
-                service,
-                read_timeout,
-            }),
-            Ok(Err(e)) => {
-                let text = e.to_string();
-                if text.contains("401") || text.to_ascii_lowercase().contains("unauthorized") {
-                    Err(ReadFailure::Unauthorized)
-                } else {
-                    Err(ReadFailure::Failed("could not open an MCP session".into()))
-                }
-            }
-            Err(_) => Err(ReadFailure::Failed(
-                "MCP session did not open in time".into(),
-            )),
+        let service = open(http, url, token, read_timeout).await?;
+        Ok(Epiphan {
+            service: std::sync::Mutex::new(Arc::new(service)),
+            read_timeout,
+            renew: std::sync::Mutex::new(None),
+            keeper: None,
+        })
+    }
+
+    fn current(&self) -> Arc<Service> {
+        Arc::clone(&self.service.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    async fn attempt(&self, service: &Service, params: CallToolRequestParams) -> Attempt {
+        match tokio::time::timeout(self.read_timeout, service.peer().call_tool(params)).await {
+            Ok(Ok(result)) => Attempt::Answer(result),
+            Ok(Err(_)) => Attempt::Unreached,
+            Err(_) => Attempt::TimedOut,
         }
+    }
+
+    /// Tells the keeper not to hand this session out again.
+    async fn troubled(&self, service: &Arc<Service>) {
+        if let Some(keeper) = &self.keeper {
+            keeper.forget(service).await;
+        }
+    }
+
+    /// A read that did not reach a kept session: a new session, at most once per request.
+    async fn renewed(&self, stale: &Arc<Service>) -> Option<Arc<Service>> {
+        let (sessions, token) = self
+            .renew
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()?;
+        tracing::info!("the kept Epiphan session did not answer; opening a new one for the read");
+        let fresh = sessions.renew(&token, stale).await.ok()?;
+        *self.service.lock().unwrap_or_else(|p| p.into_inner()) = Arc::clone(&fresh);
+        Some(fresh)
     }
 
     /// Calls a read tool and returns its JSON, redacted.
@@ -181,14 +344,24 @@ impl Epiphan {
         arguments: serde_json::Map<String, Value>,
     ) -> Result<Value, ReadFailure> {
         let params = CallToolRequestParams::new(tool).with_arguments(arguments);
-        let result =
-            match tokio::time::timeout(self.read_timeout, self.service.peer().call_tool(params))
-                .await
-            {
-                Ok(Ok(r)) => r,
-                Ok(Err(_)) => return Err(ReadFailure::Failed(format!("{tool}: the call failed"))),
-                Err(_) => return Err(ReadFailure::Failed(format!("{tool}: no answer in time"))),
-            };
+        let service = self.current();
+        let mut outcome = self.attempt(&service, params.clone()).await;
+        if matches!(outcome, Attempt::Unreached)
+            && let Some(fresh) = self.renewed(&service).await
+        {
+            outcome = self.attempt(&fresh, params).await;
+        }
+        let result = match outcome {
+            Attempt::Answer(r) => r,
+            Attempt::Unreached => {
+                self.troubled(&self.current()).await;
+                return Err(ReadFailure::Failed(format!("{tool}: the call failed")));
+            }
+            Attempt::TimedOut => {
+                self.troubled(&self.current()).await;
+                return Err(ReadFailure::Failed(format!("{tool}: no answer in time")));
+            }
+        };
         if result.is_error == Some(true) {
             if is_unauthorized_text(&texts(&result)) {
                 return Err(ReadFailure::Unauthorized);
@@ -214,12 +387,19 @@ impl Epiphan {
         timeout: Duration,
     ) -> WriteAnswer {
         let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
+        let service = self.current();
         let result =
-            match tokio::time::timeout(timeout, self.service.peer().call_tool_once(params)).await {
+            match tokio::time::timeout(timeout, service.peer().call_tool_once(params)).await {
                 Ok(Ok(CallToolResponse::Complete(r))) => r,
                 Ok(Ok(_)) => return WriteAnswer::Unknown("the write asked for more input"),
-                Ok(Err(_)) => return WriteAnswer::Unknown("the connection failed after sending"),
-                Err(_) => return WriteAnswer::Unknown("no answer in time"),
+                Ok(Err(_)) => {
+                    self.troubled(&service).await;
+                    return WriteAnswer::Unknown("the connection failed after sending");
+                }
+                Err(_) => {
+                    self.troubled(&service).await;
+                    return WriteAnswer::Unknown("no answer in time");
+                }
             };
         if result.is_error == Some(true) {
             return WriteAnswer::Unknown(if is_unauthorized_text(&texts(&result)) {
@@ -241,9 +421,13 @@ impl Epiphan {
         })
     }
 
-    /// Closes the session.
+    /// Done with the session: one opened by [`Epiphan::connect`] ends here; a kept one stays
+    /// open for the next request.
     pub async fn close(self) {
-        let _ = self.service.cancel().await;
+        let service = self.service.into_inner().unwrap_or_else(|p| p.into_inner());
+        if let Ok(service) = Arc::try_unwrap(service) {
+            let _ = service.cancel().await;
+        }
     }
 }
 

@@ -93,6 +93,16 @@ impl SimHandle {
         self.inner.shared.set_fault(tool, fault);
     }
 
+    /// Forgets every MCP session, as a server does on restart or expiry: the next MCP request
+    /// that is not an `initialize` is answered `404 Not Found` and reaches no tool (so no call
+    /// is recorded); an `initialize` works as always.
+    pub fn end_sessions(&self) {
+        self.inner
+            .shared
+            .sessions_ended
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
     /// Removes every injected fault.
     pub fn clear_faults(&self) {
         self.inner.shared.clear_faults();
@@ -365,6 +375,26 @@ async fn bearer_auth(
                 .into_response();
         }
     };
+    if shared
+        .sessions_ended
+        .load(std::sync::atomic::Ordering::SeqCst)
+    {
+        // Only `initialize` opens a new session; anything else belonged to a forgotten one.
+        let (parts, body) = request.into_parts();
+        let Ok(bytes) = axum::body::to_bytes(body, 1 << 20).await else {
+            return StatusCode::BAD_REQUEST.into_response();
+        };
+        let initialize = serde_json::from_slice::<serde_json::Value>(&bytes)
+            .ok()
+            .is_some_and(|v| v.get("method").and_then(|m| m.as_str()) == Some("initialize"));
+        if !initialize {
+            shared
+                .sessions_ended
+                .store(false, std::sync::atomic::Ordering::SeqCst);
+            return (StatusCode::NOT_FOUND, "session not found").into_response();
+        }
+        request = Request::from_parts(parts, Body::from(bytes));
+    }
     let cut = CancellationToken::new();
     request.extensions_mut().insert(TeamName(team));
     if expired {

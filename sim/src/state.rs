@@ -53,6 +53,9 @@ pub(crate) struct Shared {
     pub control_token: String,
     /// The authorization server: clients, codes and the tokens it issued.
     pub oauth: crate::oauth::OAuth,
+    /// Set by [`crate::SimHandle::end_sessions`]: the next MCP request other than `initialize`
+    /// is answered `404 Not Found`, as a server answers a session it no longer knows.
+    pub sessions_ended: std::sync::atomic::AtomicBool,
     inner: Mutex<Inner>,
 }
 
@@ -76,6 +79,7 @@ impl Shared {
             tokens,
             control_token,
             oauth,
+            sessions_ended: std::sync::atomic::AtomicBool::new(false),
             inner: Mutex::new(Inner {
                 teams,
                 faults: BTreeMap::new(),

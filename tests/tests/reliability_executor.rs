@@ -365,6 +365,33 @@ async fn the_assistant_gives_up_on_a_read_that_never_answers_and_says_so() {
 }
 
 // ---------------------------------------------------------------------------------------------
+// A kept session that Epiphan forgot
+
+/// The executor keeps its MCP session between requests. When Epiphan has forgotten it (expiry,
+/// restart), the first read is answered 404; reads may be repeated, so the executor opens a new
+/// session and reads again, and the approval still runs, once.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_forgotten_session_is_replaced_for_the_reads_and_the_write_still_goes_once() {
+    let h = started(Setup::default()).await;
+    let first = h
+        .claims("batch_recording", &start_recording(&device(&h, 0)))
+        .await;
+    expect_done(&h, &first, "first approval").await;
+    // Bound before Epiphan forgets, so the 404 meets the Execute's own first read.
+    let second = h
+        .claims("batch_recording", &start_recording(&device(&h, 1)))
+        .await;
+    h.sim.end_sessions();
+    expect_done(&h, &second, "after Epiphan forgot the session").await;
+    assert_eq!(h.writes(), 2, "one write per approval");
+    assert!(
+        h.log_text().contains("opening a new one"),
+        "the renewal is logged\n{}",
+        h.log_text()
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
 // Disk full
 
 #[tokio::test(flavor = "multi_thread")]
