@@ -304,10 +304,9 @@ impl WriteTicket {
     }
 }
 
-/// The fast-moving reads, last: events and recorder status, asked at the same time (neither
-/// depends on the other, and one round trip less is less time for the room to change). Then
-/// the event ID, the fingerprint and the disruptive window are judged on what was just read,
-/// and the caller sends the write at once with nothing in between.
+/// The fast-moving reads, last: events, then recorder status. Then the event ID, the
+/// fingerprint and the disruptive window are judged on what was just read, and the caller
+/// sends the write at once with nothing in between.
 pub async fn last_reads(
     live: LiveState,
     epiphan: &Epiphan,
@@ -320,15 +319,7 @@ pub async fn last_reads(
     } = live;
     let c = &checked.claims;
     let targets = &checked.validated.targets;
-    let online = reads::online(&devices, targets);
-    let (events, status) = tokio::join!(reads::events(epiphan, clock()), async {
-        if online.is_empty() {
-            Ok(None)
-        } else {
-            reads::recorder_status(epiphan, &online).await.map(Some)
-        }
-    });
-    let events = events?;
+    let events = reads::events(epiphan, clock()).await?;
     if let Some((first, second)) = &checked.validated.event {
         let (event_id, device_id) = event_and_device(first, second);
         let reported = events
@@ -339,7 +330,9 @@ pub async fn last_reads(
             return Err(Refusal::EventMismatch);
         }
     }
-    if let Some(status) = status? {
+    let online = reads::online(&devices, targets);
+    if !online.is_empty() {
+        let status = reads::recorder_status(epiphan, &online).await?;
         fleet::apply_recorder_status(&mut devices, &status);
     }
     let print = fleet::fingerprint(&devices, &events, targets).map_err(|_| Refusal::NotOnTeam)?;
