@@ -405,18 +405,34 @@ impl Sim {
     }
 }
 
+/// Starts a child that prints what it listens on, and returns its pid and its first `count`
+/// lines of output.
+async fn start_listening_child(
+    leftovers: &mut Leftovers,
+    name: &'static str,
+    program: &Path,
+    args: &[&str],
+    count: usize,
+) -> Result<(u32, Vec<String>), String> {
+    let out = leftovers
+        .folder
+        .join(format!("{}.out", name.replace(' ', "-")));
+    let pid = leftovers.spawn(name, program, args, &[], Some(&out))?;
+    let lines = read_lines(leftovers, name, &out, count).await?;
+    Ok((pid, lines))
+}
+
 async fn start_sim(leftovers: &mut Leftovers, program: &Path) -> Result<Sim, String> {
     progress("starting the simulated Epiphan fleet (normal and sandbox teams)");
-    let out = leftovers.folder.join("sim.out");
-    let pid = leftovers.spawn(
+    // URL, control token, then one token line per team.
+    let (pid, lines) = start_listening_child(
+        leftovers,
         "simulator",
         program,
         &["serve", "--demo", "--port", "0"],
-        &[],
-        Some(&out),
-    )?;
-    // URL, control token, then one token line per team.
-    let lines = read_lines(leftovers, "simulator", &out, 4).await?;
+        4,
+    )
+    .await?;
     let mcp_url = lines.first().cloned().unwrap_or_default();
     let control_token = lines
         .iter()
@@ -443,15 +459,14 @@ async fn start_sim(leftovers: &mut Leftovers, program: &Path) -> Result<Sim, Str
 
 async fn start_model(leftovers: &mut Leftovers, program: &Path) -> Result<String, String> {
     progress("starting the offline model stand-in (rule-based, not AI)");
-    let out = leftovers.folder.join("model.out");
-    let pid = leftovers.spawn(
+    let (pid, lines) = start_listening_child(
+        leftovers,
         "model stand-in",
         program,
         &["model", "--offline", "--port", "0"],
-        &[],
-        Some(&out),
-    )?;
-    let lines = read_lines(leftovers, "model stand-in", &out, 1).await?;
+        1,
+    )
+    .await?;
     let url = lines.first().cloned().unwrap_or_default();
     println!("ok (pid {pid}, {url})");
     Ok(url)
