@@ -336,23 +336,7 @@ impl Harness {
 
     /// Claims for a change, bound to a fresh describe, valid for five minutes from now.
     pub async fn claims(&self, tool: &str, arguments: &serde_json::Value) -> ApprovalClaims {
-        let d = self.describe(tool, arguments).await;
-        let t = now();
-        ApprovalClaims {
-            version: CLAIMS_VERSION,
-            approval_id: random_id(),
-            proposal_id: 1,
-            tool: tool.into(),
-            arguments: canonical(arguments),
-            targets: d.targets,
-            fingerprint: d.fingerprint,
-            schema_version: d.schema_version,
-            policy_digest: d.policy_digest,
-            slot: Slot::Sandbox,
-            approved_at: t,
-            expires_at: t + 300,
-            page_session: [9; 16],
-        }
+        bound_claims(tool, arguments, self.describe(tool, arguments).await)
     }
 
     /// Claims for a change without a describe: the binding fields are copied from `like`
@@ -408,6 +392,27 @@ impl Harness {
     /// Number of write calls the simulator recorded.
     pub fn writes(&self) -> usize {
         self.sim.writes().len()
+    }
+}
+
+/// Claims for a change bound to what the executor described, with a fresh approval ID, valid
+/// for five minutes from now.
+pub fn bound_claims(tool: &str, arguments: &serde_json::Value, d: Description) -> ApprovalClaims {
+    let t = now();
+    ApprovalClaims {
+        version: CLAIMS_VERSION,
+        approval_id: random_id(),
+        proposal_id: 1,
+        tool: tool.into(),
+        arguments: canonical(arguments),
+        targets: d.targets,
+        fingerprint: d.fingerprint,
+        schema_version: d.schema_version,
+        policy_digest: d.policy_digest,
+        slot: Slot::Sandbox,
+        approved_at: t,
+        expires_at: t + 300,
+        page_session: [9; 16],
     }
 }
 

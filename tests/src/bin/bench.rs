@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 
 use fleetwatch_e2e::faults::proc_status_kib;
 use fleetwatch_e2e::{canonical, frame, now, random_id, send, sign, test_key, workspace_root};
-use fleetwatch_protocol::claims::{self, ApprovalClaims, CLAIMS_VERSION, Slot};
+use fleetwatch_protocol::claims::{self, ApprovalClaims};
 use fleetwatch_protocol::wire::{DescribeRequest, ExecuteRequest, OutcomeKind, Request, Response};
 use fleetwatch_sim::{SimConfig, SimHandle};
 use serde_json::{Value, json};
@@ -358,22 +358,7 @@ impl Rig {
         let Some(Response::Described(d)) = send(&self.socket, &request).await else {
             panic!("describe refused for {device}")
         };
-        let t = now();
-        ApprovalClaims {
-            version: CLAIMS_VERSION,
-            approval_id: random_id(),
-            proposal_id: 1,
-            tool: "batch_recording".into(),
-            arguments: canonical(&arguments),
-            targets: d.targets,
-            fingerprint: d.fingerprint,
-            schema_version: d.schema_version,
-            policy_digest: d.policy_digest,
-            slot: Slot::Sandbox,
-            approved_at: t,
-            expires_at: t + 300,
-            page_session: [9; 16],
-        }
+        fleetwatch_e2e::bound_claims("batch_recording", &arguments, d)
     }
 
     async fn execute(&self, claims: &ApprovalClaims) -> (Duration, Option<Response>) {
