@@ -19,8 +19,8 @@ use serde_json::{Map, Value};
 
 use crate::config::Fence;
 use crate::epiphan::{Epiphan, WriteAnswer};
-use crate::reads;
 use crate::store::{NonceError, Store};
+use crate::{reads, state};
 
 /// Where the executor gets the time. Injected so tests can stand exactly at a boundary.
 pub type Clock = fn() -> jiff::Timestamp;
@@ -239,26 +239,14 @@ pub async fn live_state(
     }
     // A named channel must exist on its device, or the write would address something the
     // person never saw on the card.
-    let mut channels: Vec<(String, String)> = checked
-        .validated
+    let validated = &checked.validated;
+    if !validated
         .channels
         .iter()
-        .filter_map(|c| {
-            c.split_once('-')
-                .map(|(d, n)| (d.to_string(), n.to_string()))
-        })
-        .collect();
-    if let Some((first, second)) = &checked.validated.channel_number {
-        channels.push(device_and_number(first, second));
-    }
-    for (device, number) in &channels {
-        let found = devices
-            .devices
-            .iter()
-            .any(|d| &d.id == device && d.channels.iter().any(|c| &c.number == number));
-        if !found {
-            return Err(Refusal::NotOnTeam);
-        }
+        .chain(&validated.channel)
+        .all(|channel| state::channel_exists(&devices, channel))
+    {
+        return Err(Refusal::NotOnTeam);
     }
     if let Some(stream_id) = &checked.validated.stream_id {
         let endpoints = reads::stream_endpoints(epiphan).await?;
@@ -270,24 +258,6 @@ pub async fn live_state(
         }
     }
     Ok(LiveState { checked, devices })
-}
-
-/// Orders a `(device, number)` pair whichever way round the protocol reports it.
-pub fn device_and_number(a: &str, b: &str) -> (String, String) {
-    if fleetwatch_protocol::ids::is_master_id(a) {
-        (a.to_string(), b.to_string())
-    } else {
-        (b.to_string(), a.to_string())
-    }
-}
-
-/// Orders an `(event, device)` pair whichever way round the protocol reports it.
-pub fn event_and_device(a: &str, b: &str) -> (String, String) {
-    if fleetwatch_protocol::ids::is_master_id(b) {
-        (a.to_string(), b.to_string())
-    } else {
-        (b.to_string(), a.to_string())
-    }
 }
 
 /// Everything checked; the only value [`write`] accepts.
@@ -320,24 +290,17 @@ pub async fn last_reads(
     let c = &checked.claims;
     let targets = &checked.validated.targets;
     let events = reads::events(epiphan, clock()).await?;
-    if let Some((first, second)) = &checked.validated.event {
-        let (event_id, device_id) = event_and_device(first, second);
-        let reported = events
-            .get(&device_id)
-            .and_then(Option::as_ref)
-            .map(|e| e.id.as_str());
-        if reported != Some(event_id.as_str()) {
-            return Err(Refusal::EventMismatch);
-        }
+    if let Some(event) = &checked.validated.event
+        && !state::event_matches(&events, event)
+    {
+        return Err(Refusal::EventMismatch);
     }
     let online = reads::online(&devices, targets);
     if !online.is_empty() {
         let status = reads::recorder_status(epiphan, &online).await?;
         fleet::apply_recorder_status(&mut devices, &status);
     }
-    let print = fleet::fingerprint(&devices, &events, targets).map_err(|_| Refusal::NotOnTeam)?;
-    let print = print.canonical().map_err(|_| Refusal::Internal)?;
-    if print.as_str() != c.fingerprint {
+    if state::fingerprint(&devices, &events, targets)? != c.fingerprint {
         return Err(Refusal::FingerprintMoved);
     }
     let value = Value::Object(checked.arguments.clone());

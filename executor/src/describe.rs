@@ -8,10 +8,9 @@ use fleetwatch_protocol::wire::{
     ChannelFacts, DescribeRequest, Description, DeviceFacts, EventFacts, StatusReport, StreamFacts,
 };
 
-use crate::checks;
 use crate::context::Context;
 use crate::epiphan::Epiphan;
-use crate::{reads, slot};
+use crate::{reads, slot, state};
 
 /// Facts about a proposed change's targets.
 pub async fn describe(ctx: &Context, request: DescribeRequest) -> Result<Description, Refusal> {
@@ -74,13 +73,10 @@ async fn read_facts(
         let status = reads::recorder_status(epiphan, &online).await?;
         fleet::apply_recorder_status(&mut devices, &status);
     }
-    let event_matches = validated.event.as_ref().map(|(a, b)| {
-        let (event_id, device_id) = checks::event_and_device(a, b);
-        events
-            .get(&device_id)
-            .and_then(Option::as_ref)
-            .is_some_and(|e| e.id == event_id)
-    });
+    let event_matches = validated
+        .event
+        .as_ref()
+        .map(|event| state::event_matches(&events, event));
     let arguments = serde_json::Value::from(value_of(&validated));
     let disruptive = ctx.policy.is_disruptive(&request.tool, &arguments);
     let lead = ctx.policy.lead_minutes(&request.tool);
@@ -92,7 +88,9 @@ async fn read_facts(
         .filter(|t| devices.devices.iter().any(|d| &d.id == *t))
         .cloned()
         .collect();
-    let print = fleet::fingerprint(&devices, &events, &found).map_err(|_| Refusal::Internal)?;
+    // Over the targets found, so a card can still say which target is missing; a missing
+    // target makes the card deny-only, and Execute refuses it before the fingerprint.
+    let fingerprint = state::fingerprint(&devices, &events, &found)?;
     let facts = validated
         .targets
         .iter()
@@ -152,10 +150,7 @@ async fn read_facts(
         devices: facts,
         stream,
         event_matches,
-        fingerprint: print
-            .canonical()
-            .map_err(|_| Refusal::Internal)?
-            .into_string(),
+        fingerprint,
         team_id: devices.team_id.clone(),
         disruptive,
         policy_digest,

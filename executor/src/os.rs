@@ -163,28 +163,6 @@ pub fn read_trusted(path: &Path, kind: Trusted, limit: u64) -> Result<String, Tr
     Ok(text)
 }
 
-/// Writes a secret file with mode 0600 through a temporary file and a rename, so a reader
-/// never sees half a token and the token is never briefly readable by others.
-pub fn write_secret(path: &Path, contents: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    let tmp = path.with_extension("tmp");
-    let _ = std::fs::remove_file(&tmp);
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&tmp)?;
-    file.write_all(contents)?;
-    file.sync_all()?;
-    drop(file);
-    std::fs::rename(&tmp, path)?;
-    if let Some(dir) = path.parent() {
-        File::open(dir)?.sync_all()?;
-    }
-    Ok(())
-}
-
 /// Why the socket could not be created.
 #[derive(Debug, thiserror::Error)]
 pub enum SocketError {
@@ -338,15 +316,5 @@ mod tests {
             );
             assert!(err.to_string().contains("chown"));
         }
-    }
-
-    #[test]
-    fn secret_written_0600() {
-        let dir = tempfile::tempdir().unwrap();
-        let f = dir.path().join("slot");
-        write_secret(&f, b"abc").unwrap();
-        let mode = std::fs::metadata(&f).unwrap().permissions().mode() & 0o777;
-        assert_eq!(mode, 0o600);
-        assert_eq!(read_trusted(&f, Trusted::SecretFile, 100).unwrap(), "abc");
     }
 }

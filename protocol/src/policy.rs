@@ -205,6 +205,35 @@ pub struct Policy {
     whole: [u8; 32],
 }
 
+/// A channel of a device, as the arguments name it: by a channel ID (`<device>-N`) in the
+/// target field, or by a `channel_id` number beside a `device_id`. The two halves are kept
+/// apart by type, so nothing downstream has to guess which one is the device.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct ChannelRef {
+    /// The device's master ID.
+    pub device: String,
+    /// The channel number as Epiphan writes it (`"1"`).
+    pub number: String,
+}
+
+impl ChannelRef {
+    /// The channel ID, `<device>-<number>`.
+    pub fn id(&self) -> String {
+        format!("{}-{}", self.device, self.number)
+    }
+}
+
+/// An event on a device, as the arguments name it (`event_id` beside `device_id`). An event
+/// ID may look exactly like a device ID (an all-digit CMS ID), so it is never told apart by
+/// its shape.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventRef {
+    /// The device's master ID.
+    pub device: String,
+    /// The event ID.
+    pub event: String,
+}
+
 /// Arguments that passed the schema, in canonical form, with what they name.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Validated {
@@ -214,14 +243,14 @@ pub struct Validated {
     pub arguments: Canonical,
     /// Device IDs the target field resolves to, sorted.
     pub targets: Vec<String>,
-    /// Channel IDs named by the target field (`<device>-N`), sorted.
-    pub channels: Vec<String>,
+    /// Channels named by channel IDs (`<device>-N`) in the target field, sorted.
+    pub channels: Vec<ChannelRef>,
     /// A `stream_id` argument, if present.
     pub stream_id: Option<String>,
-    /// An `event_id` argument with its `device_id`, if present.
-    pub event: Option<(String, String)>,
-    /// A `channel_id` argument (channel number) with its `device_id`, if present.
-    pub channel_number: Option<(String, String)>,
+    /// An `event_id` argument with its `device_id`, if both are present.
+    pub event: Option<EventRef>,
+    /// A `channel_id` argument (a channel number) with its `device_id`, if both are present.
+    pub channel: Option<ChannelRef>,
 }
 
 /// Why arguments were refused. The message names the field.
@@ -538,8 +567,13 @@ impl Policy {
             if !targets.insert(device.to_owned()) {
                 return Err(ArgumentError::DuplicateTarget(field.to_owned()));
             }
-            if ids::is_channel_id(target) {
-                channels.insert((*target).to_owned());
+            if let Some((device, number)) = target.split_once('-')
+                && ids::is_channel_id(target)
+            {
+                channels.insert(ChannelRef {
+                    device: device.to_owned(),
+                    number: number.to_owned(),
+                });
             }
         }
         let count = u32::try_from(targets.len()).unwrap_or(u32::MAX);
@@ -552,8 +586,18 @@ impl Policy {
 
         let text = |key: &str| filled.get(key).and_then(Value::as_str).map(str::to_owned);
         let device_id = text("device_id");
-        let pair = |key: &str| match (&device_id, text(key)) {
-            (Some(device), Some(other)) => Some((device.clone(), other)),
+        let event = match (&device_id, text("event_id")) {
+            (Some(device), Some(event)) => Some(EventRef {
+                device: device.clone(),
+                event,
+            }),
+            _ => None,
+        };
+        let channel = match (&device_id, text("channel_id")) {
+            (Some(device), Some(number)) => Some(ChannelRef {
+                device: device.clone(),
+                number,
+            }),
             _ => None,
         };
         Ok(Validated {
@@ -562,8 +606,8 @@ impl Policy {
             targets: targets.into_iter().collect(),
             channels: channels.into_iter().collect(),
             stream_id: text("stream_id"),
-            event: pair("event_id"),
-            channel_number: pair("channel_id"),
+            event,
+            channel,
         })
     }
     /// Whether a change is disruptive; an unknown tool or a missing/unknown action counts as

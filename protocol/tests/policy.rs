@@ -9,7 +9,7 @@
 )]
 
 use fleetwatch_protocol::Refusal;
-use fleetwatch_protocol::policy::{ArgumentError, Policy, PolicyError};
+use fleetwatch_protocol::policy::{ArgumentError, ChannelRef, EventRef, Policy, PolicyError};
 use serde_json::{Value, json};
 
 const SHIPPED: &str = include_str!("../../tool_policy.yaml");
@@ -695,10 +695,17 @@ fn validates_batch_recording() {
         r#"{"action":"start","device_ids":["19012341234-1"]}"#
     );
     assert_eq!(v.targets, [DEVICE]);
-    assert_eq!(v.channels, [CHANNEL]);
+    assert_eq!(
+        v.channels,
+        [ChannelRef {
+            device: DEVICE.into(),
+            number: "1".into()
+        }]
+    );
+    assert_eq!(v.channels[0].id(), CHANNEL);
     assert_eq!(v.stream_id, None);
     assert_eq!(v.event, None);
-    assert_eq!(v.channel_number, None);
+    assert_eq!(v.channel, None);
 }
 
 #[test]
@@ -718,7 +725,13 @@ fn validates_start_and_stop_stream_endpoint() {
         assert_eq!(v.targets, [DEVICE]);
         assert!(v.channels.is_empty());
         assert_eq!(v.stream_id.as_deref(), Some(STREAM));
-        assert_eq!(v.channel_number, Some((DEVICE.into(), "2".into())));
+        assert_eq!(
+            v.channel,
+            Some(ChannelRef {
+                device: DEVICE.into(),
+                number: "2".into()
+            })
+        );
         assert_eq!(v.event, None);
     }
 }
@@ -733,8 +746,37 @@ fn validates_confirm_cms_event_on_device() {
         )
         .unwrap();
     assert_eq!(v.targets, [DEVICE]);
-    assert_eq!(v.event, Some((DEVICE.into(), "evt_2026-09-24".into())));
+    assert_eq!(
+        v.event,
+        Some(EventRef {
+            device: DEVICE.into(),
+            event: "evt_2026-09-24".into()
+        })
+    );
     assert_eq!(v.stream_id, None);
+}
+
+/// An event ID may have exactly the shape of a device ID (an all-digit CMS ID, or lower-case
+/// hex): the reference keeps each half in its own field whatever it looks like.
+#[test]
+fn an_event_id_shaped_like_a_device_id_stays_the_event() {
+    let policy = shipped();
+    for event in ["19012349999", "20261201", "abcdef0123456789", "0000000000"] {
+        let v = policy
+            .validate(
+                "confirm_cms_event_on_device",
+                &json!({"event_id": event, "device_id": DEVICE}),
+            )
+            .unwrap();
+        assert_eq!(
+            v.event,
+            Some(EventRef {
+                device: DEVICE.into(),
+                event: event.into()
+            }),
+            "{event}"
+        );
+    }
 }
 
 #[test]

@@ -133,6 +133,14 @@ impl SimHandle {
             .unwrap_or(false)
     }
 
+    /// Replaces the device's current-or-next event with `event` (`{id, title, start, end}`).
+    pub fn set_event(&self, team: &str, device_id: &str, event: serde_json::Value) -> bool {
+        self.inner
+            .shared
+            .with_team(team, |t| t.set_event(device_id, event))
+            .unwrap_or(false)
+    }
+
     /// Takes a device out of the team.
     pub fn remove_device(&self, team: &str, device_id: &str) -> bool {
         self.inner

@@ -310,6 +310,15 @@ impl TeamState {
         true
     }
 
+    /// Replaces the device's current-or-next event with `event` (an Epiphan event object).
+    pub fn set_event(&mut self, id: &str, event: Value) -> bool {
+        if self.device(id).is_none() {
+            return false;
+        }
+        self.events.insert(id.to_string(), event);
+        true
+    }
+
     // ---- writes: each returns the Epiphan write result, device ID → error ----
 
     /// `batch_recording`: channel IDs act on one channel, master IDs on every channel.

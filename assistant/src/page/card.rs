@@ -8,8 +8,7 @@
 
 use fleetwatch_protocol::canonical;
 use fleetwatch_protocol::fleet::RoomBlock;
-use fleetwatch_protocol::ids;
-use fleetwatch_protocol::policy::{Policy, Validated};
+use fleetwatch_protocol::policy::{ChannelRef, Policy, Validated};
 use fleetwatch_protocol::wire::{Description, DeviceFacts};
 use serde_json::Value;
 use sha2::{Digest as _, Sha256};
@@ -428,10 +427,8 @@ fn describe_ids<'a>(
     let tool = card.binding.tool.as_str();
     // Channels named as `<device>-N`.
     for channel in &valid.channels {
-        let Some(master) = ids::device_of(channel) else {
-            continue;
-        };
-        let number = channel.rsplit('-').next().unwrap_or_default();
+        let (master, number) = (channel.device.as_str(), channel.number.as_str());
+        let channel = &channel.id();
         let d = device(master);
         let Some(name) = channel_name(d, number) else {
             if d.is_some() {
@@ -470,7 +467,11 @@ fn describe_ids<'a>(
     }
     // A channel number beside a device ID (streams).
     let mut stream_channel = String::new();
-    if let Some((master, number)) = &valid.channel_number {
+    if let Some(ChannelRef {
+        device: master,
+        number,
+    }) = &valid.channel
+    {
         let d = device(master);
         match channel_name(d, number) {
             Some(name) => {
@@ -517,10 +518,9 @@ fn describe_ids<'a>(
             _ => deny.push(lang.f("deny.stream_missing", &[("id", id)])),
         }
     }
-    if valid.event.is_some() {
-        let master = text("device_id");
-        let event_id = text("event_id");
-        let event = device(master).and_then(|d| d.event.as_ref());
+    if let Some(named) = &valid.event {
+        let event_id = named.event.as_str();
+        let event = device(&named.device).and_then(|d| d.event.as_ref());
         match (description.event_matches, event) {
             (Some(true), Some(e)) if e.id == event_id => {
                 let title = show_text(&e.title, MAX_NAME_CHARS);
@@ -540,7 +540,7 @@ fn describe_ids<'a>(
                         ("title", &title),
                         ("start", &e.start),
                         ("end", &end),
-                        ("device", &name_of(device(master), master)),
+                        ("device", &name_of(device(&named.device), &named.device)),
                     ],
                 ));
             }
