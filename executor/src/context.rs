@@ -44,6 +44,9 @@ pub enum StartError {
         /// What is wrong.
         problem: String,
     },
+    /// Another executor serves this state folder.
+    #[error("{0}")]
+    Locked(#[from] crate::os::LockError),
     /// The Epiphan URL is not allowed.
     #[error("{0}")]
     Url(#[from] crate::epiphan::UrlError),
@@ -65,7 +68,9 @@ pub struct Context {
     /// The clock every time check uses.
     pub clock: Clock,
     /// The Epiphan session kept between requests (over one HTTP client built at start).
-    pub sessions: std::sync::Arc<crate::epiphan::Sessions>,
+    pub(crate) sessions: std::sync::Arc<crate::epiphan::Sessions>,
+    /// The state folder's lock, held while this executor runs.
+    _lock: std::fs::File,
 }
 
 /// Reads and parses the approver key file.
@@ -119,6 +124,10 @@ impl Context {
         crate::epiphan::check_url(&config.epiphan_url, config.allow_loopback_http)?;
         let keys = load_keys(&config.approver_keys)?;
         let policy = load_policy(&config.policy)?;
+        state_dir(&config)?;
+        // Before recovery: recovery marks in-flight executions unknown, which is right only
+        // when no other executor is running them.
+        let lock = os::lock_state(&config.state_dir)?;
         let store = open_store(&config)?;
         let recovered = store.recover().map_err(|e| StartError::State {
             path: config.state_dir.display().to_string(),
@@ -142,6 +151,7 @@ impl Context {
             store,
             clock: jiff::Timestamp::now,
             sessions,
+            _lock: lock,
         })
     }
 

@@ -110,6 +110,7 @@ pub async fn doctor(config: &Config) -> Vec<Line> {
         },
     );
     lines.push(socket_dir(config));
+    lines.push(running(config));
     lines.push(sign_in(config).await);
     match context::open_store(config) {
         Err(e) => lines.push(line(Level::Fail, "state folder", e.to_string())),
@@ -160,6 +161,70 @@ fn socket_dir(config: &Config) -> Line {
             ),
         ),
         Err(e) => line(Level::Fail, "socket directory", e.to_string()),
+    }
+}
+
+/// Whether an executor answers on the socket, asked with a real `Status` request so the live
+/// one logs no half-open connection (a bare connect would leave a `frame_truncated` row).
+fn running(config: &Config) -> Line {
+    use fleetwatch_protocol::wire::Response;
+    const CHECK: &str = "running executor";
+    if !config.socket.exists() {
+        return line(
+            Level::Warn,
+            CHECK,
+            format!(
+                "none answers: {} does not exist (start it with `fleetwatch-executor serve`)",
+                config.socket.display()
+            ),
+        );
+    }
+    // A uid that is not allowed is closed without an answer and audited as a refused peer:
+    // asking from one would only add that row to the live executor's log.
+    if !config.allowed_uids.contains(&os::euid()) {
+        return line(
+            Level::Ok,
+            CHECK,
+            format!(
+                "not asked: this user (uid {}) is not on allowed_uids; `fleetwatch doctor`, run \
+                 as the assistant's user, checks the connection",
+                os::euid()
+            ),
+        );
+    }
+    match os::probe_status(&config.socket, std::time::Duration::from_secs(5)) {
+        Ok(Response::Status(status)) => line(
+            Level::Ok,
+            CHECK,
+            format!(
+                "version {} answers on {} (audit head {})",
+                status.version,
+                config.socket.display(),
+                audit::hex(&status.chain_head)
+            ),
+        ),
+        Ok(Response::Refused(refusal)) => line(
+            Level::Warn,
+            CHECK,
+            format!(
+                "the executor on {} refused the status request: {}",
+                config.socket.display(),
+                refusal.message()
+            ),
+        ),
+        Ok(_) => line(
+            Level::Warn,
+            CHECK,
+            "the executor answered something other than its status",
+        ),
+        Err(e) => line(
+            Level::Warn,
+            CHECK,
+            format!(
+                "none answers on {} ({e}); a socket left by a stopped executor is replaced at the next start",
+                config.socket.display()
+            ),
+        ),
     }
 }
 

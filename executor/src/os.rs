@@ -163,6 +163,100 @@ pub fn read_trusted(path: &Path, kind: Trusted, limit: u64) -> Result<String, Tr
     Ok(text)
 }
 
+/// Why the state folder could not be locked for this `serve`.
+#[derive(Debug, thiserror::Error)]
+pub enum LockError {
+    /// Another executor holds the lock.
+    #[error(
+        "another fleetwatch-executor{} is serving the state folder {dir}; stop it first (nothing was changed)",
+        .pid.map(|p| format!(" (pid {p})")).unwrap_or_default()
+    )]
+    Held {
+        /// The state folder.
+        dir: PathBuf,
+        /// The running executor's pid, as it wrote it.
+        pid: Option<u32>,
+    },
+    /// The lock file could not be opened or written.
+    #[error("{path}: {source}")]
+    Io {
+        /// The lock file.
+        path: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+}
+
+/// Takes the state folder's exclusive lock (`executor.lock`, `flock`), writing this process's
+/// pid into it, and returns the open file that holds the lock for as long as it lives. A
+/// second `serve` on the same folder must stop here, before its start-up recovery would mark
+/// the running executor's in-flight approval unknown behind its back. The kernel drops the
+/// lock when the process ends, however it ends, so a crash never leaves a stale lock.
+pub fn lock_state(dir: &Path) -> Result<File, LockError> {
+    use std::io::{Seek, Write};
+    let path = dir.join("executor.lock");
+    let io = |source: std::io::Error| LockError::Io {
+        path: path.clone(),
+        source,
+    };
+    let fd = rustix::fs::open(
+        &path,
+        rustix::fs::OFlags::RDWR
+            | rustix::fs::OFlags::CREATE
+            | rustix::fs::OFlags::NOFOLLOW
+            | rustix::fs::OFlags::CLOEXEC,
+        rustix::fs::Mode::from_raw_mode(0o600),
+    )
+    .map_err(|e| io(e.into()))?;
+    let mut file = File::from(fd);
+    if let Err(e) = rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
+        if e == rustix::io::Errno::WOULDBLOCK {
+            let mut text = String::new();
+            let _ = (&file).take(32).read_to_string(&mut text);
+            return Err(LockError::Held {
+                dir: dir.to_path_buf(),
+                pid: text.trim().parse().ok(),
+            });
+        }
+        return Err(io(e.into()));
+    }
+    file.set_len(0).map_err(io)?;
+    file.rewind().map_err(io)?;
+    writeln!(file, "{}", std::process::id()).map_err(io)?;
+    Ok(file)
+}
+
+/// Asks the executor listening on `path` for its `Status`, as a client would: one whole
+/// request frame, one answer. Used to tell a live executor from a socket left behind, without
+/// the half-open connection a bare connect would leave in the live one's audit log.
+pub fn probe_status(
+    path: &Path,
+    timeout: std::time::Duration,
+) -> std::io::Result<fleetwatch_protocol::wire::Response> {
+    use std::io::Write;
+    let invalid =
+        |what: &str| std::io::Error::new(std::io::ErrorKind::InvalidData, what.to_owned());
+    let body =
+        fleetwatch_protocol::wire::encode_request(&fleetwatch_protocol::wire::Request::Status)
+            .map_err(|_| invalid("the Status request did not encode"))?;
+    let length = u32::try_from(body.len()).map_err(|_| invalid("request too large"))?;
+    let mut stream = std::os::unix::net::UnixStream::connect(path)?;
+    stream.set_read_timeout(Some(timeout))?;
+    stream.set_write_timeout(Some(timeout))?;
+    stream.write_all(&length.to_be_bytes())?;
+    stream.write_all(&body)?;
+    let mut prefix = [0u8; 4];
+    stream.read_exact(&mut prefix)?;
+    let length = usize::try_from(u32::from_be_bytes(prefix)).map_err(|_| invalid("bad length"))?;
+    if length > fleetwatch_protocol::wire::MAX_FRAME {
+        return Err(invalid("the answer is larger than a frame may be"));
+    }
+    let mut answer = vec![0u8; length];
+    stream.read_exact(&mut answer)?;
+    fleetwatch_protocol::wire::decode_response(&answer)
+        .map_err(|_| invalid("the answer did not decode"))
+}
+
 /// Why the socket could not be created.
 #[derive(Debug, thiserror::Error)]
 pub enum SocketError {
@@ -227,7 +321,7 @@ pub fn bind_socket(path: &Path) -> Result<tokio::net::UnixListener, SocketError>
     }
     match std::fs::symlink_metadata(path) {
         Ok(meta) if meta.file_type().is_socket() => {
-            if std::os::unix::net::UnixStream::connect(path).is_ok() {
+            if probe_status(path, std::time::Duration::from_secs(2)).is_ok() {
                 return Err(SocketError::InUse(path.to_path_buf()));
             }
             std::fs::remove_file(path).map_err(io)?;

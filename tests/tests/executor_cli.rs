@@ -390,3 +390,105 @@ fn base64_of(bytes: &[u8]) -> String {
     use base64::Engine;
     base64::engine::general_purpose::STANDARD.encode(bytes)
 }
+
+/// A second `serve` on the same state folder stops before its start-up recovery, which would
+/// otherwise mark the running executor's in-flight approval unknown behind its back.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_second_serve_on_the_same_state_folder_exits_and_changes_nothing() {
+    let mut h = Harness::prepare(Setup::default()).await;
+    h.setup.allowlist = Some(sandbox_devices(&h.sim));
+    h.spawn();
+    h.wait_ready().await;
+    let first_pid = h.child.as_ref().map(std::process::Child::id).expect("pid");
+    let device = sandbox_devices(&h.sim)[0].clone();
+    let claims = h
+        .claims(
+            "batch_recording",
+            &json!({"action": "start", "device_ids": [format!("{device}-1")]}),
+        )
+        .await;
+    // Hold the approval in flight: its last read never answers until the read timeout.
+    h.sim.set_fault(
+        "get_recorder_status_for_devices",
+        fleetwatch_sim::Fault::Hang,
+    );
+    let socket = h.socket.clone();
+    let signed = sign(&claims, 7);
+    let pending = tokio::spawn(async move {
+        fleetwatch_e2e::send(
+            &socket,
+            &fleetwatch_protocol::wire::Request::Execute(
+                fleetwatch_protocol::wire::ExecuteRequest {
+                    approval: signed,
+                    assistant_chain_head: [0; 32],
+                },
+            ),
+        )
+        .await
+    });
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while h.execution_state(&claims.approval_id).as_deref() != Some("in_flight") {
+        assert!(std::time::Instant::now() < deadline, "{}", h.log_text());
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let rows_before = h.audit_rows();
+
+    let second = h.cli(&["serve"], None);
+    assert!(!second.status.success(), "{}", text(&second));
+    let said = text(&second);
+    assert!(
+        said.contains(&format!("pid {first_pid}")) && said.contains("state folder"),
+        "{said}"
+    );
+    assert_eq!(
+        h.execution_state(&claims.approval_id).as_deref(),
+        Some("in_flight"),
+        "the running executor's approval is still its own"
+    );
+    assert_eq!(
+        h.audit_rows(),
+        rows_before,
+        "nothing was audited or recovered"
+    );
+    assert!(
+        h.socket.exists(),
+        "the running executor's socket is still there"
+    );
+
+    h.sim.clear_faults();
+    let _ = pending.await;
+    assert!(matches!(
+        h.request(&fleetwatch_protocol::wire::Request::Status).await,
+        Some(Response::Status(_))
+    ));
+}
+
+/// `doctor` asks a running executor for its status with a whole request, so the live one's
+/// audit log gains nothing (a bare connect used to leave a `frame_truncated` row).
+#[tokio::test(flavor = "multi_thread")]
+async fn doctor_asks_the_running_executor_without_leaving_an_audit_row() {
+    let mut h = Harness::prepare(Setup::default()).await;
+    h.setup.allowlist = Some(sandbox_devices(&h.sim));
+    h.spawn();
+    h.wait_ready().await;
+    let before = h.audit_rows();
+    let out = h.cli(&["doctor"], None);
+    let said = text(&out);
+    let line = said
+        .lines()
+        .find(|l| l.contains("running executor"))
+        .unwrap_or_else(|| panic!("no running-executor line:\n{said}"));
+    assert!(
+        line.starts_with("OK") && line.contains("answers on"),
+        "{line}"
+    );
+    assert_eq!(h.audit_rows(), before, "{said}");
+    h.kill();
+    let out = h.cli(&["doctor"], None);
+    let said = text(&out);
+    assert!(
+        said.lines()
+            .any(|l| l.starts_with("WARN running executor") && l.contains("none answers")),
+        "{said}"
+    );
+}
