@@ -37,7 +37,7 @@ impl Source {
         if !dir.is_dir() {
             return Err(format!("replay folder {} does not exist", dir.display()));
         }
-        let policy = Arc::new(config.load_policy().map_err(|e| e.to_string())?);
+        let policy = Arc::new(config.load_replay_policy().map_err(|e| e.to_string())?);
         let reader = Arc::new(Reader::replay(dir, now, Arc::clone(&policy)));
         let store = Store::in_memory().map_err(|e| e.to_string())?;
         let model = if no_ai {

@@ -25,7 +25,9 @@ pub struct Cli {
 /// Replay options shared by every command that reads the fleet.
 #[derive(Debug, Clone, clap::Args)]
 pub struct ReplayArgs {
-    /// Read from a replay folder of `<tool>.json` files instead of Epiphan.
+    /// Read from a replay folder of `<tool>.json` files instead of Epiphan. A replay reads
+    /// with the policy in FLEETWATCH_POLICY (default /etc/fleetwatch/tool_policy.yaml) when
+    /// that file exists, else with the tool_policy.yaml this binary was built with.
     #[arg(long, value_name = "DIR")]
     pub replay: Option<PathBuf>,
     /// The replay clock (RFC 3339, e.g. 2026-09-24T20:00:00Z); default the current time.
@@ -330,7 +332,12 @@ pub async fn run(cli: Cli) -> i32 {
 }
 
 async fn export_devices(config: &Config, out: Option<PathBuf>, replay: ReplayArgs) -> i32 {
-    let policy = match config.load_policy() {
+    let loaded = if replay.replay.is_some() {
+        config.load_replay_policy()
+    } else {
+        config.load_policy()
+    };
+    let policy = match loaded {
         Ok(p) => Arc::new(p),
         Err(e) => return fail(e),
     };

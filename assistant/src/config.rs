@@ -17,6 +17,10 @@ pub const DEFAULT_EPIPHAN_URL: &str = "https://go.epiphan.cloud/mcp";
 pub const DEFAULT_EXECUTOR_SOCKET: &str = "/run/fleetwatch-executor/executor.sock";
 /// Default policy path.
 pub const DEFAULT_POLICY: &str = "/etc/fleetwatch/tool_policy.yaml";
+
+/// The registry this binary was built with (the repository's `tool_policy.yaml`), for replays
+/// on a machine where no policy is installed.
+pub const BUILT_IN_POLICY: &str = include_str!("../../tool_policy.yaml");
 /// Default state folder.
 pub const DEFAULT_STATE_DIR: &str = "/var/lib/fleetwatch";
 /// Default bound on one read, in seconds.
@@ -255,6 +259,18 @@ impl Config {
     /// The chat socket path.
     pub fn chat_socket(&self) -> PathBuf {
         self.chat_socket.clone()
+    }
+
+    /// The policy a replay reads with: the configured file when it exists, else, when none
+    /// was named (the default path is absent, as on a machine where nothing is installed), the
+    /// registry this binary was built with. A replay never writes, so the built-in registry
+    /// cannot widen anything; a file that was named but cannot be read is still an error.
+    pub fn load_replay_policy(&self) -> Result<fleetwatch_protocol::policy::Policy, ConfigError> {
+        if self.policy_path != Path::new(DEFAULT_POLICY) || self.policy_path.exists() {
+            return self.load_policy();
+        }
+        fleetwatch_protocol::policy::Policy::from_yaml(BUILT_IN_POLICY)
+            .map_err(|e| bad("FLEETWATCH_POLICY", format!("the built-in registry: {e}")))
     }
 
     /// Loads and checks the policy file.

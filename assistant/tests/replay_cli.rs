@@ -236,3 +236,67 @@ fn export_devices_from_a_replay() {
     assert_eq!(ids, sorted);
     assert!(ids.contains(&"18033355501"));
 }
+
+/// A replay on a machine where nothing is installed: no FLEETWATCH_POLICY and no
+/// /etc/fleetwatch/tool_policy.yaml. The registry the binary was built with serves, and
+/// `--help` says so. A policy file that was named but is missing is still an error.
+#[test]
+fn a_replay_needs_no_installed_policy() {
+    let installed = std::path::Path::new(fleetwatch::config::DEFAULT_POLICY).exists();
+    let state = tempfile::tempdir().unwrap();
+    let run = |policy: Option<&std::path::Path>, args: &[&str]| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_fleetwatch"));
+        cmd.env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("FLEETWATCH_STATE_DIR", state.path())
+            .env("FLEETWATCH_EXECUTOR_SOCKET", state.path().join("none.sock"));
+        if let Some(path) = policy {
+            cmd.env("FLEETWATCH_POLICY", path);
+        }
+        cmd.args(args).output().unwrap()
+    };
+    let dir = common::example_replay();
+    let dir = dir.to_str().unwrap();
+    let out = run(None, &replay_args(dir, "what's offline?"));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    if !installed {
+        let said = String::from_utf8_lossy(&out.stdout);
+        for name in offline_names() {
+            assert!(said.contains(&name), "{name} missing from: {said}");
+        }
+    }
+    let known = state.path().join("known.json");
+    let out = run(
+        None,
+        &[
+            "export-devices",
+            "--out",
+            known.to_str().unwrap(),
+            "--replay",
+            dir,
+        ],
+    );
+    assert!(
+        out.status.success() && known.exists(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let missing = state.path().join("no-such-policy.yaml");
+    let out = run(Some(&missing), &replay_args(dir, "what's offline?"));
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("no-such-policy.yaml"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let help = run(None, &["ask", "--help"]);
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(
+        help.contains("built with") && help.contains("FLEETWATCH_POLICY"),
+        "{help}"
+    );
+}
