@@ -23,8 +23,7 @@ use crate::store::{self, NewProposal, Store};
 pub const MAX_PENDING: u64 = 3;
 /// At most this many non-denied proposals per hour.
 pub const MAX_PER_HOUR: u64 = 10;
-/// This many denials of one tool and target pause it for an hour.
-pub const DENIALS_TO_PAUSE: u64 = 3;
+pub use crate::store::DENIALS_TO_PAUSE;
 /// The model's reason is cut to this many characters.
 pub const MAX_REASON_CHARS: usize = 300;
 
@@ -247,13 +246,15 @@ fn limits(store: &Store, tool: &str, targets: &[String]) -> Result<(), String> {
             "the hourly limit of {MAX_PER_HOUR} proposals is reached. Try again later."
         ));
     }
-    let denials = store
-        .recent_denials(tool, targets, now)
-        .map_err(unavailable)?;
-    if denials >= DENIALS_TO_PAUSE {
+    if let Some(until) = store
+        .paused_until(tool, targets, now)
+        .map_err(unavailable)?
+    {
+        let minutes = (until - now + 59) / 60;
         return Err(format!(
-            "a person denied this change {denials} times in the last hour, so it is paused for \
-             an hour. Do not propose it again."
+            "a person denied this change {DENIALS_TO_PAUSE} times within an hour, so it is \
+             paused for an hour from the last denial ({minutes} more minute(s)). Do not propose \
+             it again."
         ));
     }
     Ok(())

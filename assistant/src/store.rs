@@ -13,6 +13,11 @@ use rusqlite::{Connection, OptionalExtension as _, params};
 use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};
 
+/// This many denials of one tool and target within an hour pause it for an hour from the last.
+pub const DENIALS_TO_PAUSE: usize = 3;
+/// How long a pause lasts after its last denial, in seconds.
+pub const PAUSE_SECS: i64 = 3600;
+
 /// The database file inside the state folder.
 pub const DB_FILE: &str = "assistant.db";
 /// How long a pending proposal waits for a person before it expires.
@@ -593,21 +598,40 @@ impl Store {
         )
     }
 
-    /// Denials of this tool for these targets within the hour before `now`.
-    pub fn recent_denials(
+    /// When the pause on this tool and these targets ends, if one is on at `now`: three
+    /// denials within an hour pause the change for an hour from the third of them. (Counting
+    /// denials in the last hour instead would end the pause an hour after the *first*.)
+    pub fn paused_until(
         &self,
         tool: &str,
         targets: &[String],
         now: i64,
-    ) -> Result<u64, StoreError> {
+    ) -> Result<Option<i64>, StoreError> {
         let targets =
             serde_json::to_string(targets).map_err(|e| StoreError::Corrupt(e.to_string()))?;
-        count(
-            &self.conn,
-            "SELECT COUNT(*) FROM proposals
-             WHERE tool = ?1 AND targets = ?2 AND status = 'denied' AND decided_at > ?3",
-            params![tool, targets, now - 3600],
-        )
+        // A pause still on at `now` needs its third denial in the last hour and its first in
+        // the hour before that.
+        let mut stmt = self.conn.prepare(
+            "SELECT decided_at FROM proposals
+             WHERE tool = ?1 AND targets = ?2 AND status = 'denied'
+               AND decided_at > ?3 AND decided_at <= ?4
+             ORDER BY decided_at",
+        )?;
+        let times = stmt
+            .query_map(params![tool, targets, now - 2 * PAUSE_SECS, now], |r| {
+                r.get::<_, i64>(0)
+            })?
+            .collect::<Result<Vec<_>, _>>()?;
+        let until = times
+            .windows(DENIALS_TO_PAUSE)
+            .filter_map(|w| match (w.first(), w.last()) {
+                (Some(first), Some(third)) if third - first <= PAUSE_SECS => {
+                    Some(third + PAUSE_SECS)
+                }
+                _ => None,
+            })
+            .max();
+        Ok(until.filter(|until| *until > now))
     }
 
     /// Records an approval row for the page (single use, expires on the database clock).

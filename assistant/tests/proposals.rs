@@ -423,3 +423,73 @@ fn pending_proposals_expire_at_start_and_it_is_audited() {
         && r.proposal_id == Some(a)
         && r.detail.contains("restarted")));
 }
+
+/// The pause lasts an hour from the third denial, not from the first: denied at T-50 min,
+/// T-20 min and T, the change is still paused at T+59 min and free again at T+61 min.
+#[test]
+fn three_denials_pause_for_an_hour_from_the_third() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(dir.path()).unwrap();
+    let targets = vec!["19012341234".to_owned()];
+    let third = 1_800_000_000;
+    for at in [third - 50 * 60, third - 20 * 60, third] {
+        let id = store
+            .insert_proposal(
+                &NewProposal {
+                    tool: "batch_reboot".into(),
+                    arguments: r#"{"device_ids":["19012341234"]}"#.into(),
+                    targets: targets.clone(),
+                    fingerprint: "{}".into(),
+                    schema_version: 1,
+                    policy_digest: [0; 32],
+                    slot: "sandbox".into(),
+                    reason: "r".into(),
+                },
+                at - 60,
+            )
+            .unwrap();
+        assert!(store.decide(id, Status::Denied, "no", at).unwrap());
+    }
+    let paused = |at: i64| store.paused_until("batch_reboot", &targets, at).unwrap();
+    assert_eq!(paused(third + 59 * 60), Some(third + 3600));
+    assert_eq!(paused(third + 61 * 60), None);
+    // Two denials are not a pause, and another tool on the same target is not paused.
+    assert_eq!(paused(third - 21 * 60), None);
+    assert_eq!(
+        store
+            .paused_until("batch_firmware_update", &targets, third + 60)
+            .unwrap(),
+        None
+    );
+}
+
+/// Three denials spread over more than an hour are not a pause.
+#[test]
+fn denials_spread_over_more_than_an_hour_do_not_pause() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(dir.path()).unwrap();
+    let targets = vec!["19012341234".to_owned()];
+    let now = 1_800_000_000;
+    for at in [now - 100 * 60, now - 50 * 60, now - 30] {
+        let id = store
+            .insert_proposal(
+                &NewProposal {
+                    tool: "batch_reboot".into(),
+                    arguments: r#"{"device_ids":["19012341234"]}"#.into(),
+                    targets: targets.clone(),
+                    fingerprint: "{}".into(),
+                    schema_version: 1,
+                    policy_digest: [0; 32],
+                    slot: "sandbox".into(),
+                    reason: "r".into(),
+                },
+                at - 60,
+            )
+            .unwrap();
+        assert!(store.decide(id, Status::Denied, "no", at).unwrap());
+    }
+    assert_eq!(
+        store.paused_until("batch_reboot", &targets, now).unwrap(),
+        None
+    );
+}
