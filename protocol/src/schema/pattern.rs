@@ -543,7 +543,9 @@ impl States {
     }
 }
 
+// A test fails by panicking.
 #[cfg(test)]
+#[allow(clippy::panic)]
 mod tests {
     use super::Pattern;
 
