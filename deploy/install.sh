@@ -146,7 +146,7 @@ fi
 
 for bin in fleetwatch fleetwatch-executor; do
     [[ -f $BIN_DIR/$bin && -x $BIN_DIR/$bin ]] ||
-        die "$BIN_DIR/$bin is missing; build it (cargo build --profile deploy -p fleetwatch -p fleetwatch-executor) or pass --bin-dir"
+        die "$BIN_DIR/$bin is missing; build it (cargo build --profile deploy -p fleetwatch-executor, then the same with -p fleetwatch: apart, so the executor keeps its own features) or pass --bin-dir"
 done
 [[ -f $POLICY_SRC ]] || die "$POLICY_SRC is missing; pass --policy"
 for f in fleetwatch.service fleetwatch-executor.service fleetwatch.tmpfiles \

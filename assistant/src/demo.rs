@@ -375,7 +375,9 @@ struct Sim {
 
 impl Sim {
     async fn get(&self, path: &str) -> Result<Value, String> {
-        let response = reqwest::Client::new()
+        let response = fleetwatch_signin::tls::client_builder()
+            .build()
+            .map_err(|e| format!("simulator {path}: {e}"))?
             .get(format!("{}{path}", self.base))
             .header("x-control-token", &self.control_token)
             .timeout(Duration::from_secs(10))
@@ -908,7 +910,7 @@ impl<'r> Script<'r> {
             .map_err(|e| format!("{}: {e}", secret_file.display()))?
             .trim()
             .to_owned();
-        let http = reqwest::Client::builder()
+        let http = fleetwatch_signin::tls::client_builder()
             .redirect(reqwest::redirect::Policy::none())
             .timeout(Duration::from_secs(150))
             .build()

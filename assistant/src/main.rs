@@ -12,6 +12,7 @@ async fn main() {
         )
         .with_writer(std::io::stderr)
         .init();
+    fleetwatch_signin::tls::install_provider();
     let cli = fleetwatch::cli::Cli::parse();
     let code = fleetwatch::cli::run(cli).await;
     std::process::exit(code);

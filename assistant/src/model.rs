@@ -330,7 +330,7 @@ struct Reply {
 }
 
 fn build_client(cfg: &ModelConfig) -> Result<reqwest::Client, CallError> {
-    let mut builder = reqwest::Client::builder()
+    let mut builder = fleetwatch_signin::tls::client_builder()
         // Following a redirect would carry the key to wherever the answer points.
         .redirect(reqwest::redirect::Policy::none())
         .connect_timeout(cfg.request_timeout.min(Duration::from_secs(15)));

@@ -280,6 +280,8 @@ impl Reader {
             old.cancellation_token().cancel();
         }
         if slot.is_none() {
+            // rmcp builds its own HTTP client here, which needs the process's TLS provider.
+            fleetwatch_signin::tls::install_provider();
             let transport = StreamableHttpClientTransport::from_config(
                 StreamableHttpClientTransportConfig::with_uri(url.to_owned()).auth_header(bearer),
             );

@@ -274,7 +274,7 @@ fn load_policy() -> Arc<Policy> {
 }
 
 fn client_from(ip: Ipv4Addr) -> reqwest::Client {
-    reqwest::Client::builder()
+    fleetwatch_signin::tls::client_builder()
         .redirect(reqwest::redirect::Policy::none())
         .local_address(IpAddr::V4(ip))
         .build()

@@ -109,7 +109,7 @@ pub enum WriteAnswer {
 /// followed: the sandbox token and the write go to the configured URL or nowhere (a 307/308
 /// would re-send the write's body to another address).
 pub fn http_client() -> Result<reqwest::Client, String> {
-    reqwest::Client::builder()
+    fleetwatch_signin::tls::client_builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()
         .map_err(|e| format!("could not set up HTTPS: {e}"))

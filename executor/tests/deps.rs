@@ -44,6 +44,29 @@ fn resolved() -> BTreeSet<String> {
         .collect()
 }
 
+/// The executor's direct normal dependencies.
+fn direct() -> BTreeSet<String> {
+    cargo_tree(&["-f", "{p}", "--depth", "1"])
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|n| *n != "fleetwatch-executor")
+        .map(str::to_string)
+        .collect()
+}
+
+/// `name → reason` for every line of `executor/allowed-deps`.
+fn listed() -> Vec<(String, String)> {
+    std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/allowed-deps"))
+        .unwrap()
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+        .map(|l| {
+            let (name, reason) = l.split_once('#').unwrap_or((l, ""));
+            (name.trim().to_string(), reason.trim().to_string())
+        })
+        .collect()
+}
+
 fn allowed() -> BTreeSet<String> {
     std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/allowed-deps"))
         .unwrap()
@@ -76,6 +99,58 @@ fn every_dependency_is_listed_with_a_reason() {
         "crates in the executor's graph but not in executor/allowed-deps: {unlisted:?}"
     );
     assert!(resolved.len() > 10, "cargo tree output was not understood");
+    // A stale line would hide the next addition of that crate.
+    let stale: Vec<_> = allowed.difference(&resolved).collect();
+    assert!(
+        stale.is_empty(),
+        "executor/allowed-deps lists crates the graph no longer has: {stale:?}"
+    );
+    // Direct dependencies are the decisions: each says what it is for; the rest say via what.
+    let direct = direct();
+    assert!(direct.len() > 5, "cargo tree --depth 1 was not understood");
+    for (name, reason) in listed() {
+        if direct.contains(&name) {
+            assert!(
+                reason.starts_with("direct: ") && reason.len() > 20,
+                "direct dependency {name} needs a `direct: <what it is for>` reason: {reason:?}"
+            );
+        } else {
+            assert!(
+                reason.starts_with("via "),
+                "{name} is not a direct dependency; its reason says `via` what: {reason:?}"
+            );
+        }
+    }
+}
+
+/// What the trusted base was cut down from must not come back: a general JSON Schema library
+/// (and the regex engines and Unicode tables it brings), a derive-based argument parser, the
+/// aws-lc C library, log filter expressions and ICU.
+#[test]
+fn no_schema_library_clap_aws_lc_or_icu() {
+    let resolved = resolved();
+    for banned in [
+        "jsonschema",
+        "fancy-regex",
+        "regex",
+        "regex-automata",
+        "clap",
+        "clap_builder",
+        "aws-lc-rs",
+        "aws-lc-sys",
+        "icu_normalizer",
+        "icu_properties",
+        "matchers",
+    ] {
+        assert!(
+            !resolved.contains(banned),
+            "{banned} is back in the executor's graph"
+        );
+    }
+    assert!(
+        !resolved.iter().any(|n| n.starts_with("icu_")),
+        "ICU tables are back (idna_adapter must stay pinned to 1.0.0)"
+    );
 }
 
 #[test]
@@ -134,6 +209,24 @@ fn no_server_template_or_model_client() {
         ],
     );
     within("tower-http", &["follow-redirect", "futures-util", "tower"]);
+    // One fixed level, no filter expressions (they bring a regex engine).
+    within(
+        "tracing-subscriber",
+        &[
+            "alloc",
+            "fmt",
+            "registry",
+            "sharded-slab",
+            "std",
+            "thread_local",
+        ],
+    );
+    // rustls with the ring provider only.
+    within("rustls", &["log", "logging", "ring", "std", "tls12"]);
+    within(
+        "reqwest",
+        &["__rustls", "__tls", "json", "rustls-no-provider", "stream"],
+    );
     within(
         "rmcp",
         &[

@@ -9,6 +9,7 @@ use fleetwatch_protocol::claims::{
     self, ApprovalClaims, KeyId, SIGNING_DOMAIN, SignatureError, SignedApproval, TrustedKeys,
 };
 use fleetwatch_protocol::policy::Policy;
+use fleetwatch_protocol::schema::Schema;
 use fleetwatch_protocol::wire::{self, Request};
 use fleetwatch_protocol::{canonical, fleet, redact};
 
@@ -234,4 +235,70 @@ pub fn fleet(data: &[u8]) {
     let mut twice = once.clone();
     redact::redact_value(&mut twice);
     assert_eq!(once, twice, "redaction is not a fixed point");
+}
+
+/// The registry's schemas, read once: every read and propose entry of the shipped policy and
+/// of the fixture that has defaults and a length bound.
+static REGISTRY: LazyLock<Vec<(String, Schema, jsonschema::Validator)>> = LazyLock::new(|| {
+    let mut out = Vec::new();
+    for text in [
+        include_str!("../../tool_policy.yaml"),
+        include_str!("../../protocol/tests/data/policy_pending.yaml"),
+    ] {
+        let Ok(policy) = Policy::from_yaml(text) else {
+            continue;
+        };
+        let schemas = policy
+            .read_tools()
+            .map(|t| (t.name.clone(), t.schema.clone()))
+            .chain(
+                policy
+                    .propose_entries()
+                    .filter_map(|e| e.schema.clone().map(|s| (e.name.clone(), s))),
+            );
+        for (name, raw) in schemas {
+            if let (Ok(mine), Ok(theirs)) =
+                (Schema::compile(&raw), jsonschema::draft202012::new(&raw))
+            {
+                out.push((name, mine, theirs));
+            }
+        }
+    }
+    out
+});
+
+/// The hand-written JSON Schema subset against jsonschema on any JSON: every registry schema
+/// gives the same verdict on the value as both validators; and a value shaped
+/// `[schema, instance…]` whose schema the subset accepts must compile in jsonschema too and get
+/// the same verdict on each instance.
+pub fn schema(data: &[u8]) {
+    let Ok(value) = serde_json::from_slice::<serde_json::Value>(data) else {
+        return;
+    };
+    assert!(REGISTRY.len() >= 12, "the registry schemas did not load");
+    for (name, mine, theirs) in REGISTRY.iter() {
+        assert_eq!(
+            mine.is_valid(&value),
+            theirs.is_valid(&value),
+            "{name}: the subset and jsonschema disagree on {value}"
+        );
+    }
+    if let Some((schema, instances)) = value.as_array().and_then(|a| a.split_first())
+        && let Ok(mine) = Schema::compile(schema)
+    {
+        let theirs = jsonschema::draft202012::new(schema);
+        assert!(
+            theirs.is_ok(),
+            "the subset accepts a schema jsonschema refuses: {schema}"
+        );
+        if let Ok(theirs) = theirs {
+            for instance in instances {
+                assert_eq!(
+                    mine.is_valid(instance),
+                    theirs.is_valid(instance),
+                    "{schema}: the subset and jsonschema disagree on {instance}"
+                );
+            }
+        }
+    }
 }

@@ -2,7 +2,7 @@
 //!
 //! Everything both processes must judge identically lives here, once: canonical JSON
 //! ([`canonical`]), the signed approval ([`claims`]), the socket messages ([`wire`]), the tool
-//! registry ([`policy`]), the fleet-state model and fingerprint ([`fleet`]), the ID patterns
+//! registry ([`policy`]) and the JSON Schema subset its entries use ([`schema`]), the fleet-state model and fingerprint ([`fleet`]), the ID patterns
 //! ([`ids`]), the redaction rules ([`redact`]) and how each audit chain anchors the other
 //! ([`anchor`]). This crate does no I/O and runs no async
 //! runtime, so both sides can call it from anywhere and a reviewer can read it in isolation.
@@ -16,6 +16,7 @@ pub mod ids;
 pub mod policy;
 pub mod redact;
 pub mod refusal;
+pub mod schema;
 pub mod wire;
 
 pub use canonical::Canonical;

@@ -28,15 +28,16 @@
 //!     max_targets: 1              # required, positive integer
 //!     target: device_ids          # required: the argument naming devices or channels
 //!     schema_version: 1           # required, positive integer
-//!     schema: {…}                 # JSON Schema 2020-12, or the marker `pending-live-run`
+//!     schema: {…}                 # JSON Schema (the subset), or the marker `pending-live-run`
 //! ```
 //!
 //! Every mapping refuses unknown keys. Duplicate keys are refused by the YAML reader.
 //!
-//! Schemas (read and propose) must compile as draft 2020-12, have `type: object` at the top,
+//! Schemas (read and propose) use only the JSON Schema subset of [`crate::schema`] (draft
+//! 2020-12 meaning; any other keyword is refused, naming it), have `type: object` at the top,
 //! say `additionalProperties: false` on every node that could accept an object (a node with no
-//! `type`, `enum` or `const` could), avoid `patternProperties`, and anchor every `pattern` as a
-//! whole-value match (`^…$`, no top-level `|`, no inline flags). Numbers in schemas are integers
+//! `type`, `enum` or `const` could), and write every `pattern` as a whole-value match (`^…$`,
+//! no top-level `|`) in that module's small pattern syntax. Numbers in schemas are integers
 //! so every entry has a canonical form to digest. A propose schema's `target` property is
 //! required, has no `default`, and carries the master-ID or channel-ID pattern, directly on a
 //! string or on the `items` of an array. `disruptive_when` and `stops_recording` name one
@@ -60,6 +61,7 @@ use sha2::{Digest, Sha256};
 
 use crate::canonical::{self, Canonical};
 use crate::ids;
+use crate::schema::{self, Problem, Schema, Violation};
 
 /// Every write tool Epiphan's MCP server offers. None of them is ever a read tool.
 pub const EPIPHAN_WRITE_TOOLS: &[&str] = &[
@@ -115,8 +117,6 @@ pub const DEFAULT_LEAD_MINUTES: u32 = 30;
 pub const MAX_LEAD_MINUTES: u32 = 1440;
 /// The only file version this build reads.
 pub const POLICY_VERSION: u64 = 1;
-
-const JSON_SCHEMA_2020_12: &str = "https://json-schema.org/draft/2020-12/schema";
 
 /// Why `tool_policy.yaml` was refused. The message names the entry and the problem.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -188,7 +188,7 @@ pub struct ProposeEntry {
 #[derive(Debug, Clone)]
 struct Compiled {
     /// `None` for a `pending-live-run` entry.
-    validator: Option<jsonschema::Validator>,
+    validator: Option<Schema>,
     /// Every value the `disruptive_when` field's enum allows.
     when_enum: Vec<String>,
     digest: [u8; 32],
@@ -529,9 +529,7 @@ impl Policy {
             .ok_or_else(not_proposable)?;
 
         let filled = fill_defaults(schema, arguments);
-        if let Some(error) = validator.iter_errors(&filled).next() {
-            return Err(schema_error(&error));
-        }
+        validator.validate(&filled).map_err(schema_error)?;
         let canonical = canonical::from_value(&filled)?;
 
         let field = entry.target.as_str();
@@ -673,7 +671,7 @@ fn check_propose(
     name: &str,
     raw: RawPropose,
     disruptive_list: &BTreeSet<String>,
-) -> Result<(ProposeEntry, Vec<String>, Option<jsonschema::Validator>), PolicyError> {
+) -> Result<(ProposeEntry, Vec<String>, Option<Schema>), PolicyError> {
     non_blank(name, "category", &raw.category)?;
     non_blank(name, "description", &raw.description)?;
     non_blank(name, "target", &raw.target)?;
@@ -795,11 +793,7 @@ fn check_field_values(
 }
 
 /// Checks a schema's shape, compiles it, and (for a propose entry) checks its target field.
-fn check_schema(
-    name: &str,
-    schema: &Value,
-    target: Option<&str>,
-) -> Result<jsonschema::Validator, PolicyError> {
+fn check_schema(name: &str, schema: &Value, target: Option<&str>) -> Result<Schema, PolicyError> {
     let top = schema
         .as_object()
         .ok_or_else(|| refuse(name, "schema must be a mapping"))?;
@@ -807,18 +801,20 @@ fn check_schema(
         return Err(refuse(name, "schema must say type: object at the top"));
     }
     if let Some(declared) = top.get("$schema")
-        && declared.as_str() != Some(JSON_SCHEMA_2020_12)
+        && declared.as_str() != Some(schema::DRAFT_2020_12)
     {
         return Err(refuse(
             name,
-            format!("schema must be draft 2020-12 ({JSON_SCHEMA_2020_12})"),
+            format!("schema must be draft 2020-12 ({})", schema::DRAFT_2020_12),
         ));
     }
     walk_schema(schema, "", &mut |path, problem| {
         refuse(name, format!("schema at {}: {problem}", display_path(path)))
     })?;
-    let validator = jsonschema::draft202012::new(schema)
-        .map_err(|e| refuse(name, format!("schema does not compile: {}", e.masked())))?;
+    // The subset validator refuses every keyword it does not implement, naming it, so no
+    // part of a schema can load and then be ignored.
+    let validator = Schema::compile(schema)
+        .map_err(|e| refuse(name, format!("schema does not compile: {e}")))?;
     if let Some(field) = target {
         check_target(name, top, field)?;
     }
@@ -944,28 +940,9 @@ fn is_secret_name(name: &str) -> bool {
         || SECRET_WORDS.contains(&joined.as_str())
 }
 
-/// Keywords whose value is one subschema.
-const ONE_SUBSCHEMA: &[&str] = &[
-    "items",
-    "additionalProperties",
-    "contains",
-    "not",
-    "if",
-    "then",
-    "else",
-    "propertyNames",
-    "unevaluatedItems",
-    "unevaluatedProperties",
-    "contentSchema",
-    "additionalItems",
-];
-/// Keywords whose value is a list of subschemas.
-const LIST_OF_SUBSCHEMAS: &[&str] = &["allOf", "anyOf", "oneOf", "prefixItems"];
-/// Keywords whose value maps names to subschemas.
-const MAP_OF_SUBSCHEMAS: &[&str] = &["properties", "$defs", "definitions", "dependentSchemas"];
-
-/// Walks every subschema, refusing object nodes that allow unlisted properties, unanchored
-/// patterns and non-integer numbers.
+/// Walks every subschema (`properties` and `items`, the only keywords of the subset that hold
+/// one; [`Schema::compile`] refuses the others), refusing object nodes that allow unlisted
+/// properties and non-integer numbers.
 fn walk_schema(
     node: &Value,
     path: &str,
@@ -977,14 +954,11 @@ fn walk_schema(
         Value::Object(object) => object,
         _ => return Err(fail(path, "a subschema must be a mapping")),
     };
-    let typed = match object.get("type") {
-        Some(Value::String(t)) => Some(vec![t.as_str()]),
-        Some(Value::Array(ts)) => Some(ts.iter().filter_map(Value::as_str).collect()),
-        _ => None,
-    };
     let restricted = object.contains_key("enum") || object.contains_key("const");
-    let may_be_object = match &typed {
-        Some(types) => types.contains(&"object"),
+    let may_be_object = match object.get("type") {
+        Some(Value::String(t)) => t == "object",
+        // A list of types is refused by the compiler; judge it as possibly an object here.
+        Some(_) => true,
         None => !restricted,
     };
     if may_be_object && object.get("additionalProperties") != Some(&Value::Bool(false)) {
@@ -999,31 +973,9 @@ fn walk_schema(
     for (key, value) in object {
         let here = format!("{path}/{key}");
         match key.as_str() {
-            "pattern" => {
-                let pattern = value
-                    .as_str()
-                    .ok_or_else(|| fail(&here, "a pattern must be a string"))?;
-                if !is_full_match(pattern) {
-                    return Err(fail(
-                        &here,
-                        "a pattern must match the whole value: ^…$, no top-level |, no flags",
-                    ));
-                }
-            }
-            k if ONE_SUBSCHEMA.contains(&k) => {
-                if !(k == "additionalProperties" && value == &Value::Bool(false)) {
-                    walk_schema(value, &here, fail)?;
-                }
-            }
-            k if LIST_OF_SUBSCHEMAS.contains(&k) => {
-                let items = value
-                    .as_array()
-                    .ok_or_else(|| fail(&here, "must be a list of subschemas"))?;
-                for (i, item) in items.iter().enumerate() {
-                    walk_schema(item, &format!("{here}/{i}"), fail)?;
-                }
-            }
-            k if MAP_OF_SUBSCHEMAS.contains(&k) => {
+            "items" => walk_schema(value, &here, fail)?,
+            "additionalProperties" => {}
+            "properties" => {
                 let map = value
                     .as_object()
                     .ok_or_else(|| fail(&here, "must map names to subschemas"))?;
@@ -1053,41 +1005,6 @@ fn check_integers(
     }
 }
 
-/// True when `pattern` can only match a whole value: it starts with `^`, ends with an
-/// unescaped `$`, has no `|` outside groups and classes (`^a|b$` matches any text holding a
-/// `b`-suffix), and no inline flags (`(?m)` lets `$` match before a newline).
-fn is_full_match(pattern: &str) -> bool {
-    let Some(body) = pattern.strip_prefix('^').and_then(|p| p.strip_suffix('$')) else {
-        return false;
-    };
-    if pattern.contains("(?") {
-        return false;
-    }
-    let mut depth: i64 = 0;
-    let mut in_class = false;
-    let mut escaped = false;
-    for c in body.chars() {
-        if escaped {
-            escaped = false;
-            continue;
-        }
-        match c {
-            '\\' => escaped = true,
-            '[' if !in_class => in_class = true,
-            ']' if in_class => in_class = false,
-            '(' if !in_class => depth += 1,
-            ')' if !in_class => depth -= 1,
-            '|' if !in_class && depth == 0 => return false,
-            _ => {}
-        }
-        if depth < 0 {
-            return false;
-        }
-    }
-    // A trailing backslash in the body means the final `$` was escaped.
-    !escaped && !in_class && depth == 0
-}
-
 // ---- validation helpers --------------------------------------------------------------------
 
 /// Fills missing top-level properties that have a `default` in the schema.
@@ -1109,8 +1026,8 @@ fn fill_defaults(schema: &Value, arguments: &Value) -> Value {
 }
 
 /// Names the field an error is about; never echoes the value (it may be long or secret).
-fn schema_error(error: &jsonschema::ValidationError<'_>) -> ArgumentError {
-    let pointer = error.instance_path().as_str().trim_start_matches('/');
+fn schema_error(violation: Violation) -> ArgumentError {
+    let pointer = violation.pointer();
     let prefix = |name: &str| {
         if pointer.is_empty() {
             name.to_owned()
@@ -1118,25 +1035,14 @@ fn schema_error(error: &jsonschema::ValidationError<'_>) -> ArgumentError {
             format!("{pointer}/{name}")
         }
     };
-    match error.kind() {
-        jsonschema::error::ValidationErrorKind::AdditionalProperties { unexpected } => {
-            ArgumentError::Schema {
-                field: prefix(unexpected.first().map(String::as_str).unwrap_or("?")),
-                problem: "is not an allowed argument".to_owned(),
-            }
-        }
-        jsonschema::error::ValidationErrorKind::Required { property } => ArgumentError::Schema {
-            field: prefix(property.as_str().unwrap_or("?")),
-            problem: "is required".to_owned(),
-        },
-        _ => ArgumentError::Schema {
-            field: if pointer.is_empty() {
-                "arguments".to_owned()
-            } else {
-                pointer.to_owned()
-            },
-            problem: error.masked().to_string(),
-        },
+    let field = match &violation.problem {
+        Problem::Unexpected(name) | Problem::Required(name) => prefix(name),
+        _ if pointer.is_empty() => "arguments".to_owned(),
+        _ => pointer.clone(),
+    };
+    ArgumentError::Schema {
+        field,
+        problem: violation.problem.to_string(),
     }
 }
 
@@ -1183,22 +1089,6 @@ fn digest_of(entry: &str, value: &Value) -> Result<[u8; 32], PolicyError> {
 
 #[cfg(test)]
 mod tests {
-    use super::is_full_match;
-
-    #[test]
-    fn full_match_patterns() {
-        assert!(is_full_match("^[0-9a-f]{8,32}$"));
-        assert!(is_full_match("^(start|stop)$"));
-        assert!(is_full_match("^[|]$"));
-        assert!(!is_full_match("[0-9a-f]{8,32}$"));
-        assert!(!is_full_match("^[0-9a-f]{8,32}"));
-        assert!(!is_full_match("^a|b$"));
-        assert!(!is_full_match("^a\\$"));
-        assert!(!is_full_match("(?m)^a$"));
-        assert!(!is_full_match("^(?m)a$"));
-        assert!(!is_full_match("^a)($"));
-    }
-
     #[test]
     fn secret_names() {
         use super::is_secret_name;

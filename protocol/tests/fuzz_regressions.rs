@@ -32,7 +32,7 @@ use fleetwatch_protocol::wire::{
 };
 use proptest::prelude::*;
 
-const TARGETS: [&str; 5] = ["frame", "claims", "canonical", "policy", "fleet"];
+const TARGETS: [&str; 6] = ["frame", "claims", "canonical", "policy", "fleet", "schema"];
 
 /// Largest seed file and largest corpus folder the repository carries.
 const MAX_SEED_BYTES: u64 = 64 * 1024;
@@ -65,6 +65,7 @@ fn check(target: &str, data: &[u8]) {
         "canonical" => checks::canonical(data),
         "policy" => checks::policy(data),
         "fleet" => checks::fleet(data),
+        "schema" => checks::schema(data),
         other => panic!("no target {other}"),
     }
 }
@@ -316,11 +317,13 @@ fn committed_seeds_are_valid_inputs() {
     }
     let policy = std::fs::read_to_string(corpus_dir("policy").join("tool_policy.yaml")).unwrap();
     Policy::from_yaml(&policy).expect("the shipped policy seed loads");
-    for (name, bytes) in seeds("fleet") {
-        assert!(
-            serde_json::from_slice::<serde_json::Value>(&bytes).is_ok(),
-            "fleet/{name} is not JSON"
-        );
+    for target in ["fleet", "schema"] {
+        for (name, bytes) in seeds(target) {
+            assert!(
+                serde_json::from_slice::<serde_json::Value>(&bytes).is_ok(),
+                "{target}/{name} is not JSON"
+            );
+        }
     }
 }
 
@@ -480,5 +483,19 @@ proptest! {
     #[test]
     fn policy_loader_never_panics_and_is_deterministic(data in hostile_text("policy")) {
         checks::policy(&data);
+    }
+}
+
+proptest! {
+    #![proptest_config(cases(512))]
+
+    #[test]
+    fn schema_subset_and_jsonschema_agree(
+        data in prop_oneof![
+            json_value().prop_map(|v| serde_json::to_vec(&v).unwrap()),
+            hostile_text("schema"),
+        ]
+    ) {
+        checks::schema(&data);
     }
 }

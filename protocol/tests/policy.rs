@@ -1159,3 +1159,56 @@ fn editing_a_read_tool_changes_the_whole_digest() {
     assert_ne!(before.whole_digest(), after.whole_digest());
     assert_eq!(before.digest("batch_reboot"), after.digest("batch_reboot"));
 }
+
+// ---- the schema subset ---------------------------------------------------------------------
+
+#[test]
+fn refuses_every_keyword_the_validator_does_not_implement() {
+    // Each of these would be accepted by a general validator and ignored (or enforced) by it;
+    // the executor's subset implements none of them, so loading must stop and name it.
+    for (keyword, value) in [
+        ("format", json!("date-time")),
+        ("anyOf", json!([{"type": "string"}])),
+        ("oneOf", json!([{"type": "string"}])),
+        ("allOf", json!([{"type": "string"}])),
+        ("not", json!({"type": "integer"})),
+        ("$ref", json!("#/$defs/x")),
+        ("multipleOf", json!(2)),
+        ("exclusiveMinimum", json!(0)),
+        ("uniqueItems", json!(true)),
+        ("contains", json!({"type": "string"})),
+        ("prefixItems", json!([{"type": "string"}])),
+        ("minProperties", json!(1)),
+        ("propertyNames", json!({"maxLength": 3})),
+        ("dependentRequired", json!({"a": ["b"]})),
+        ("if", json!({"type": "string"})),
+        ("examples", json!(["x"])),
+        ("contentEncoding", json!("base64")),
+        ("unevaluatedProperties", json!(false)),
+    ] {
+        let mut v = shipped_value();
+        entry_mut(
+            &mut v,
+            "/propose/confirm_cms_event_on_device/schema/properties/event_id",
+        )
+        .insert(keyword.into(), value);
+        let text = refused(&v, "confirm_cms_event_on_device");
+        assert!(text.contains(keyword), "{keyword}: {text}");
+        assert!(text.contains("/properties/event_id"), "{keyword}: {text}");
+    }
+    // A keyword that cannot apply to the declared type would be ignored just the same.
+    let mut v = shipped_value();
+    entry_mut(
+        &mut v,
+        "/propose/confirm_cms_event_on_device/schema/properties/event_id",
+    )
+    .insert("maxItems".into(), json!(1));
+    let text = refused(&v, "confirm_cms_event_on_device");
+    assert!(text.contains("maxItems"), "{text}");
+    // And a read schema is held to the same subset.
+    let mut v = shipped_value();
+    entry_mut(&mut v, "/read/get_device_info/schema/properties/device_id")
+        .insert("format".into(), json!("hostname"));
+    let text = refused(&v, "get_device_info");
+    assert!(text.contains("format"), "{text}");
+}

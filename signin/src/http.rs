@@ -12,7 +12,7 @@ use crate::Secret;
 const MAX_BODY: usize = 256 * 1024;
 
 pub(crate) fn client(timeout: Duration) -> Result<reqwest::Client, String> {
-    reqwest::Client::builder()
+    crate::tls::client_builder()
         .redirect(reqwest::redirect::Policy::none())
         .timeout(timeout)
         .connect_timeout(timeout.min(Duration::from_secs(10)))

@@ -33,6 +33,7 @@ mod http;
 pub mod login;
 mod secret;
 pub mod slot;
+pub mod tls;
 
 pub use login::{LoginDone, LoginOptions, login, login_with};
 pub use secret::Secret;

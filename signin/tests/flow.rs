@@ -35,7 +35,7 @@ fn state_dir() -> tempfile::TempDir {
 fn browse(url: &str, extra: &str) {
     let url = format!("{url}{extra}");
     tokio::spawn(async move {
-        let client = reqwest::Client::new();
+        let client = fleetwatch_signin::tls::client_builder().build().unwrap();
         let page = client.get(&url).send().await.unwrap();
         assert!(page.status().is_success(), "{}", page.status());
     });
@@ -55,6 +55,7 @@ async fn devices_seen(sim: &SimHandle, token: &str) -> usize {
     use rmcp::ServiceExt as _;
     use rmcp::transport::StreamableHttpClientTransport;
     use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    fleetwatch_signin::tls::install_provider();
     let transport = StreamableHttpClientTransport::from_config(
         StreamableHttpClientTransportConfig::with_uri(sim.mcp_url()).auth_header(token.to_string()),
     );
@@ -120,7 +121,9 @@ async fn a_token_near_expiry_is_renewed_and_the_old_refresh_token_is_spent() {
     assert_eq!(sim.token_calls().refreshes, 1);
     // Replaying the spent refresh token is refused by the server (rotation).
     let old: serde_json::Value = serde_json::from_str(&before).unwrap();
-    let answer = reqwest::Client::new()
+    let answer = fleetwatch_signin::tls::client_builder()
+        .build()
+        .unwrap()
         .post(format!("{}/token", sim.base_url()))
         .header("content-type", "application/x-www-form-urlencoded")
         .body(format!(
@@ -215,7 +218,12 @@ async fn a_wrong_state_stores_nothing() {
         // Swap the state: the callback must refuse the answer.
         let url = url::replace_state(url);
         tokio::spawn(async move {
-            let _ = reqwest::get(&url).await;
+            let _ = fleetwatch_signin::tls::client_builder()
+                .build()
+                .unwrap()
+                .get(&url)
+                .send()
+                .await;
         });
     })
     .await
@@ -258,6 +266,7 @@ async fn an_expired_access_token_is_refused_in_band() {
     use rmcp::ServiceExt as _;
     use rmcp::transport::StreamableHttpClientTransport;
     use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    fleetwatch_signin::tls::install_provider();
     let transport = StreamableHttpClientTransport::from_config(
         StreamableHttpClientTransportConfig::with_uri(sim.mcp_url())
             .auth_header(record["access_token"].as_str().unwrap().to_string()),
@@ -277,7 +286,13 @@ async fn an_expired_access_token_is_refused_in_band() {
     );
     let _ = client.cancel().await;
     // Without any token: HTTP 401 naming the resource metadata.
-    let answer = reqwest::get(sim.mcp_url()).await.unwrap();
+    let answer = fleetwatch_signin::tls::client_builder()
+        .build()
+        .unwrap()
+        .get(sim.mcp_url())
+        .send()
+        .await
+        .unwrap();
     assert_eq!(answer.status(), 401);
     let challenge = answer.headers()["www-authenticate"].to_str().unwrap();
     assert!(

@@ -5,6 +5,17 @@ use std::process::{Child, Command, Stdio};
 
 use serde_json::{Value, json};
 
+/// An HTTP client, with the TLS provider the workspace's processes install (reqwest is built
+/// without one of its own).
+fn http() -> reqwest::Client {
+    install_tls();
+    reqwest::Client::new()
+}
+
+fn install_tls() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
 struct Running(Child);
 
 impl Drop for Running {
@@ -44,6 +55,7 @@ async fn mcp_read(url: &str, token: &str, tool: &str) -> Value {
     use rmcp::model::{CallToolRequestParams, ClientConfig};
     use rmcp::transport::StreamableHttpClientTransport;
     use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    install_tls();
     let transport = StreamableHttpClientTransport::from_config(
         StreamableHttpClientTransportConfig::with_uri(url.to_string()).auth_header(token),
     );
@@ -82,7 +94,7 @@ async fn serve_demo_prints_url_then_tokens() {
     // The control token printed on line two opens /control.
     let token = lines[1].trim_start_matches("control token: ");
     let base = url.trim_end_matches("/mcp");
-    let calls: Value = reqwest::Client::new()
+    let calls: Value = http()
         .get(format!("{base}/control/calls"))
         .header("x-control-token", token)
         .send()
@@ -143,7 +155,7 @@ async fn model_command_serves_the_script_file() {
     let (_child, lines, _) = spawn(&["model", "--script", script.to_str().unwrap()]);
     let base = &lines[0];
     assert!(base.starts_with("http://127.0.0.1:"), "first line: {base}");
-    let reply: Value = reqwest::Client::new()
+    let reply: Value = http()
         .post(format!("{base}/v1/messages"))
         .json(&json!({"model": "m", "messages": []}))
         .send()
@@ -160,7 +172,7 @@ async fn model_offline_answers_from_rules() {
     let (_child, lines, _) = spawn(&["model", "--offline"]);
     let base = &lines[0];
     assert!(base.starts_with("http://127.0.0.1:"), "first line: {base}");
-    let reply: Value = reqwest::Client::new()
+    let reply: Value = http()
         .post(format!("{base}/v1/messages"))
         .json(&json!({
             "model": "m",

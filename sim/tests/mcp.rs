@@ -11,6 +11,17 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use rmcp::{ServiceError, ServiceExt};
 use serde_json::{Value, json};
 
+/// An HTTP client, with the TLS provider the workspace's processes install (reqwest is built
+/// without one of its own).
+fn http() -> reqwest::Client {
+    install_tls();
+    reqwest::Client::new()
+}
+
+fn install_tls() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
 type Client = RunningService<RoleClient, ClientConfig>;
 
 /// Generous: the machine is shared; nothing here measures speed.
@@ -21,6 +32,7 @@ async fn connect(sim: &SimHandle, token: Option<&str>) -> Result<Client, String>
     if let Some(token) = token {
         config = config.auth_header(token);
     }
+    install_tls();
     let transport = StreamableHttpClientTransport::from_config(config);
     match tokio::time::timeout(DEADLINE, ClientConfig::default().serve(transport)).await {
         Ok(Ok(client)) => Ok(client),
@@ -207,7 +219,7 @@ async fn wrong_or_missing_token_is_refused() {
     assert!(connect(&sim, Some("not-a-team-token")).await.is_err());
     assert!(connect(&sim, None).await.is_err());
     // A raw request shows the refusal is an HTTP 401 before MCP is involved.
-    let response = reqwest::Client::new()
+    let response = http()
         .post(sim.mcp_url())
         .header("authorization", "Bearer normal-token-but-longer")
         .header("content-type", "application/json")
@@ -606,7 +618,7 @@ async fn control_helpers_change_what_reads_return() {
 #[tokio::test]
 async fn control_endpoint_needs_its_token() {
     let sim = fleetwatch_sim::start(SimConfig::demo()).await.unwrap();
-    let http = reqwest::Client::new();
+    let http = http();
     let base = sim.base_url();
     let refused = http
         .get(format!("{base}/control/calls"))

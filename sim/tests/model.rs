@@ -3,6 +3,17 @@
 use fleetwatch_sim::model;
 use serde_json::{Value, json};
 
+/// An HTTP client, with the TLS provider the workspace's processes install (reqwest is built
+/// without one of its own).
+fn http() -> reqwest::Client {
+    install_tls();
+    reqwest::Client::new()
+}
+
+fn install_tls() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
 #[tokio::test]
 async fn answers_the_script_in_order_and_records_requests() {
     let script = vec![
@@ -10,7 +21,7 @@ async fn answers_the_script_in_order_and_records_requests() {
         model::text_reply("Courtroom 2 is recording."),
     ];
     let server = model::start(script).await.unwrap();
-    let http = reqwest::Client::new();
+    let http = http();
     let url = format!("{}/v1/messages", server.url());
     let first_request = json!({
         "model": "claude-sim",

@@ -15,6 +15,17 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::{Value, json};
 
+/// An HTTP client, with the TLS provider the workspace's processes install (reqwest is built
+/// without one of its own).
+fn http() -> reqwest::Client {
+    install_tls();
+    reqwest::Client::new()
+}
+
+fn install_tls() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
 type Client = RunningService<RoleClient, ClientConfig>;
 
 /// Generous: the machine is shared; nothing here measures speed.
@@ -186,6 +197,7 @@ impl Harness {
         let sim = fleetwatch_sim::start(config).await.unwrap();
         let config = StreamableHttpClientTransportConfig::with_uri(sim.mcp_url())
             .auth_header("normal-token");
+        install_tls();
         let transport = StreamableHttpClientTransport::from_config(config);
         let client = tokio::time::timeout(DEADLINE, ClientConfig::default().serve(transport))
             .await
@@ -201,7 +213,7 @@ impl Harness {
             _sim: sim,
             client,
             model,
-            http: reqwest::Client::new(),
+            http: http(),
             policy: policy(),
             devices,
             endpoints,
@@ -924,7 +936,7 @@ async fn hostile_names_stay_data() {
 #[tokio::test]
 async fn requests_the_api_would_refuse() {
     let server = model::start_offline().await.unwrap();
-    let http = reqwest::Client::new();
+    let http = http();
     let url = format!("{}/v1/messages", server.url());
     let bad = http.post(&url).body("not json").send().await.unwrap();
     assert_eq!(bad.status(), 400);

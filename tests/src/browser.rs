@@ -71,6 +71,8 @@ pub async fn launch(extra_args: &[&str]) -> Option<TestBrowser> {
         .args(args)
         .build()
         .expect("browser config");
+    // chromiumoxide asks Chromium for its debugging address with its own HTTP client.
+    fleetwatch_signin::tls::install_provider();
     let (browser, mut handler) = Browser::launch(config)
         .await
         .unwrap_or_else(|e| panic!("{} did not start: {e}", executable.display()));

@@ -7,6 +7,7 @@ pub mod binaries;
 pub mod browser;
 pub mod faults;
 pub mod page;
+pub mod size;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -57,6 +58,16 @@ pub fn random_id() -> [u8; 16] {
 /// Unix seconds now.
 pub fn now() -> i64 {
     jiff::Timestamp::now().as_second()
+}
+
+/// An HTTP client builder for test code, with the TLS provider both processes use installed.
+pub fn http_client_builder() -> reqwest::ClientBuilder {
+    fleetwatch_signin::tls::client_builder()
+}
+
+/// A plain GET, as `reqwest::get` does, with the TLS provider installed.
+pub async fn http_get(url: impl reqwest::IntoUrl) -> reqwest::Result<reqwest::Response> {
+    http_client_builder().build()?.get(url).send().await
 }
 
 /// Canonical JSON text of a value.
@@ -141,6 +152,7 @@ impl Harness {
 
     /// Starts the simulator and writes the executor's files, without starting it.
     pub async fn prepare(setup: Setup) -> Harness {
+        fleetwatch_signin::tls::install_provider();
         let sim = fleetwatch_sim::start(setup.sim.clone())
             .await
             .expect("simulator starts");
@@ -207,7 +219,7 @@ impl Harness {
         let mut cmd = Command::new(executor_binary());
         cmd.env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .env("RUST_LOG", "info")
+            .env("FLEETWATCH_LOG", "info")
             .env("FLEETWATCH_EXECUTOR_CONFIG", &self.config)
             .env("FLEETWATCH_EPIPHAN_URL", self.sim.mcp_url())
             .env("FLEETWATCH_ALLOW_LOOPBACK_HTTP", "1")

@@ -207,7 +207,7 @@ impl Page {
             serve: child,
             _model: model,
             origin: format!("http://127.0.0.1:{port}"),
-            client: reqwest::Client::builder()
+            client: crate::http_client_builder()
                 .redirect(reqwest::redirect::Policy::none())
                 .build()
                 .expect("client"),

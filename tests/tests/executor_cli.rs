@@ -492,3 +492,29 @@ async fn doctor_asks_the_running_executor_without_leaving_an_audit_row() {
         "{said}"
     );
 }
+
+/// `FLEETWATCH_LOG` is one level word; anything else (a filter expression) is named in a
+/// warning and the executor logs at `info`, so a typo can neither silence it nor fail it.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_log_level_is_one_word() {
+    let started = |level: &'static str| async move {
+        let mut h = Harness::prepare(Setup {
+            env: vec![("FLEETWATCH_LOG".into(), level.into())],
+            ..Setup::default()
+        })
+        .await;
+        h.spawn();
+        h.wait_ready().await;
+        h.kill();
+        h.log_text()
+    };
+    let info = started("info").await;
+    assert!(info.contains("executor listening"), "{info}");
+    let warn = started("warn").await;
+    assert!(!warn.contains("executor listening"), "{warn}");
+    let odd = started("fleetwatch_executor=debug").await;
+    assert!(
+        odd.contains("FLEETWATCH_LOG is not one of") && odd.contains("executor listening"),
+        "{odd}"
+    );
+}

@@ -69,7 +69,7 @@ async fn login(state: &Path, url: &str) -> String {
     })
     .await
     .unwrap();
-    let page = reqwest::get(format!("{address}&team=normal"))
+    let page = fleetwatch_e2e::http_get(format!("{address}&team=normal"))
         .await
         .unwrap();
     assert!(page.status().is_success());

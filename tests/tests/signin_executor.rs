@@ -98,7 +98,9 @@ async fn finish(login: Login) -> Finished {
 /// Plays the browser: opens the address (choosing a team) and follows the redirect back to the
 /// loopback callback.
 async fn consent(url: &str, team: &str) -> String {
-    let page = reqwest::get(format!("{url}&team={team}")).await.unwrap();
+    let page = fleetwatch_e2e::http_get(format!("{url}&team={team}"))
+        .await
+        .unwrap();
     assert!(page.status().is_success(), "{}", page.status());
     page.text().await.unwrap()
 }
@@ -255,10 +257,10 @@ async fn the_callback_answers_only_its_path_and_refuses_a_wrong_state() {
         .unwrap();
     let base = redirect.trim_end_matches("/callback").to_string();
     assert!(base.starts_with("http://127.0.0.1:"), "{redirect}");
-    let other = reqwest::get(format!("{base}/")).await.unwrap();
+    let other = fleetwatch_e2e::http_get(format!("{base}/")).await.unwrap();
     assert_eq!(other.status(), 404);
     assert_eq!(other.text().await.unwrap(), "Not found.\n");
-    let forged = reqwest::get(format!("{redirect}?code=sim-code-forged&state=forged"))
+    let forged = fleetwatch_e2e::http_get(format!("{redirect}?code=sim-code-forged&state=forged"))
         .await
         .unwrap();
     assert_eq!(forged.status(), 400);

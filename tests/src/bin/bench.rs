@@ -16,6 +16,11 @@
 //! * a 10,000-device team parsed, redacted and fingerprinted in a child process (its peak RSS
 //!   is its own);
 //! * 10,000 malformed frames from another process, and what they do to a valid approval.
+//!
+//! `bench --trusted-base [--root CHECKOUT] [--executor BINARY]` prints instead what a reviewer
+//! of the executor has to read: its third-party crates, its idle RSS (median of three starts)
+//! and the lines of this project's code it links, against their targets. `--root` counts
+//! another checkout (say, an older commit) and `--executor` measures a binary built there.
 #![forbid(unsafe_code)]
 
 use std::io::{Read, Write};
@@ -25,6 +30,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use fleetwatch_e2e::faults::proc_status_kib;
+use fleetwatch_e2e::size;
 use fleetwatch_e2e::{canonical, frame, now, random_id, send, sign, test_key, workspace_root};
 use fleetwatch_protocol::claims::{self, ApprovalClaims};
 use fleetwatch_protocol::wire::{DescribeRequest, ExecuteRequest, OutcomeKind, Request, Response};
@@ -42,6 +48,8 @@ const TARGET_ASSISTANT_RSS_MIB: f64 = 40.0;
 const TARGET_COLD_START_MS: f64 = 20.0;
 const TARGET_FLEET_MS: f64 = 50.0;
 const TARGET_FLOOD_DELAY_MS: f64 = 10.0;
+const TARGET_EXECUTOR_CRATES: usize = 110;
+const TARGET_LINKED_LINES: usize = 5_000;
 
 const FLEET_DEVICES: usize = 10_000;
 const FLOOD_FRAMES: usize = 10_000;
@@ -52,6 +60,26 @@ fn main() {
         Some("--child-fleet") => child_fleet(Path::new(
             args.get(2).map(String::as_str).unwrap_or_default(),
         )),
+        Some("--trusted-base") => {
+            let mut root = workspace_root();
+            let mut executor = None;
+            let mut it = args.iter().skip(2);
+            while let Some(a) = it.next() {
+                match a.as_str() {
+                    "--root" => root = it.next().map(PathBuf::from).unwrap_or(root),
+                    "--executor" => executor = it.next().map(PathBuf::from),
+                    other => {
+                        eprintln!("unknown argument {other}; see --help");
+                        std::process::exit(2);
+                    }
+                }
+            }
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+                .expect("tokio runtime");
+            runtime.block_on(trusted_base(root, executor));
+        }
         Some("--child-flood") => child_flood(
             Path::new(args.get(2).map(String::as_str).unwrap_or_default()),
             args.get(3)
@@ -73,7 +101,7 @@ fn main() {
                     "--dir" => dir = it.next().map(PathBuf::from),
                     "-h" | "--help" => {
                         println!(
-                            "bench [--approvals N] [--dir PATH]\n  N approvals (default 1000, or FLEETWATCH_BENCH_APPROVALS); state folders under PATH (default: the system temp folder)"
+                            "bench [--approvals N] [--dir PATH]\n  N approvals (default 1000, or FLEETWATCH_BENCH_APPROVALS); state folders under PATH (default: the system temp folder)\nbench --trusted-base [--root CHECKOUT] [--executor BINARY]\n  the executor's crates, idle RSS and linked lines against their targets"
                         );
                         return;
                     }
@@ -228,7 +256,8 @@ fn chmod(path: &Path, mode: u32) {
 }
 
 impl Rig {
-    async fn new(base: Option<&Path>) -> Rig {
+    /// The rig around `exe`, or around the deploy build of this checkout when `None`.
+    async fn new(base: Option<&Path>, exe: Option<PathBuf>) -> Rig {
         let sim = fleetwatch_sim::start(SimConfig::demo())
             .await
             .expect("simulator");
@@ -277,7 +306,7 @@ impl Rig {
             log: dir.path().join("executor.log"),
             _dir: dir,
             sim,
-            exe: deploy_binary("fleetwatch-executor", "fleetwatch-executor"),
+            exe: exe.unwrap_or_else(|| deploy_binary("fleetwatch-executor", "fleetwatch-executor")),
             socket,
             state,
             config,
@@ -297,6 +326,9 @@ impl Rig {
         let child = Command::new(&self.exe)
             .env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("FLEETWATCH_LOG", "warn")
+            // An executor built before FLEETWATCH_LOG read RUST_LOG; `--trusted-base --executor`
+            // may measure one.
             .env("RUST_LOG", "warn")
             .env("FLEETWATCH_EXECUTOR_CONFIG", &self.config)
             .env("FLEETWATCH_EPIPHAN_URL", self.sim.mcp_url())
@@ -395,7 +427,7 @@ struct WritePath {
 }
 
 async fn run(approvals: usize, base: Option<PathBuf>) {
-    let mut rig = Rig::new(base.as_deref()).await;
+    let mut rig = Rig::new(base.as_deref(), None).await;
     let devices: Vec<String> = rig.allowlist.clone();
 
     // Cold start, a few times (the first also creates the database).
@@ -463,7 +495,9 @@ async fn run(approvals: usize, base: Option<PathBuf>) {
     let mut http_client = Vec::new();
     for _ in 0..100 {
         let t = Instant::now();
-        let client = reqwest::Client::builder().build().expect("http client");
+        let client = fleetwatch_e2e::http_client_builder()
+            .build()
+            .expect("http client");
         http_client.push(us(t.elapsed()));
         drop(client);
     }
@@ -1059,4 +1093,95 @@ fn child_fleet(dir: &Path) {
     assert!(canonical.as_str().len() > n);
     let peak = proc_status_kib("self", "VmHWM").unwrap_or(0);
     println!("{parse_ms:.3} {redact_ms:.3} {fingerprint_ms:.3} {peak} {base}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// --trusted-base
+
+/// Idle RSS in MiB of one start: spawned, answering `Status`, then left alone for 300 ms (the
+/// same moment the write-path run reads it).
+async fn idle_rss(rig: &mut Rig) -> f64 {
+    rig.kill();
+    rig.spawn();
+    rig.ready(Instant::now()).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let kib = proc_status_kib(&rig.pid(), "VmRSS").unwrap_or(0);
+    rig.kill();
+    kib as f64 / 1024.0
+}
+
+async fn trusted_base(root: PathBuf, executor: Option<PathBuf>) {
+    let crates = match size::crates(&root) {
+        Ok(c) => c,
+        Err(e) => panic!("cargo tree in {}: {e}", root.display()),
+    };
+    let files = size::linked_lines(&root).expect("sources");
+    let mut rig = Rig::new(None, executor).await;
+    let mut rss = Vec::new();
+    for _ in 0..3 {
+        rss.push(idle_rss(&mut rig).await);
+    }
+    rss.sort_by(f64::total_cmp);
+    let median = rss[1];
+
+    println!("checkout: {}", root.display());
+    println!("executor: {}", rig.exe.display());
+    let total: usize = files.iter().map(|f| f.lines).sum();
+    let mut t = Table::new();
+    t.single(
+        "executor third-party crates (distinct names, normal edges)",
+        format!("{} ({} name+version)", crates.names.len(), crates.versions),
+        Some((
+            crates.names.len() <= TARGET_EXECUTOR_CRATES,
+            &format!("≤ {TARGET_EXECUTOR_CRATES}"),
+        )),
+    );
+    t.single(
+        "executor idle RSS, deploy profile (median of 3 starts)",
+        format!(
+            "{} ({})",
+            fmt(median, Unit::MiB),
+            rss.iter()
+                .map(|r| format!("{r:.1}"))
+                .collect::<Vec<_>>()
+                .join(" / ")
+        ),
+        Some((median <= TARGET_EXECUTOR_RSS_MIB, "≤ 8 MiB")),
+    );
+    t.single(
+        "project code the executor links (non-test, non-blank, non-comment lines)",
+        total.to_string(),
+        Some((
+            total <= TARGET_LINKED_LINES,
+            &format!("≤ {TARGET_LINKED_LINES}"),
+        )),
+    );
+    t.print();
+
+    println!();
+    println!("linked lines by crate and file:");
+    for krate in ["executor", "protocol", "signin"] {
+        let mine: Vec<&size::FileLines> = files
+            .iter()
+            .filter(|f| f.path.starts_with(&format!("{krate}/")))
+            .collect();
+        let sum: usize = mine.iter().map(|f| f.lines).sum();
+        let detail: Vec<String> = mine
+            .iter()
+            .map(|f| {
+                let name = f.path.trim_start_matches(&format!("{krate}/src/"));
+                format!("{name} {}", f.lines)
+            })
+            .collect();
+        println!("  {krate} {sum}: {}", detail.join(", "));
+    }
+    println!();
+    println!("crates reachable only through one direct dependency:");
+    for (direct, only) in &crates.only_through {
+        println!(
+            "  {direct} ({}): {}",
+            only.len(),
+            only.iter().cloned().collect::<Vec<_>>().join(", ")
+        );
+    }
 }

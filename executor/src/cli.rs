@@ -1,0 +1,528 @@
+//! The command line: what each command accepts and its `--help` text, written out by hand.
+//!
+//! The privileged binary carries a small argument lexer (`lexopt`: options, `--flag=value`,
+//! `--`) instead of a derive-and-generate parser; the commands are few and fixed, so a table
+//! of them is shorter to review than the code that would generate it. The help keeps the
+//! layout operators and `tests/tests/docs_consistency.rs` read (`Commands:` and `Options:`
+//! sections, two-space columns), and a usage error exits 2 as before.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+/// What the command line asked for.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Command {
+    /// `serve`
+    Serve,
+    /// `login --sandbox [--token-file FILE] --known-devices FILE`
+    Login {
+        /// `--token-file`
+        token_file: Option<PathBuf>,
+        /// `--known-devices`
+        known_devices: PathBuf,
+    },
+    /// `logout --sandbox`
+    Logout,
+    /// `doctor`
+    Doctor,
+    /// `audit verify [--against FILE]`
+    AuditVerify {
+        /// `--against`
+        against: Option<PathBuf>,
+    },
+    /// `audit heads`
+    AuditHeads,
+    /// `keys list`
+    KeysList,
+}
+
+/// A parsed command line.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Cli {
+    /// `--config`, from anywhere on the line.
+    pub config: Option<PathBuf>,
+    /// The command.
+    pub command: Command,
+}
+
+/// The outcome of parsing.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Parsed {
+    /// Run this.
+    Run(Cli),
+    /// Print this on standard output and exit 0 (`--help`, `--version`).
+    Print(String),
+    /// Print this on standard error and exit 2 (a usage error).
+    Usage(String),
+}
+
+const BIN: &str = "fleetwatch-executor";
+
+struct Flag {
+    long: &'static str,
+    /// The value's name in help, for a flag that takes one.
+    value: Option<&'static str>,
+    required: bool,
+    help: &'static str,
+}
+
+struct Node {
+    name: &'static str,
+    about: &'static str,
+    /// In the order help lists them; `--config` (global) is one of them.
+    flags: &'static [&'static Flag],
+    children: &'static [&'static Node],
+}
+
+static CONFIG: Flag = Flag {
+    long: "config",
+    value: Some("CONFIG"),
+    required: false,
+    help: "Configuration file (YAML). Defaults to $FLEETWATCH_EXECUTOR_CONFIG, then \
+           /etc/fleetwatch/executor.yaml. Environment variables (FLEETWATCH_EXECUTOR_SOCKET, \
+           FLEETWATCH_POLICY, FLEETWATCH_STATE_DIR, FLEETWATCH_EPIPHAN_URL, \
+           FLEETWATCH_WRITE_DEVICE_IDS, FLEETWATCH_WRITE_TEAM_ID, FLEETWATCH_READ_TIMEOUT_SECS, \
+           FLEETWATCH_WRITE_TIMEOUT_SECS) override the file",
+};
+
+static SANDBOX_LOGIN: Flag = Flag {
+    long: "sandbox",
+    value: None,
+    required: true,
+    help: "The sandbox sign-in (the only one the executor holds)",
+};
+
+static SANDBOX_LOGOUT: Flag = Flag {
+    long: "sandbox",
+    value: None,
+    required: true,
+    help: "The sandbox sign-in",
+};
+
+static TOKEN_FILE: Flag = Flag {
+    long: "token-file",
+    value: Some("TOKEN_FILE"),
+    required: false,
+    help: "Store the static token in this file instead of signing in with OAuth",
+};
+
+static KNOWN_DEVICES: Flag = Flag {
+    long: "known-devices",
+    value: Some("KNOWN_DEVICES"),
+    required: true,
+    help: "The normal sign-in's devices, as exported by `fleetwatch export-devices` \
+           (`{\"device_ids\": [...]}`)",
+};
+
+static AGAINST: Flag = Flag {
+    long: "against",
+    value: Some("FILE"),
+    required: false,
+    help: "The assistant's heads listing (`fleetwatch audit heads > FILE`, or `-` to read it \
+           from standard input): also check that every assistant chain head recorded here is \
+           still in the assistant's chain, which shows its newest rows removed",
+};
+
+static SERVE: Node = Node {
+    name: "serve",
+    about: "Listen on the Unix socket and answer Describe, Execute and Status requests from the \
+            allowed uids, one request per connection, until SIGTERM or Ctrl-C. Exits 78 at start \
+            when the sandbox sign-in is dead (Epiphan refused to renew it), so systemd does not \
+            restart it into the same refusal",
+    flags: &[&CONFIG],
+    children: &[],
+};
+
+static LOGIN: Node = Node {
+    name: "login",
+    about: "Sign in to the sandbox team and keep the sign-in in the executor's 0600 token slot. \
+            By default this runs the OAuth sign-in: a browser opens (or the address is printed) \
+            and Epiphan answers on http://127.0.0.1:8765/callback (port: \
+            FLEETWATCH_OAUTH_CALLBACK_PORT; FLEETWATCH_OAUTH_NO_BROWSER=1 only prints the \
+            address). A static bearer token is the fallback: --token-file, or a token piped on \
+            standard input. The sign-in is kept only if the sandbox team lists at least one \
+            device and none of the devices the normal sign-in knows; otherwise it is deleted \
+            again",
+    flags: &[&CONFIG, &SANDBOX_LOGIN, &TOKEN_FILE, &KNOWN_DEVICES],
+    children: &[],
+};
+
+static LOGOUT: Node = Node {
+    name: "logout",
+    about: "Delete the stored sandbox sign-in (the sandbox slot only); nothing can be written \
+            until the next login",
+    flags: &[&CONFIG, &SANDBOX_LOGOUT],
+    children: &[],
+};
+
+static DOCTOR: Node = Node {
+    name: "doctor",
+    about: "Check the configuration, fence, sign-in, key file, policy, socket directory, \
+            database and audit chain; one OK/WARN/FAIL line each. Exits 1 if any check fails",
+    flags: &[&CONFIG],
+    children: &[],
+};
+
+static AUDIT_VERIFY: Node = Node {
+    name: "verify",
+    about: "Verify the hash chain of executor.db's audit table. Exits non-zero naming the first \
+            row that was edited, removed or inserted behind the program's back",
+    flags: &[&AGAINST, &CONFIG],
+    children: &[],
+};
+
+static AUDIT_HEADS: Node = Node {
+    name: "heads",
+    about: "Print one `ROW HASH` line per audit row, oldest first, for the assistant's \
+            `fleetwatch audit verify --against`. Hashes only, no row content",
+    flags: &[&CONFIG],
+    children: &[],
+};
+
+static AUDIT: Node = Node {
+    name: "audit",
+    about: "The executor's audit log",
+    flags: &[&CONFIG],
+    children: &[&AUDIT_VERIFY, &AUDIT_HEADS],
+};
+
+static KEYS_LIST: Node = Node {
+    name: "list",
+    about: "Print the ID of every key in the approver key file",
+    flags: &[&CONFIG],
+    children: &[],
+};
+
+static KEYS: Node = Node {
+    name: "keys",
+    about: "The installed approver public keys",
+    flags: &[&CONFIG],
+    children: &[&KEYS_LIST],
+};
+
+static TOP: Node = Node {
+    name: BIN,
+    about: "The Fleetwatch executor: the only process that holds the sandbox sign-in and can \
+            make a change. It runs one approved change per request, after checking the \
+            approval's signature, freshness and single use, its own policy, the write fence and \
+            the devices' live state",
+    flags: &[&CONFIG],
+    children: &[&SERVE, &LOGIN, &LOGOUT, &DOCTOR, &AUDIT, &KEYS],
+};
+
+const HELP_COMMAND: &str = "Print this message or the help of the given subcommand(s)";
+
+fn flag_spec(flag: &Flag) -> String {
+    match flag.value {
+        Some(value) => format!("--{} <{value}>", flag.long),
+        None => format!("--{}", flag.long),
+    }
+}
+
+fn usage(path: &[&Node], with_options: bool) -> String {
+    let mut line = String::from(BIN);
+    for node in path {
+        line.push(' ');
+        line.push_str(node.name);
+    }
+    let node = path.last().copied().unwrap_or(&TOP);
+    if with_options {
+        line.push_str(" [OPTIONS]");
+    }
+    for flag in node.flags.iter().filter(|f| f.required) {
+        line.push(' ');
+        line.push_str(&flag_spec(flag));
+    }
+    if !node.children.is_empty() {
+        line.push_str(" <COMMAND>");
+    }
+    format!("Usage: {line}")
+}
+
+/// The help of the command at `path` (empty: the top).
+fn help(path: &[&Node]) -> String {
+    let node = path.last().copied().unwrap_or(&TOP);
+    let mut out = format!("{}\n\n{}\n", node.about, usage(path, true));
+    if !node.children.is_empty() {
+        let width = node
+            .children
+            .iter()
+            .map(|c| c.name.len())
+            .chain(["help".len()])
+            .max()
+            .unwrap_or(0);
+        out.push_str("\nCommands:\n");
+        for child in node.children {
+            out.push_str(&format!("  {:width$}  {}\n", child.name, child.about));
+        }
+        out.push_str(&format!("  {:width$}  {HELP_COMMAND}\n", "help"));
+    }
+    let mut rows: Vec<(String, &str)> = node
+        .flags
+        .iter()
+        .map(|f| (format!("      {}", flag_spec(f)), f.help))
+        .collect();
+    rows.push(("  -h, --help".to_owned(), "Print help"));
+    if path.is_empty() {
+        rows.push(("  -V, --version".to_owned(), "Print version"));
+    }
+    let width = rows.iter().map(|(spec, _)| spec.len()).max().unwrap_or(0);
+    out.push_str("\nOptions:\n");
+    for (spec, text) in rows {
+        out.push_str(&format!("{spec:width$}  {text}\n"));
+    }
+    out
+}
+
+fn usage_error(problem: &str, path: &[&Node]) -> Parsed {
+    Parsed::Usage(format!(
+        "error: {problem}\n\n{}\n\nFor more information, try '--help'.\n",
+        usage(path, true)
+    ))
+}
+
+/// Parses the arguments after the program name.
+pub fn parse<I>(args: I) -> Parsed
+where
+    I: IntoIterator,
+    I::Item: Into<OsString>,
+{
+    let mut parser = lexopt::Parser::from_args(args);
+    let mut path: Vec<&'static Node> = Vec::new();
+    let mut config: Option<PathBuf> = None;
+    let mut given: Vec<(&'static str, Option<OsString>)> = Vec::new();
+    loop {
+        let node = path.last().copied().unwrap_or(&TOP);
+        let arg = match parser.next() {
+            Ok(Some(arg)) => arg,
+            Ok(None) => break,
+            Err(e) => return usage_error(&e.to_string(), &path),
+        };
+        match arg {
+            lexopt::Arg::Short('h') | lexopt::Arg::Long("help") => {
+                return Parsed::Print(help(&path));
+            }
+            lexopt::Arg::Short('V') | lexopt::Arg::Long("version") if path.is_empty() => {
+                return Parsed::Print(format!("{BIN} {}\n", env!("CARGO_PKG_VERSION")));
+            }
+            lexopt::Arg::Long(long) => {
+                let Some(flag) = node.flags.iter().find(|f| f.long == long) else {
+                    let shown = format!("--{long}");
+                    return usage_error(&format!("unexpected argument '{shown}' found"), &path);
+                };
+                let value = match flag.value {
+                    Some(_) => match parser.value() {
+                        Ok(v) => Some(v),
+                        Err(_) => {
+                            return usage_error(
+                                &format!(
+                                    "a value is required for '{}' but none was supplied",
+                                    flag_spec(flag)
+                                ),
+                                &path,
+                            );
+                        }
+                    },
+                    None => None,
+                };
+                let seen = if flag.long == CONFIG.long {
+                    config.is_some()
+                } else {
+                    given.iter().any(|(l, _)| *l == flag.long)
+                };
+                if seen {
+                    return usage_error(
+                        &format!(
+                            "the argument '{}' cannot be used multiple times",
+                            flag_spec(flag)
+                        ),
+                        &path,
+                    );
+                }
+                if flag.long == CONFIG.long {
+                    config = value.map(PathBuf::from);
+                } else {
+                    given.push((flag.long, value));
+                }
+            }
+            lexopt::Arg::Short(c) => {
+                return usage_error(&format!("unexpected argument '-{c}' found"), &path);
+            }
+            lexopt::Arg::Value(word) => {
+                let text = word.to_string_lossy();
+                if node.children.is_empty() {
+                    return usage_error(&format!("unexpected argument '{text}' found"), &path);
+                }
+                if text == "help" {
+                    return help_command(&mut parser, path);
+                }
+                match node.children.iter().find(|c| c.name == text) {
+                    Some(child) => path.push(child),
+                    None => {
+                        return usage_error(&format!("unrecognized subcommand '{text}'"), &path);
+                    }
+                }
+            }
+        }
+    }
+    finish(path, config, given)
+}
+
+/// `help [COMMAND…]`: the help of that command.
+fn help_command(parser: &mut lexopt::Parser, mut path: Vec<&'static Node>) -> Parsed {
+    while let Ok(Some(lexopt::Arg::Value(word))) = parser.next() {
+        let text = word.to_string_lossy();
+        let node = path.last().copied().unwrap_or(&TOP);
+        match node.children.iter().find(|c| c.name == text) {
+            Some(child) => path.push(child),
+            None => return usage_error(&format!("unrecognized subcommand '{text}'"), &path),
+        }
+    }
+    Parsed::Print(help(&path))
+}
+
+fn finish(
+    path: Vec<&'static Node>,
+    config: Option<PathBuf>,
+    given: Vec<(&'static str, Option<OsString>)>,
+) -> Parsed {
+    let node = path.last().copied().unwrap_or(&TOP);
+    if !node.children.is_empty() {
+        // A command that only groups others: say what it holds, as a usage error.
+        return Parsed::Usage(help(&path));
+    }
+    let missing: Vec<String> = node
+        .flags
+        .iter()
+        .filter(|f| f.required && !given.iter().any(|(l, _)| *l == f.long))
+        .map(|f| format!("  {}", flag_spec(f)))
+        .collect();
+    if !missing.is_empty() {
+        return Parsed::Usage(format!(
+            "error: the following required arguments were not provided:\n{}\n\n{}\n\nFor more \
+             information, try '--help'.\n",
+            missing.join("\n"),
+            usage(&path, false)
+        ));
+    }
+    let value = |long: &str| {
+        given
+            .iter()
+            .find(|(l, _)| *l == long)
+            .and_then(|(_, v)| v.clone())
+            .map(PathBuf::from)
+    };
+    let names: Vec<&str> = path.iter().map(|n| n.name).collect();
+    let command = match names.as_slice() {
+        ["serve"] => Command::Serve,
+        ["login"] => match value(KNOWN_DEVICES.long) {
+            Some(known_devices) => Command::Login {
+                token_file: value(TOKEN_FILE.long),
+                known_devices,
+            },
+            None => return usage_error("--known-devices needs a file", &path),
+        },
+        ["logout"] => Command::Logout,
+        ["doctor"] => Command::Doctor,
+        ["audit", "verify"] => Command::AuditVerify {
+            against: value(AGAINST.long),
+        },
+        ["audit", "heads"] => Command::AuditHeads,
+        ["keys", "list"] => Command::KeysList,
+        _ => return Parsed::Usage(help(&path)),
+    };
+    Parsed::Run(Cli { config, command })
+}
+
+// A test fails by panicking.
+#[cfg(test)]
+#[allow(clippy::panic)]
+mod tests {
+    use super::*;
+
+    fn run(args: &[&str]) -> Parsed {
+        parse(args.iter().copied())
+    }
+
+    #[test]
+    fn commands_and_flags() {
+        assert_eq!(
+            run(&["serve"]),
+            Parsed::Run(Cli {
+                config: None,
+                command: Command::Serve
+            })
+        );
+        assert_eq!(
+            run(&[
+                "--config",
+                "/etc/x.yaml",
+                "login",
+                "--sandbox",
+                "--known-devices=k.json"
+            ]),
+            Parsed::Run(Cli {
+                config: Some("/etc/x.yaml".into()),
+                command: Command::Login {
+                    token_file: None,
+                    known_devices: "k.json".into()
+                }
+            })
+        );
+        assert_eq!(
+            run(&["audit", "verify", "--against", "-", "--config", "c"]),
+            Parsed::Run(Cli {
+                config: Some("c".into()),
+                command: Command::AuditVerify {
+                    against: Some("-".into())
+                }
+            })
+        );
+        assert!(matches!(run(&["keys", "list"]), Parsed::Run(_)));
+        assert!(matches!(run(&["logout", "--sandbox"]), Parsed::Run(_)));
+    }
+
+    #[test]
+    fn usage_errors() {
+        for args in [
+            &[][..],
+            &["bogus"],
+            &["login", "--sandbox"],
+            &["login", "--known-devices", "k"],
+            &["logout"],
+            &["serve", "--sandbox"],
+            &["--sandbox", "logout"],
+            &["serve", "extra"],
+            &["audit"],
+            &["serve", "--config"],
+            &["--config", "a", "serve", "--config", "b"],
+            &["logout", "--sandbox=yes"],
+            &["serve", "-x"],
+        ] {
+            assert!(matches!(run(args), Parsed::Usage(_)), "{args:?}");
+        }
+    }
+
+    #[test]
+    fn help_and_version() {
+        let Parsed::Print(top) = run(&["--help"]) else {
+            panic!("no help")
+        };
+        assert!(top.contains("\nCommands:\n  serve   Listen on the Unix socket"));
+        assert!(top.contains("      --config <CONFIG>  Configuration file"));
+        assert!(top.contains("  -V, --version          Print version\n"));
+        let Parsed::Print(login) = run(&["login", "-h"]) else {
+            panic!("no help")
+        };
+        assert!(login.contains(
+            "Usage: fleetwatch-executor login [OPTIONS] --sandbox --known-devices <KNOWN_DEVICES>"
+        ));
+        assert!(login.contains("  -h, --help                           Print help\n"));
+        assert_eq!(run(&["help", "login"]), run(&["login", "--help"]));
+        assert_eq!(
+            run(&["audit", "help", "verify"]),
+            run(&["audit", "verify", "--help"])
+        );
+        assert!(matches!(run(&["-V"]), Parsed::Print(v) if v.starts_with("fleetwatch-executor ")));
+    }
+}
