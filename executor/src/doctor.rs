@@ -98,7 +98,7 @@ pub async fn doctor(config: &Config) -> Vec<Line> {
                 "{}: {} proposable tool(s), digest {}",
                 config.policy.display(),
                 policy.propose_entries().count(),
-                audit::hex(&policy.whole_digest())
+                fleetwatch_protocol::hex::encode(&policy.whole_digest())
             ),
         ),
         Err(e) => line(Level::Fail, "policy", e.to_string()),
@@ -268,7 +268,10 @@ fn database(config: &Config) -> Vec<Line> {
         Ok((rows, head)) => line(
             Level::Ok,
             "audit chain",
-            format!("{rows} row(s), head {}", audit::hex(&head)),
+            format!(
+                "{rows} row(s), head {}",
+                fleetwatch_protocol::hex::encode(&head)
+            ),
         ),
         Err(e) => line(Level::Fail, "audit chain", e.to_string()),
     });
