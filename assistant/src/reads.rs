@@ -286,30 +286,46 @@ impl Reader {
         tool: &str,
         arguments: Map<String, Value>,
     ) -> Result<Value, ReadError> {
-        let timeout = ReadError::Timeout {
-            tool: tool.to_owned(),
-            secs: self.timeout.as_secs(),
-        };
         let mut slot = session.lock().await;
         let (bearer, renewed) = token.bearer().await?;
         if renewed && let Some(old) = slot.take() {
             // The session was opened with the previous token; open a new one.
             old.abandon();
         }
-        if slot.is_none() {
-            let opened = Session::open(http, url, &bearer, self.timeout)
+        let open = |bearer: Secret| async move {
+            Session::open(http, url, &bearer, self.timeout)
                 .await
                 .map_err(|e| match e {
                     OpenError::SignInExpired => ReadError::SignInExpired,
-                    OpenError::TimedOut => timeout.clone(),
+                    OpenError::TimedOut => ReadError::Timeout {
+                        tool: tool.to_owned(),
+                        secs: self.timeout.as_secs(),
+                    },
                     OpenError::Failed(why) => ReadError::Transport(why),
-                })?;
-            *slot = Some(opened);
-        }
-        let Some(open) = slot.as_ref() else {
-            return Err(ReadError::Transport("no connection".to_owned()));
+                })
         };
-        match open.call_read(tool, arguments, self.timeout).await {
+        let kept = slot.is_some();
+        let mut current = match slot.take() {
+            Some(session) => session,
+            None => open(bearer.clone()).await?,
+        };
+        let mut outcome = current
+            .call_read(tool, arguments.clone(), self.timeout)
+            .await;
+        if kept && matches!(outcome, Err(CallError::Unreached(_))) {
+            // A kept session Epiphan no longer knows (expired, restarted). Reads are safe to
+            // repeat, so this one is tried once more on a new session.
+            current.abandon();
+            current = open(bearer).await?;
+            outcome = current.call_read(tool, arguments, self.timeout).await;
+        }
+        // A broken or stuck session is not reused; any other answer came from a working one.
+        if matches!(outcome, Err(CallError::Unreached(_) | CallError::TimedOut)) {
+            current.abandon();
+        } else {
+            *slot = Some(current);
+        }
+        match outcome {
             Ok(ReadAnswer::Json(value)) => Ok(value),
             // Kept as text: the parsers say what they expected, without echoing it.
             Ok(ReadAnswer::Text(text)) => Ok(Value::String(text)),
@@ -321,16 +337,11 @@ impl Reader {
             Err(CallError::NotARead) => Err(ReadError::Refused(format!(
                 "{tool} is not a read tool's name"
             ))),
-            Err(failure @ (CallError::Unreached(_) | CallError::TimedOut)) => {
-                // A broken or stuck session is not reused.
-                if let Some(old) = slot.take() {
-                    old.abandon();
-                }
-                Err(match failure {
-                    CallError::Unreached(why) => ReadError::Transport(why),
-                    _ => timeout,
-                })
-            }
+            Err(CallError::Unreached(why)) => Err(ReadError::Transport(why)),
+            Err(CallError::TimedOut) => Err(ReadError::Timeout {
+                tool: tool.to_owned(),
+                secs: self.timeout.as_secs(),
+            }),
         }
     }
 }
