@@ -144,7 +144,7 @@ fn audit_verify(store: &Store, against: Option<&Path>) -> i32 {
         Ok(ChainCheck::Intact { rows, head }) => {
             println!(
                 "audit chain intact: {rows} rows, head {}",
-                anchor::hex(&head)
+                fleetwatch_protocol::hex::encode(&head)
             );
         }
         Ok(ChainCheck::Broken { row, problem }) => {

@@ -182,8 +182,9 @@ impl Config {
         };
         let epiphan_url =
             get("FLEETWATCH_EPIPHAN_URL").unwrap_or_else(|| DEFAULT_EPIPHAN_URL.to_owned());
-        check_url(&epiphan_url, allow_loopback_http)
-            .map_err(|p| bad("FLEETWATCH_EPIPHAN_URL", p))?;
+        // The one URL policy both processes apply (fleetwatch-epiphan).
+        fleetwatch_epiphan::check_url(&epiphan_url, allow_loopback_http)
+            .map_err(|p| bad("FLEETWATCH_EPIPHAN_URL", p.to_string()))?;
 
         let mut device_ids = Vec::new();
         if let Some(list) = get("FLEETWATCH_WRITE_DEVICE_IDS") {
@@ -286,35 +287,6 @@ impl Config {
     }
 }
 
-/// Only `https://`, or `http://` to a loopback host when explicitly allowed.
-pub fn check_url(url: &str, allow_loopback_http: bool) -> Result<(), String> {
-    let parsed = reqwest::Url::parse(url).map_err(|e| format!("not a URL: {e}"))?;
-    if !parsed.username().is_empty() || parsed.password().is_some() {
-        return Err("must not carry a user name or password".to_owned());
-    }
-    match parsed.scheme() {
-        "https" => Ok(()),
-        "http" if allow_loopback_http => {
-            let host = parsed.host_str().unwrap_or_default();
-            let bare = host.trim_start_matches('[').trim_end_matches(']');
-            let loopback = host.eq_ignore_ascii_case("localhost")
-                || bare
-                    .parse::<std::net::IpAddr>()
-                    .is_ok_and(|ip| ip.is_loopback());
-            if loopback {
-                Ok(())
-            } else {
-                Err("http:// is allowed only to 127.0.0.1, ::1 or localhost".to_owned())
-            }
-        }
-        "http" => Err(
-            "must be https:// (http:// to loopback needs FLEETWATCH_ALLOW_LOOPBACK_HTTP=1)"
-                .to_owned(),
-        ),
-        other => Err(format!("scheme {other:?} is not allowed; use https://")),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -365,16 +337,22 @@ mod tests {
     }
 
     #[test]
-    fn url_schemes() {
-        assert!(check_url("https://go.epiphan.cloud/mcp", false).is_ok());
-        assert!(check_url("http://127.0.0.1:9/mcp", false).is_err());
-        assert!(check_url("http://127.0.0.1:9/mcp", true).is_ok());
-        assert!(check_url("http://localhost:9/mcp", true).is_ok());
-        assert!(check_url("http://[::1]:9/mcp", true).is_ok());
-        assert!(check_url("http://example.com/mcp", true).is_err());
-        assert!(check_url("http://127.0.0.1.example.com/mcp", true).is_err());
-        assert!(check_url("ftp://127.0.0.1/mcp", true).is_err());
-        assert!(check_url("https://user:pw@go.epiphan.cloud/mcp", false).is_err());
+    fn the_epiphan_url_passes_the_one_url_policy() {
+        let url = |u: &str, allow: &str| {
+            config(&[
+                ("FLEETWATCH_EPIPHAN_URL", u),
+                ("FLEETWATCH_ALLOW_LOOPBACK_HTTP", allow),
+            ])
+        };
+        assert!(url("https://go.epiphan.cloud/mcp", "0").is_ok());
+        assert!(url("http://127.0.0.1:9/mcp", "0").is_err());
+        assert!(url("http://127.0.0.1:9/mcp", "1").is_ok());
+        assert!(url("http://LOCALHOST:9/mcp", "1").is_ok());
+        assert!(url("http://127.0.0.1.example.com/mcp", "1").is_err());
+        assert!(url("https://user:pw@go.epiphan.cloud/mcp", "0").is_err());
+        let err = url("https://go.epiphan.cloud/mcp#frag", "0").unwrap_err();
+        assert_eq!(err.name, "FLEETWATCH_EPIPHAN_URL");
+        assert!(err.problem.contains("fragment"), "{err}");
     }
 
     #[test]

@@ -298,7 +298,7 @@ fn save(state_dir: &Path, grants: &Grants) -> Result<(), GrantsError> {
         path: state_dir.to_owned(),
         source: io::Error::other(e),
     })?;
-    let hex: String = suffix.iter().map(|b| format!("{b:02x}")).collect();
+    let hex = fleetwatch_protocol::hex::encode(&suffix);
     let tmp = state_dir.join(format!(".{FILE_NAME}.{hex}.tmp"));
     let target = state_dir.join(FILE_NAME);
 

@@ -144,7 +144,7 @@ impl SlotToken {
     }
 
     /// The bearer for the next call, and whether it changed since the last one.
-    pub async fn bearer(&self) -> Result<(String, bool), ReadError> {
+    pub async fn bearer(&self) -> Result<(Secret, bool), ReadError> {
         let token = self.slot.bearer().await.map_err(|e| match e {
             SignInError::Dead(d) => {
                 tracing::error!(error = %d, "normal sign-in is dead; run `fleetwatch login` again");
@@ -156,8 +156,7 @@ impl SlotToken {
         })?;
         let mut last = self.last.lock().await;
         let changed = last.as_ref().is_some_and(|old| !old.ct_eq(token.expose()));
-        let bearer = token.expose().to_string();
-        *last = Some(token);
-        Ok((bearer, changed))
+        *last = Some(token.clone());
+        Ok((token, changed))
     }
 }

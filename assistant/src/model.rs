@@ -65,27 +65,15 @@ fn read_key_file(path: &std::path::Path) -> std::io::Result<String> {
     Ok(text)
 }
 
-/// The Anthropic API key. Deliberately neither `Debug` nor `Display` nor `Clone`, so it cannot
-/// slip into a log line, an error or an audit row by formatting.
-pub struct ApiKey(String);
+/// The Anthropic API key: the protocol's one secret wrapper, which has neither `Debug` nor
+/// `Display`, so the key cannot slip into a log line, an error or an audit row by formatting.
+pub type ApiKey = fleetwatch_protocol::secret::Secret;
 
-impl ApiKey {
-    /// Wraps a key; `None` when it is empty or only whitespace.
-    pub fn new(key: impl Into<String>) -> Option<ApiKey> {
-        let key = key.into();
-        let trimmed = key.trim();
-        if trimmed.is_empty() {
-            None
-        } else {
-            Some(ApiKey(trimmed.to_owned()))
-        }
-    }
-
-    fn header_value(&self) -> Option<reqwest::header::HeaderValue> {
-        let mut value = reqwest::header::HeaderValue::from_str(&self.0).ok()?;
-        value.set_sensitive(true);
-        Some(value)
-    }
+/// The key as a header value marked sensitive (so HTTP tooling never prints it).
+fn header_value(key: &ApiKey) -> Option<reqwest::header::HeaderValue> {
+    let mut value = reqwest::header::HeaderValue::from_str(key.expose()).ok()?;
+    value.set_sensitive(true);
+    Some(value)
 }
 
 /// How to reach the model and how far one question may go.
@@ -158,9 +146,14 @@ impl ModelConfig {
                 None => return Ok(None),
             },
         };
-        let Some(key) = ApiKey::new(key) else {
+        if key.trim().is_empty() {
             return Ok(None);
-        };
+        }
+        // A key a header cannot carry is a mistake to report, not a reason to fall back to
+        // keyword answers without saying so. The message never quotes the key.
+        let key = ApiKey::new(&key).ok_or_else(|| {
+            format!("{ENV_API_KEY}: the key holds spaces, control characters or non-ASCII text")
+        })?;
         let non_empty = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
         let base = non_empty(ENV_BASE_URL).unwrap_or_else(|| DEFAULT_BASE_URL.to_owned());
         let model = non_empty(ENV_MODEL).unwrap_or_else(|| DEFAULT_MODEL.to_owned());
@@ -169,32 +162,31 @@ impl ModelConfig {
 
     /// Why the base URL cannot be used, if it cannot: the key would travel in the clear to
     /// anything but `https://` or a loopback address.
+    ///
+    /// The one URL policy both processes apply (fleetwatch-epiphan), with loopback `http://`
+    /// always allowed: a model stand-in on loopback never takes the key off the machine.
     pub fn base_url_problem(&self) -> Option<&'static str> {
-        let url = match reqwest::Url::parse(self.base_url.trim_end_matches('/')) {
-            Ok(url) => url,
-            Err(_) => return Some("the model base URL is not a valid URL"),
-        };
-        match url.scheme() {
-            "https" => None,
-            "http" if is_loopback(&url) => None,
-            _ => Some("the model base URL must use https:// (http:// only on loopback)"),
+        match fleetwatch_epiphan::check_url(self.base_url.trim_end_matches('/'), true) {
+            Ok(_) => None,
+            Err(fleetwatch_epiphan::UrlRefusal::NotAUrl) => {
+                Some("the model base URL is not a valid URL")
+            }
+            Err(fleetwatch_epiphan::UrlRefusal::UserInfo) => {
+                Some("the model base URL must not carry a user name or password")
+            }
+            Err(fleetwatch_epiphan::UrlRefusal::Fragment) => {
+                Some("the model base URL must not carry a fragment")
+            }
+            Err(fleetwatch_epiphan::UrlRefusal::Whitespace) => {
+                Some("the model base URL must not contain spaces or control characters")
+            }
+            Err(_) => Some("the model base URL must use https:// (http:// only on loopback)"),
         }
     }
 
     fn endpoint(&self) -> String {
         format!("{}/v1/messages", self.base_url.trim_end_matches('/'))
     }
-}
-
-fn is_loopback(url: &reqwest::Url) -> bool {
-    let Some(host) = url.host_str() else {
-        return false;
-    };
-    let host = host.trim_start_matches('[').trim_end_matches(']');
-    host.eq_ignore_ascii_case("localhost")
-        || host
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback())
 }
 
 /// What the loop asks of the rest of the assistant.
@@ -335,7 +327,7 @@ fn build_client(cfg: &ModelConfig) -> Result<reqwest::Client, CallError> {
         .redirect(reqwest::redirect::Policy::none())
         .connect_timeout(cfg.request_timeout.min(Duration::from_secs(15)));
     if let Ok(url) = reqwest::Url::parse(&cfg.base_url)
-        && is_loopback(&url)
+        && fleetwatch_epiphan::url_policy::is_loopback(&url)
     {
         builder = builder.no_proxy();
     }
@@ -350,9 +342,7 @@ async fn call_model(
     body: &Value,
     deadline: Instant,
 ) -> Result<Reply, CallError> {
-    let key = cfg
-        .api_key
-        .header_value()
+    let key = header_value(&cfg.api_key)
         .ok_or(CallError::Failed("the model API key is not usable", None))?;
     let now = Instant::now();
     if now >= deadline {
@@ -830,7 +820,8 @@ mod tests {
         assert!(ApiKey::new("").is_none());
         assert!(ApiKey::new("   ").is_none());
         assert!(ApiKey::new("sk-ant-x").is_some());
-        assert!(ApiKey::new("bad\nkey").unwrap().header_value().is_none());
+        assert!(ApiKey::new("bad\nkey").is_none());
+        assert!(header_value(&ApiKey::new("sk-ant-x").unwrap()).is_some());
     }
 
     #[test]
@@ -863,6 +854,14 @@ mod tests {
         assert_eq!(c.endpoint(), "http://127.0.0.1:9999/v1/messages");
         assert_eq!(c.model, "claude-test");
         assert!(!format!("{c:?}").contains("sk-ant-abc"));
+        // A key a header cannot carry is an error that does not quote it, not keyword mode.
+        let err = ModelConfig::from_lookup(env(&[(ENV_API_KEY, "sk-ant-abc def")]), no_file)
+            .err()
+            .unwrap();
+        assert!(
+            err.contains(ENV_API_KEY) && !err.contains("sk-ant"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -881,12 +880,12 @@ mod tests {
         let c = ModelConfig::from_lookup(lookup(None, path.clone()), read_key_file)
             .unwrap()
             .unwrap();
-        assert_eq!(c.api_key.0, "sk-ant-from-file");
+        assert_eq!(c.api_key.expose(), "sk-ant-from-file");
         // The variable, when set, wins over the file.
         let c = ModelConfig::from_lookup(lookup(Some("sk-ant-env"), path.clone()), read_key_file)
             .unwrap()
             .unwrap();
-        assert_eq!(c.api_key.0, "sk-ant-env");
+        assert_eq!(c.api_key.expose(), "sk-ant-env");
         // An empty file (as the installer creates it) means keyword answers only.
         std::fs::write(&file, "\n").unwrap();
         assert!(
@@ -920,6 +919,23 @@ mod tests {
         assert!(cfg("http://api.example.com").base_url_problem().is_some());
         assert!(cfg("ftp://127.0.0.1").base_url_problem().is_some());
         assert!(cfg("not a url").base_url_problem().is_some());
+        // The one URL policy: look-alikes, user info and fragments are refused too.
+        assert!(
+            cfg("http://localhost.evil.example")
+                .base_url_problem()
+                .is_some()
+        );
+        assert!(
+            cfg("https://u:p@api.anthropic.com")
+                .base_url_problem()
+                .is_some()
+        );
+        assert!(
+            cfg("https://api.anthropic.com/#x")
+                .base_url_problem()
+                .is_some()
+        );
+        assert_eq!(cfg("http://LOCALHOST:8080").base_url_problem(), None);
     }
 
     #[test]

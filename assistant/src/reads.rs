@@ -5,19 +5,20 @@
 //! the read section says) or is not on the policy's read list is refused with an error value.
 //! Every answer is redacted before anything parses, shows, logs or returns it. The same guard
 //! and the same redaction run over a replay folder, so `--replay` exercises this exact path.
+//!
+//! The MCP session itself — no redirects, no session recovery, the bounded call, redacted
+//! results, the one rule for an expired sign-in — is the core the executor uses too
+//! (`fleetwatch-epiphan`); this module adds the guard, the token and the replay folder.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use fleetwatch_epiphan::{CallError, OpenError, ReadAnswer, Session};
 use fleetwatch_protocol::fleet;
 use fleetwatch_protocol::policy::{self, Policy};
 use fleetwatch_protocol::redact;
-use rmcp::ServiceExt as _;
-use rmcp::model::{CallToolRequestParams, CallToolResult, ClientConfig};
-use rmcp::service::RunningService;
-use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use fleetwatch_protocol::secret::Secret;
 use serde_json::{Map, Value, json};
 use tokio::sync::Mutex;
 
@@ -70,10 +71,16 @@ pub enum ReadError {
     Replay(String),
 }
 
-/// The normal sign-in's bearer token. No `Debug`/`Display`, so it cannot end up in a log line
-/// or an error message by accident. A token file written by `fleetwatch login`'s OAuth flow
-/// is kept as its slot instead, so each connection gets a token renewed before it expires.
-pub struct Token(String, Option<Box<crate::login::SlotToken>>);
+/// The normal sign-in's bearer token, held in the protocol's one secret wrapper (no
+/// `Debug`/`Display`, so it cannot end up in a log line or an error message by accident). A
+/// token file written by `fleetwatch login`'s OAuth flow is kept as its slot instead, so each
+/// connection gets a token renewed before it expires.
+pub struct Token(Bearer);
+
+enum Bearer {
+    Static(Secret),
+    Slot(Box<crate::login::SlotToken>),
+}
 
 impl Token {
     /// From `FLEETWATCH_EPIPHAN_TOKEN`, else the token file in the state folder. A token file
@@ -82,7 +89,7 @@ impl Token {
         if let Ok(value) = std::env::var("FLEETWATCH_EPIPHAN_TOKEN")
             && !value.trim().is_empty()
         {
-            return Token::new(value);
+            return Token::new(&value);
         }
         Token::from_file(&state_dir.join(TOKEN_FILE))
     }
@@ -106,45 +113,43 @@ impl Token {
         let text = std::fs::read_to_string(path)
             .map_err(|e| ReadError::NoSignIn(format!("{}: {e}", path.display())))?;
         if text.trim_start().starts_with('{') {
-            return crate::login::SlotToken::open(path)
-                .map(|s| Token(String::new(), Some(Box::new(s))));
+            return crate::login::SlotToken::open(path).map(|s| Token(Bearer::Slot(Box::new(s))));
         }
-        Token::new(text)
+        Token::new(&text)
     }
 
     /// The bearer to send now (an OAuth slot renews it first when it is about to expire), and
     /// whether it differs from the one used last.
-    async fn bearer(&self) -> Result<(String, bool), ReadError> {
-        match &self.1 {
-            Some(slot) => slot.bearer().await,
-            None => Ok((self.0.clone(), false)),
+    async fn bearer(&self) -> Result<(Secret, bool), ReadError> {
+        match &self.0 {
+            Bearer::Slot(slot) => slot.bearer().await,
+            Bearer::Static(token) => Ok((token.clone(), false)),
         }
     }
 
-    fn new(text: String) -> Result<Token, ReadError> {
+    fn new(text: &str) -> Result<Token, ReadError> {
         let trimmed = text.trim();
         // The transport adds the scheme itself; tolerate a pasted "Bearer …".
         let bare = trimmed
             .strip_prefix("Bearer ")
             .or_else(|| trimmed.strip_prefix("bearer "))
-            .unwrap_or(trimmed)
-            .trim();
-        if bare.is_empty() || bare.chars().any(|c| c.is_control() || c == ' ') {
-            return Err(ReadError::NoSignIn(
-                "the token is empty or holds spaces or control characters".to_owned(),
-            ));
-        }
-        Ok(Token(bare.to_owned(), None))
+            .unwrap_or(trimmed);
+        Secret::new(bare)
+            .map(|t| Token(Bearer::Static(t)))
+            .ok_or_else(|| {
+                ReadError::NoSignIn(
+                    "the token is empty or holds spaces or control characters".to_owned(),
+                )
+            })
     }
 }
-
-type Client = RunningService<rmcp::RoleClient, ClientConfig>;
 
 enum Backend {
     Live {
         url: String,
         token: Token,
-        client: Mutex<Option<Client>>,
+        http: reqwest::Client,
+        session: Mutex<Option<Session>>,
     },
     Replay {
         dir: PathBuf,
@@ -162,14 +167,16 @@ pub struct Reader {
 impl Reader {
     /// A live reader over MCP. Nothing is sent until the first allowed read.
     pub fn live(config: &Config, policy: Arc<Policy>, token: Token) -> Result<Reader, ReadError> {
-        config::check_url(&config.epiphan_url, config.allow_loopback_http)
+        fleetwatch_epiphan::check_url(&config.epiphan_url, config.allow_loopback_http)
             .map_err(|p| ReadError::Transport(format!("FLEETWATCH_EPIPHAN_URL {p}")))?;
+        let http = fleetwatch_epiphan::http_client().map_err(ReadError::Transport)?;
         Ok(Reader {
             policy,
             backend: Backend::Live {
                 url: config.epiphan_url.clone(),
                 token,
-                client: Mutex::new(None),
+                http,
+                session: Mutex::new(None),
             },
             timeout: config.read_timeout,
         })
@@ -242,18 +249,23 @@ impl Reader {
         };
         match &self.backend {
             Backend::Replay { dir, now } => replay_read(dir, *now, tool),
-            Backend::Live { url, token, client } => {
+            Backend::Live {
+                url,
+                token,
+                http,
+                session,
+            } => {
                 let secs = self.timeout.as_secs();
-                let call = self.live_call(url, token, client, tool, arguments);
+                let call = self.live_call(url, token, http, session, tool, arguments);
                 match tokio::time::timeout(self.timeout, call).await {
                     Ok(result) => result,
                     Err(_) => {
                         // The connection may be stuck mid-answer: drop it so the next read
                         // starts clean instead of queueing behind it.
-                        if let Ok(mut slot) = client.try_lock()
+                        if let Ok(mut slot) = session.try_lock()
                             && let Some(old) = slot.take()
                         {
-                            old.cancellation_token().cancel();
+                            old.abandon();
                         }
                         Err(ReadError::Timeout {
                             tool: tool.to_owned(),
@@ -269,100 +281,68 @@ impl Reader {
         &self,
         url: &str,
         token: &Token,
-        client: &Mutex<Option<Client>>,
+        http: &reqwest::Client,
+        session: &Mutex<Option<Session>>,
         tool: &str,
         arguments: Map<String, Value>,
     ) -> Result<Value, ReadError> {
-        let mut slot = client.lock().await;
+        let mut slot = session.lock().await;
         let (bearer, renewed) = token.bearer().await?;
         if renewed && let Some(old) = slot.take() {
             // The session was opened with the previous token; open a new one.
-            old.cancellation_token().cancel();
+            old.abandon();
         }
-        if slot.is_none() {
-            // rmcp builds its own HTTP client here, which needs the process's TLS provider.
-            fleetwatch_signin::tls::install_provider();
-            let transport = StreamableHttpClientTransport::from_config(
-                StreamableHttpClientTransportConfig::with_uri(url.to_owned()).auth_header(bearer),
-            );
-            let connected = ClientConfig::default()
-                .serve(transport)
+        let open = |bearer: Secret| async move {
+            Session::open(http, url, &bearer, self.timeout)
                 .await
-                .map_err(|e| {
-                    if e.auth_challenge().is_some() || mentions_401(&e.to_string()) {
-                        ReadError::SignInExpired
-                    } else {
-                        ReadError::Transport(redact::redact_text(&e.to_string()))
-                    }
-                })?;
-            *slot = Some(connected);
-        }
-        let Some(service) = slot.as_ref() else {
-            return Err(ReadError::Transport("no connection".to_owned()));
+                .map_err(|e| match e {
+                    OpenError::SignInExpired => ReadError::SignInExpired,
+                    OpenError::TimedOut => ReadError::Timeout {
+                        tool: tool.to_owned(),
+                        secs: self.timeout.as_secs(),
+                    },
+                    OpenError::Failed(why) => ReadError::Transport(why),
+                })
         };
-        let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
-        let outcome = service.peer().call_tool(params).await;
+        let kept = slot.is_some();
+        let mut current = match slot.take() {
+            Some(session) => session,
+            None => open(bearer.clone()).await?,
+        };
+        let mut outcome = current
+            .call_read(tool, arguments.clone(), self.timeout)
+            .await;
+        if kept && matches!(outcome, Err(CallError::Unreached(_))) {
+            // A kept session Epiphan no longer knows (expired, restarted). Reads are safe to
+            // repeat, so this one is tried once more on a new session.
+            current.abandon();
+            current = open(bearer).await?;
+            outcome = current.call_read(tool, arguments, self.timeout).await;
+        }
+        // A broken or stuck session is not reused; any other answer came from a working one.
+        if matches!(outcome, Err(CallError::Unreached(_) | CallError::TimedOut)) {
+            current.abandon();
+        } else {
+            *slot = Some(current);
+        }
         match outcome {
-            Ok(result) => interpret(tool, result),
-            Err(e) => {
-                // A broken session is not reused.
-                *slot = None;
-                if e.auth_challenge().is_some() || mentions_401(&e.to_string()) {
-                    Err(ReadError::SignInExpired)
-                } else {
-                    Err(ReadError::Transport(redact::redact_text(&e.to_string())))
-                }
-            }
+            Ok(ReadAnswer::Json(value)) => Ok(value),
+            // Kept as text: the parsers say what they expected, without echoing it.
+            Ok(ReadAnswer::Text(text)) => Ok(Value::String(text)),
+            Err(CallError::SignInExpired) => Err(ReadError::SignInExpired),
+            Err(CallError::ErrorResult(message)) => Err(ReadError::Tool {
+                tool: tool.to_owned(),
+                message,
+            }),
+            Err(CallError::NotARead) => Err(ReadError::Refused(format!(
+                "{tool} is not a read tool's name"
+            ))),
+            Err(CallError::Unreached(why)) => Err(ReadError::Transport(why)),
+            Err(CallError::TimedOut) => Err(ReadError::Timeout {
+                tool: tool.to_owned(),
+                secs: self.timeout.as_secs(),
+            }),
         }
-    }
-}
-
-fn mentions_401(text: &str) -> bool {
-    let lower = text.to_ascii_lowercase();
-    lower.contains("401") && lower.contains("unauthori")
-}
-
-/// Turns a tool result into a redacted JSON value. Redaction happens on the raw value before
-/// any other code looks at it; raw text is never logged.
-fn interpret(tool: &str, result: CallToolResult) -> Result<Value, ReadError> {
-    let text: String = result
-        .content
-        .iter()
-        .filter_map(|c| c.as_text().map(|t| t.text.as_str()))
-        .collect::<Vec<_>>()
-        .join("\n");
-    if result.is_error == Some(true) {
-        return Err(error_result(tool, &text));
-    }
-    if let Some(mut structured) = result.structured_content.filter(|v| !v.is_null()) {
-        redact::redact_value(&mut structured);
-        return Ok(structured);
-    }
-    match serde_json::from_str::<Value>(text.trim()) {
-        Ok(mut value) => {
-            redact::redact_value(&mut value);
-            Ok(value)
-        }
-        Err(_) => {
-            // Epiphan sometimes reports errors as plain text without the error flag.
-            if text.trim_start().starts_with("Error:") {
-                return Err(error_result(tool, &text));
-            }
-            tracing::info!(tool, "read result was text, not JSON");
-            Ok(Value::String(redact::redact_text(&text)))
-        }
-    }
-}
-
-fn error_result(tool: &str, text: &str) -> ReadError {
-    let redacted = redact::redact_text(text);
-    if mentions_401(&redacted) {
-        return ReadError::SignInExpired;
-    }
-    let message: String = redacted.trim().chars().take(300).collect();
-    ReadError::Tool {
-        tool: tool.to_owned(),
-        message,
     }
 }
 
@@ -461,12 +441,20 @@ pub async fn known_device_ids(reader: &Reader) -> Result<Vec<String>, ReadError>
 mod tests {
     use super::*;
 
+    fn static_value(token: &Token) -> &str {
+        match &token.0 {
+            Bearer::Static(t) => t.expose(),
+            Bearer::Slot(_) => "",
+        }
+    }
+
     #[test]
     fn token_parsing() {
-        assert!(Token::new(String::new()).is_err());
-        assert!(Token::new("a b".to_owned()).is_err());
-        assert_eq!(Token::new("Bearer abc\n".to_owned()).unwrap().0, "abc");
-        assert_eq!(Token::new(" abc ".to_owned()).unwrap().0, "abc");
+        assert!(Token::new("").is_err());
+        assert!(Token::new("a b").is_err());
+        assert!(Token::new("tok\u{7}").is_err());
+        assert_eq!(static_value(&Token::new("Bearer abc\n").unwrap()), "abc");
+        assert_eq!(static_value(&Token::new(" abc ").unwrap()), "abc");
     }
 
     #[test]
@@ -481,21 +469,10 @@ mod tests {
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o640)).unwrap();
         assert!(Token::from_file(&path).is_err());
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
-        assert_eq!(Token::from_file(&path).unwrap().0, "secret-token");
-        assert!(Token::from_file(&dir.path().join("missing")).is_err());
-    }
-
-    #[test]
-    fn error_text_classification() {
-        assert!(mentions_401("Error: 401 Unauthorized"));
-        assert!(!mentions_401("Error: 500 Internal Server Error"));
         assert_eq!(
-            error_result("get_devices_in_my_team", "Error: 401 Unauthorized"),
-            ReadError::SignInExpired
+            static_value(&Token::from_file(&path).unwrap()),
+            "secret-token"
         );
-        assert!(matches!(
-            error_result("get_devices_in_my_team", "Error: 500 Internal Server Error"),
-            ReadError::Tool { .. }
-        ));
+        assert!(Token::from_file(&dir.path().join("missing")).is_err());
     }
 }

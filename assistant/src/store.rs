@@ -4,14 +4,27 @@
 //! the operator made survives a crash and two processes on the same file wait rather than fail.
 //! The audit table refuses UPDATE and DELETE by trigger, and each row carries the SHA-256 of
 //! the previous row's hash and its own content, so an edit made behind the program's back
-//! (triggers dropped first) is found by [`Store::verify_audit`].
+//! (triggers dropped first) is found by [`Store::verify_audit`]. The row format and the
+//! verifier are the protocol's ([`fleetwatch_protocol::audit`]), the same the executor uses.
+//!
+//! # Databases from before the shared format
+//!
+//! This table's first rows were hashed over canonical JSON. An audit log is never re-chained
+//! (recomputing every hash would also wipe out the evidence of any earlier edit), so opening an
+//! older database adds a `format` column in which every existing row is marked with that first
+//! format ([`audit::FORMAT_ASSISTANT_JSON`], the column default), and new rows are written in
+//! the shared one ([`audit::FORMAT_FIELDS`]), chained on from the last old row. The verifier
+//! checks each row with the function it was written with, and refuses an old-format row after
+//! a new one. The migration runs on every open, once per database, inside an immediate
+//! transaction so two processes opening the same file do not both add the column.
 
 use std::path::Path;
 use std::time::Duration;
 
+use fleetwatch_protocol::audit;
+use fleetwatch_protocol::hex;
 use rusqlite::{Connection, OptionalExtension as _, params};
 use serde_json::{Value, json};
-use sha2::{Digest as _, Sha256};
 
 /// This many denials of one tool and target within an hour pause it for an hour from the last.
 pub const DENIALS_TO_PAUSE: usize = 3;
@@ -170,7 +183,7 @@ impl std::fmt::Display for AnchorCheck {
                 "anchor broken at row {row}: it recorded the executor's chain head {}, which \
                  the executor's chain no longer contains: rows were removed from the executor's \
                  audit log (or the listing is not from this executor)",
-                hex(head)
+                hex::encode(head)
             ),
         }
     }
@@ -280,7 +293,8 @@ CREATE TABLE IF NOT EXISTS audit (
     proposal_id INTEGER,
     detail TEXT NOT NULL,
     prev_hash BLOB NOT NULL,
-    row_hash BLOB NOT NULL
+    row_hash BLOB NOT NULL,
+    format INTEGER NOT NULL
 );
 CREATE TRIGGER IF NOT EXISTS audit_no_update BEFORE UPDATE ON audit
 BEGIN SELECT RAISE(ABORT, 'audit rows are append-only'); END;
@@ -293,45 +307,36 @@ pub struct Store {
     conn: Connection,
 }
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+/// The hashed fields of an assistant row, in the table's fixed order: kind, proposal ID
+/// (decimal, empty for none), detail.
+fn audit_fields(kind: &str, proposal_id: Option<i64>, detail: &str) -> [String; 3] {
+    [
+        kind.to_owned(),
+        proposal_id.map(|p| p.to_string()).unwrap_or_default(),
+        detail.to_owned(),
+    ]
 }
 
-fn unhex32(text: &str) -> Option<[u8; 32]> {
-    if text.len() != 64 {
-        return None;
+/// Adds the `format` column to an audit table from before it, marking every existing row as
+/// written in the first format (see the module notes). Nothing else about a row changes.
+fn migrate_audit_format(conn: &mut Connection) -> Result<(), StoreError> {
+    let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+    let has_format: bool = tx.query_row(
+        "SELECT count(*) > 0 FROM pragma_table_info('audit') WHERE name = 'format'",
+        [],
+        |r| r.get(0),
+    )?;
+    if !has_format {
+        tx.execute_batch(&format!(
+            "ALTER TABLE audit ADD COLUMN format INTEGER NOT NULL DEFAULT {}",
+            audit::FORMAT_ASSISTANT_JSON
+        ))?;
+        tracing::info!(
+            "assistant.db: audit rows from before the shared row format are kept as written and marked so"
+        );
     }
-    let mut out = [0u8; 32];
-    for (i, byte) in out.iter_mut().enumerate() {
-        *byte = u8::from_str_radix(text.get(i * 2..i * 2 + 2)?, 16).ok()?;
-    }
-    Some(out)
-}
-
-/// The hash of one audit row: SHA-256 over the previous hash and the row's canonical content.
-fn row_hash(
-    prev: &[u8; 32],
-    id: i64,
-    at: i64,
-    kind: &str,
-    proposal_id: Option<u64>,
-    detail: &str,
-) -> [u8; 32] {
-    let content = json!({
-        "id": id,
-        "at": at,
-        "kind": kind,
-        "proposal_id": proposal_id,
-        "detail": detail,
-    });
-    // Canonical JSON, so the bytes hashed never depend on how serde_json was built.
-    let bytes = fleetwatch_protocol::canonical::from_value(&content)
-        .map(|c| c.into_string())
-        .unwrap_or_else(|_| content.to_string());
-    let mut hasher = Sha256::new();
-    hasher.update(prev);
-    hasher.update(bytes.as_bytes());
-    hasher.finalize().into()
+    tx.commit()?;
+    Ok(())
 }
 
 /// Current Unix seconds.
@@ -356,12 +361,13 @@ impl Store {
         Store::init(Connection::open_in_memory()?)
     }
 
-    fn init(conn: Connection) -> Result<Store, StoreError> {
+    fn init(mut conn: Connection) -> Result<Store, StoreError> {
         conn.busy_timeout(Duration::from_secs(5))?;
         // In-memory databases answer "memory" here; that is fine.
         let _mode: String = conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;
         conn.execute_batch("PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;")?;
         conn.execute_batch(SCHEMA)?;
+        migrate_audit_format(&mut conn)?;
         Ok(Store { conn })
     }
 
@@ -383,44 +389,44 @@ impl Store {
         chain_head(&self.conn)
     }
 
-    /// Walks the whole chain and names the first row that does not match.
+    /// Walks the whole chain with the protocol's verifier and names the first row that does
+    /// not match.
     pub fn verify_audit(&self) -> Result<ChainCheck, StoreError> {
+        let mut verifier = audit::Verifier::new();
+        for row in self.audit_chain_rows()? {
+            if let Err(e) = verifier.push(&row) {
+                return Ok(ChainCheck::Broken {
+                    row: e.row(),
+                    problem: e.problem(),
+                });
+            }
+        }
+        Ok(ChainCheck::Intact {
+            rows: verifier.rows(),
+            head: verifier.head(),
+        })
+    }
+
+    /// Every audit row as the protocol's verifier takes it, oldest first.
+    pub fn audit_chain_rows(&self) -> Result<Vec<audit::Row>, StoreError> {
         let mut stmt = self.conn.prepare(
-            "SELECT id, at, kind, proposal_id, detail, prev_hash, row_hash FROM audit ORDER BY id",
+            "SELECT id, at, kind, proposal_id, detail, prev_hash, row_hash, format
+             FROM audit ORDER BY id",
         )?;
-        let mut rows = stmt.query([])?;
-        let mut prev = [0u8; 32];
-        let mut count = 0u64;
-        while let Some(row) = rows.next()? {
-            let id: i64 = row.get(0)?;
-            let at: i64 = row.get(1)?;
+        let rows = stmt.query_map([], |row| {
             let kind: String = row.get(2)?;
             let proposal_id: Option<i64> = row.get(3)?;
             let detail: String = row.get(4)?;
-            let stored_prev: Vec<u8> = row.get(5)?;
-            let stored_hash: Vec<u8> = row.get(6)?;
-            if stored_prev.as_slice() != prev.as_slice() {
-                return Ok(ChainCheck::Broken {
-                    row: id,
-                    problem: "does not link to the row before it (a row was removed or edited)"
-                        .to_owned(),
-                });
-            }
-            let proposal_id = proposal_id.and_then(|p| u64::try_from(p).ok());
-            let expected = row_hash(&prev, id, at, &kind, proposal_id, &detail);
-            if stored_hash.as_slice() != expected.as_slice() {
-                return Ok(ChainCheck::Broken {
-                    row: id,
-                    problem: "its content does not match its hash (the row was edited)".to_owned(),
-                });
-            }
-            prev = expected;
-            count += 1;
-        }
-        Ok(ChainCheck::Intact {
-            rows: count,
-            head: prev,
-        })
+            Ok(audit::Row {
+                seq: row.get(0)?,
+                time: row.get(1)?,
+                format: row.get(7)?,
+                fields: audit_fields(&kind, proposal_id, &detail).to_vec(),
+                prev_hash: row.get(5)?,
+                row_hash: row.get(6)?,
+            })
+        })?;
+        Ok(rows.collect::<Result<Vec<_>, _>>()?)
     }
 
     /// All audit rows, oldest first.
@@ -456,7 +462,7 @@ impl Store {
                 targets,
                 proposal.fingerprint,
                 proposal.schema_version,
-                hex(&proposal.policy_digest),
+                hex::encode(&proposal.policy_digest),
                 proposal.slot,
                 proposal.reason,
                 now,
@@ -691,7 +697,10 @@ impl Store {
             .map_err(|_| StoreError::Corrupt("id out of range".to_owned()))?;
         let mut detail = json!({"approval_id": outcome.approval_id, "outcome": outcome.word});
         if let (Some(head), Some(map)) = (outcome.executor_head, detail.as_object_mut()) {
-            map.insert("executor_head".to_owned(), Value::String(hex(&head)));
+            map.insert(
+                "executor_head".to_owned(),
+                Value::String(hex::encode(&head)),
+            );
         }
         let tx = self.conn.transaction()?;
         append_audit(&tx, now, "page_result", Some(outcome.proposal_id), &detail)?;
@@ -731,7 +740,7 @@ impl Store {
             .filter_map(|row| {
                 let detail: Value = serde_json::from_str(&row.detail).ok()?;
                 let head = detail.get("executor_head")?.as_str()?;
-                Some((row.id, fleetwatch_protocol::anchor::parse_hash(head)?))
+                Some((row.id, hex::decode_array(head)?))
             })
             .collect())
     }
@@ -795,11 +804,12 @@ fn append_audit(
         [],
         |r| r.get(0),
     )?;
-    let hash = row_hash(&prev, next_id, at, kind, proposal_id, &detail);
     let pid = proposal_id.and_then(|p| i64::try_from(p).ok());
+    let fields = audit_fields(kind, pid, &detail);
+    let hash = audit::row_hash(&prev, next_id, at, &fields.each_ref().map(String::as_str));
     conn.execute(
-        "INSERT INTO audit (id, at, kind, proposal_id, detail, prev_hash, row_hash)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        "INSERT INTO audit (id, at, kind, proposal_id, detail, prev_hash, row_hash, format)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
         params![
             next_id,
             at,
@@ -807,7 +817,8 @@ fn append_audit(
             pid,
             detail,
             prev.as_slice(),
-            hash.as_slice()
+            hash.as_slice(),
+            audit::FORMAT_FIELDS
         ],
     )?;
     Ok(())
@@ -853,7 +864,8 @@ impl RawProposal {
             targets: serde_json::from_str(&self.targets).map_err(|_| corrupt("targets"))?,
             schema_version: u32::try_from(self.schema_version)
                 .map_err(|_| corrupt("schema version"))?,
-            policy_digest: unhex32(&self.policy_digest).ok_or_else(|| corrupt("policy digest"))?,
+            policy_digest: hex::decode_array(&self.policy_digest)
+                .ok_or_else(|| corrupt("policy digest"))?,
             status: Status::parse(&self.status).ok_or_else(|| corrupt("status"))?,
             tool: self.tool,
             arguments: self.arguments,

@@ -286,3 +286,25 @@ async fn replay_resolves_templates_tolerates_notes_and_guards_the_same() {
         "{err}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forgotten_session_is_replaced_and_the_read_answers() {
+    // Session recovery is off in the shared MCP core (for the executor's write it could
+    // re-send a request); reads are safe to repeat, so the reader opens a new session once.
+    let sim = fleetwatch_sim::start(SimConfig::demo()).await.unwrap();
+    let reader = live_reader(&sim, "normal-token", common::policy()).await;
+    reader
+        .read("get_devices_in_my_team", json!({}))
+        .await
+        .unwrap();
+    sim.end_sessions();
+    let value = reader
+        .read("get_devices_in_my_team", json!({}))
+        .await
+        .unwrap();
+    assert!(value.get("devices").is_some(), "{value}");
+    // The forgotten session's request was refused before a call was recorded; the read that
+    // answered is the second recorded call.
+    assert_eq!(sim.calls().len(), 2);
+    sim.shutdown().await;
+}

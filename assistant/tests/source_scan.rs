@@ -1,12 +1,22 @@
-//! Only two places in the workspace may call an MCP tool: the assistant's guarded reader and
-//! the executor. A third call site (the simulator, which serves tools, excepted) fails here.
+//! Who may call an Epiphan tool, checked over the whole workspace's sources.
+//!
+//! Only the MCP client core (`epiphan/src`) calls rmcp's tool call; the simulator, which serves
+//! tools, and the sign-in crate's integration tests, which drive the simulator with a plain
+//! client, are the only other places that name it. Only two places call the core: the
+//! assistant's guarded reader, which may only read, and the executor's client, which also
+//! holds the one write. A third call site of any of these fails here.
 
 mod common;
 
 use std::path::{Path, PathBuf};
 
 // Built from parts so this file does not match itself.
+/// rmcp's tool call.
 const NEEDLE: &str = concat!("call", "_tool");
+/// The core's bounded read.
+const CORE_READ: &str = concat!("call", "_read");
+/// The core's once-only write.
+const CORE_WRITE: &str = concat!("call", "_write_once");
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     let Ok(entries) = std::fs::read_dir(dir) else {
@@ -27,26 +37,44 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-fn allowed(relative: &Path) -> bool {
-    relative == Path::new("assistant/src/reads.rs")
-        || relative.starts_with("executor/src")
-        || relative.starts_with("sim")
-        // Integration tests of a crate (for example the sign-in crate's) drive the simulator
-        // with a plain MCP client; they are never built into a binary that reaches Epiphan.
-        || relative.starts_with("signin/tests")
+fn allowed(needle: &str, relative: &Path) -> bool {
+    let core = relative.starts_with("epiphan/src");
+    match needle {
+        NEEDLE => {
+            core || relative.starts_with("sim")
+                // Integration tests of a crate (for example the sign-in crate's) drive the
+                // simulator with a plain MCP client; they are never built into a binary that
+                // reaches Epiphan.
+                || relative.starts_with("signin/tests")
+        }
+        CORE_READ => {
+            core || relative == Path::new("assistant/src/reads.rs")
+                || relative == Path::new("executor/src/epiphan.rs")
+        }
+        // The assistant never writes: only the executor's client may name the write.
+        _ => core || relative == Path::new("executor/src/epiphan.rs"),
+    }
 }
 
 fn offenders(root: &Path) -> Vec<String> {
     let mut files = Vec::new();
     rust_files(root, &mut files);
-    files
-        .iter()
-        .filter_map(|path| {
-            let relative = path.strip_prefix(root).ok()?;
-            let text = std::fs::read_to_string(path).ok()?;
-            (text.contains(NEEDLE) && !allowed(relative)).then(|| relative.display().to_string())
-        })
-        .collect()
+    let mut found = Vec::new();
+    for path in &files {
+        let Some(relative) = path.strip_prefix(root).ok() else {
+            continue;
+        };
+        let Ok(text) = std::fs::read_to_string(path) else {
+            continue;
+        };
+        for needle in [NEEDLE, CORE_READ, CORE_WRITE] {
+            if text.contains(needle) && !allowed(needle, relative) {
+                found.push(format!("{} ({needle})", relative.display()));
+            }
+        }
+    }
+    found.sort();
+    found
 }
 
 #[test]
@@ -55,36 +83,57 @@ fn no_third_place_calls_a_tool() {
     let found = offenders(&root);
     assert!(
         found.is_empty(),
-        "tool calls outside the two allowed places: {found:?}"
+        "tool calls outside the allowed places: {found:?}"
     );
-    // Positive control: the allowed places really do contain it, so the scan sees files.
-    let reads = std::fs::read_to_string(root.join("assistant/src/reads.rs")).unwrap();
-    assert!(reads.contains(NEEDLE));
+    // Positive control: the allowed places really do contain them, so the scan sees files.
+    let read = |p: &str| std::fs::read_to_string(root.join(p)).unwrap();
+    assert!(read("epiphan/src/session.rs").contains(NEEDLE));
+    assert!(read("assistant/src/reads.rs").contains(CORE_READ));
+    assert!(!read("assistant/src/reads.rs").contains(CORE_WRITE));
+    assert!(read("executor/src/epiphan.rs").contains(CORE_WRITE));
 }
 
 #[test]
 fn the_scan_catches_a_planted_call() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(dir.path().join("assistant/src")).unwrap();
-    std::fs::create_dir_all(dir.path().join("executor/src")).unwrap();
-    std::fs::write(
-        dir.path().join("assistant/src/reads.rs"),
-        format!("fn a() {{ peer.{NEEDLE}(p); }}"),
-    )
-    .unwrap();
-    std::fs::write(
-        dir.path().join("executor/src/epiphan.rs"),
-        format!("fn a() {{ peer.{NEEDLE}(p); }}"),
-    )
-    .unwrap();
+    for sub in ["assistant/src", "executor/src", "epiphan/src"] {
+        std::fs::create_dir_all(dir.path().join(sub)).unwrap();
+    }
+    let plant = |path: &str, text: String| std::fs::write(dir.path().join(path), text).unwrap();
+    plant(
+        "epiphan/src/session.rs",
+        format!("fn a() {{ peer.{NEEDLE}_once(p); }} fn {CORE_READ}() {{}} fn {CORE_WRITE}() {{}}"),
+    );
+    plant(
+        "assistant/src/reads.rs",
+        format!("fn a() {{ session.{CORE_READ}(t, a, b); }}"),
+    );
+    plant(
+        "executor/src/epiphan.rs",
+        format!("fn a() {{ s.{CORE_READ}(t); s.{CORE_WRITE}(t); }}"),
+    );
     assert!(offenders(dir.path()).is_empty());
-    std::fs::write(
-        dir.path().join("assistant/src/page.rs"),
+
+    // A raw tool call in the page, a write from the reader, a read from elsewhere in the
+    // executor: each is named.
+    plant(
+        "assistant/src/page.rs",
         format!("fn b() {{ client.{NEEDLE}(write); }}"),
-    )
-    .unwrap();
+    );
+    plant(
+        "assistant/src/reads.rs",
+        format!("fn a() {{ session.{CORE_READ}(t); session.{CORE_WRITE}(t); }}"),
+    );
+    plant(
+        "executor/src/describe.rs",
+        format!("fn c() {{ session.{CORE_READ}(t); }}"),
+    );
     assert_eq!(
         offenders(dir.path()),
-        vec!["assistant/src/page.rs".to_owned()]
+        vec![
+            format!("assistant/src/page.rs ({NEEDLE})"),
+            format!("assistant/src/reads.rs ({CORE_WRITE})"),
+            format!("executor/src/describe.rs ({CORE_READ})"),
+        ]
     );
 }

@@ -1,12 +1,18 @@
 //! The executor's audit chain. Rows are append-only (triggers abort UPDATE and DELETE) and
 //! each row's hash covers the previous row's hash and its own content, so an edit, a deletion
 //! or an insertion made behind the program's back breaks the chain at that row.
+//!
+//! The row format and the verifier are the protocol's ([`fleetwatch_protocol::audit`]), the
+//! same the assistant uses; this module only reads and writes the table. The executor's rows
+//! have been written in that format since the first release (it is this table's original
+//! format, generalised), so an existing `executor.db` needs no migration and its table has no
+//! format column: every row is [`audit::FORMAT_FIELDS`].
 
+use fleetwatch_protocol::audit::{self, Row};
 use rusqlite::{Connection, OptionalExtension, Transaction, params};
-use sha2::{Digest, Sha256};
 
 /// Hash that the first row chains from.
-pub const GENESIS: [u8; 32] = [0; 32];
+pub const GENESIS: [u8; 32] = audit::GENESIS;
 
 /// Schema of the audit table and its guards.
 pub const SCHEMA: &str = "
@@ -48,23 +54,20 @@ pub struct Entry {
     pub detail: String,
 }
 
-/// Lower-case hex of bytes.
-pub fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// Fields in hash order: kind, reason, approval ID, tool, targets, assistant head, detail.
-fn row_hash(prev: &[u8], seq: i64, time: i64, fields: [&str; 7]) -> [u8; 32] {
-    // Each field is length-prefixed, so no two different rows hash the same bytes.
-    let mut h = Sha256::new();
-    h.update(prev);
-    h.update(seq.to_be_bytes());
-    h.update(time.to_be_bytes());
-    for field in fields {
-        h.update((field.len() as u64).to_be_bytes());
-        h.update(field.as_bytes());
+impl Entry {
+    /// The hashed fields, in the table's fixed order: kind, reason, approval ID, tool,
+    /// targets, assistant head, detail.
+    fn fields(&self) -> [&str; 7] {
+        [
+            self.kind,
+            &self.reason,
+            &self.approval_id,
+            &self.tool,
+            &self.targets,
+            &self.assistant_head,
+            &self.detail,
+        ]
     }
-    h.finalize().into()
 }
 
 /// The latest row's hash, or [`GENESIS`].
@@ -95,102 +98,73 @@ pub fn append(tx: &Transaction<'_>, time: i64, entry: &Entry) -> rusqlite::Resul
         Some((seq, hash)) => (seq.saturating_add(1), hash),
         None => (1, GENESIS.to_vec()),
     };
-    let hash = row_hash(
-        &prev,
-        seq,
-        time,
-        [
-            entry.kind,
-            &entry.reason,
-            &entry.approval_id,
-            &entry.tool,
-            &entry.targets,
-            &entry.assistant_head,
-            &entry.detail,
-        ],
-    );
+    // Only this module writes the column, always 32 bytes. Were a stored hash ever another
+    // length, the chain is already broken at that row and `verify` names it; the new row
+    // then links to nothing it could be mistaken for.
+    let prev: [u8; 32] = prev.try_into().unwrap_or(GENESIS);
+    let hash = audit::row_hash(&prev, seq, time, &entry.fields());
     tx.execute(
         "INSERT INTO audit (seq, time, kind, reason, approval_id, tool, targets, assistant_head, detail, prev_hash, row_hash)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-        params![seq, time, entry.kind, entry.reason, entry.approval_id, entry.tool, entry.targets, entry.assistant_head, entry.detail, prev, hash.to_vec()],
+        params![seq, time, entry.kind, entry.reason, entry.approval_id, entry.tool, entry.targets, entry.assistant_head, entry.detail, prev.to_vec(), hash.to_vec()],
     )?;
     Ok(hash)
 }
 
-/// The first row where the chain breaks.
+/// Why the chain did not verify.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ChainError {
-    /// A row's sequence number is not the previous one plus one (a row was deleted or inserted).
-    #[error("audit row {seq}: expected sequence number {expected} (a row was removed or inserted)")]
-    Gap {
-        /// The row found.
-        seq: i64,
-        /// The number expected.
-        expected: i64,
-    },
-    /// A row does not chain from the previous row's hash.
-    #[error(
-        "audit row {seq}: does not chain from the previous row (a row was removed, inserted or edited)"
-    )]
-    Link {
-        /// The row.
-        seq: i64,
-    },
-    /// A row's content does not match its hash.
-    #[error("audit row {seq}: content does not match its hash (the row was edited)")]
-    Content {
-        /// The row.
-        seq: i64,
-    },
+    /// The first row where the chain breaks.
+    #[error("{0}")]
+    Chain(#[from] audit::ChainError),
     /// The table could not be read.
     #[error("audit table unreadable: {0}")]
     Db(String),
 }
 
-/// Verifies the whole chain; returns the number of rows and the head.
-pub fn verify(conn: &Connection) -> Result<(u64, [u8; 32]), ChainError> {
+/// Every row as a value, oldest first, for the protocol's verifier.
+fn each_row(
+    conn: &Connection,
+    mut visit: impl FnMut(Row) -> Result<(), ChainError>,
+) -> Result<(), ChainError> {
     let db = |e: rusqlite::Error| ChainError::Db(e.to_string());
     let mut stmt = conn
         .prepare("SELECT seq, time, kind, reason, approval_id, tool, targets, assistant_head, detail, prev_hash, row_hash FROM audit ORDER BY seq")
         .map_err(db)?;
     let mut rows = stmt.query([]).map_err(db)?;
-    let mut prev = GENESIS.to_vec();
-    let mut expected: i64 = 1;
-    let mut count = 0u64;
     while let Some(row) = rows.next().map_err(db)? {
-        let seq: i64 = row.get(0).map_err(db)?;
-        if seq != expected {
-            return Err(ChainError::Gap { seq, expected });
+        let mut fields = Vec::with_capacity(7);
+        for i in 2..=8 {
+            fields.push(row.get::<_, String>(i).map_err(db)?);
         }
-        let stored_prev: Vec<u8> = row.get(9).map_err(db)?;
-        if stored_prev != prev {
-            return Err(ChainError::Link { seq });
-        }
-        let text = |i: usize| -> Result<String, ChainError> { row.get::<_, String>(i).map_err(db) };
-        let hash = row_hash(
-            &prev,
-            seq,
-            row.get(1).map_err(db)?,
-            [
-                &text(2)?,
-                &text(3)?,
-                &text(4)?,
-                &text(5)?,
-                &text(6)?,
-                &text(7)?,
-                &text(8)?,
-            ],
-        );
-        let stored: Vec<u8> = row.get(10).map_err(db)?;
-        if stored != hash {
-            return Err(ChainError::Content { seq });
-        }
-        prev = stored;
-        expected = expected.saturating_add(1);
-        count = count.saturating_add(1);
+        visit(Row {
+            seq: row.get(0).map_err(db)?,
+            time: row.get(1).map_err(db)?,
+            format: audit::FORMAT_FIELDS,
+            fields,
+            prev_hash: row.get(9).map_err(db)?,
+            row_hash: row.get(10).map_err(db)?,
+        })?;
     }
-    let head = <[u8; 32]>::try_from(prev.as_slice()).unwrap_or(GENESIS);
-    Ok((count, head))
+    Ok(())
+}
+
+/// Every row as a value, oldest first (what the one verifier takes).
+pub fn rows(conn: &Connection) -> Result<Vec<Row>, ChainError> {
+    let mut out = Vec::new();
+    each_row(conn, |row| {
+        out.push(row);
+        Ok(())
+    })?;
+    Ok(out)
+}
+
+/// Verifies the whole chain with the protocol's verifier; returns the number of rows and the
+/// head.
+pub fn verify(conn: &Connection) -> Result<(u64, [u8; 32]), ChainError> {
+    let mut verifier = audit::Verifier::new();
+    each_row(conn, |row| Ok(verifier.push(&row)?))?;
+    Ok((verifier.rows(), verifier.head()))
 }
 
 /// Every row's number and hash, oldest first: the listing `audit heads` prints for the
@@ -220,7 +194,7 @@ pub fn assistant_anchors(conn: &Connection) -> rusqlite::Result<Vec<(i64, [u8; 3
         let (seq, text) = row?;
         // Only this program writes the column, always from 32 bytes; the chain check has
         // already shown the row unaltered.
-        if let Some(head) = fleetwatch_protocol::anchor::parse_hash(&text) {
+        if let Some(head) = fleetwatch_protocol::hex::decode_array(&text) {
             out.push((seq, head));
         }
     }
@@ -291,7 +265,10 @@ mod tests {
             .unwrap();
         conn.execute("UPDATE audit SET reason = 'z' WHERE seq = 2", [])
             .unwrap();
-        assert_eq!(verify(&conn).unwrap_err(), ChainError::Content { seq: 2 });
+        assert_eq!(
+            verify(&conn).unwrap_err(),
+            ChainError::Chain(audit::ChainError::Content { seq: 2 })
+        );
         let mut conn = db();
         for r in ["a", "b", "c"] {
             add(&mut conn, r);
@@ -300,10 +277,10 @@ mod tests {
         conn.execute("DELETE FROM audit WHERE seq = 2", []).unwrap();
         assert_eq!(
             verify(&conn).unwrap_err(),
-            ChainError::Gap {
+            ChainError::Chain(audit::ChainError::Gap {
                 seq: 3,
                 expected: 2
-            }
+            })
         );
     }
 
@@ -317,7 +294,7 @@ mod tests {
             2,
             &Entry {
                 kind: "accepted",
-                assistant_head: hex(&[9; 32]),
+                assistant_head: fleetwatch_protocol::hex::encode(&[9; 32]),
                 ..Entry::default()
             },
         )

@@ -272,6 +272,12 @@ impl WriteTicket {
     pub fn approval_id(&self) -> [u8; 16] {
         self.approval_id
     }
+
+    /// The write the ticket allows, consuming it: only [`crate::epiphan::Epiphan::write_once`]
+    /// calls this, on its way to sending it.
+    pub(crate) fn into_call(self) -> (String, Map<String, Value>) {
+        (self.tool, self.arguments)
+    }
 }
 
 /// The fast-moving reads, last: events, then recorder status. Then the event ID, the
@@ -328,11 +334,10 @@ pub async fn last_reads(
     })
 }
 
-/// The single write: one `call_tool`, bounded by `timeout`, never retried.
+/// The single write, in exchange for the ticket: sent once, bounded by `timeout`, never
+/// retried.
 pub async fn write(ticket: WriteTicket, epiphan: &Epiphan, timeout: Duration) -> WriteAnswer {
-    epiphan
-        .write_once(&ticket.tool, ticket.arguments, timeout)
-        .await
+    epiphan.write_once(ticket, timeout).await
 }
 
 #[cfg(test)]

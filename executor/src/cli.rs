@@ -158,7 +158,8 @@ static LOGOUT: Node = Node {
 static DOCTOR: Node = Node {
     name: "doctor",
     about: "Check the configuration, fence, sign-in, key file, policy, socket directory, \
-            database and audit chain; one OK/WARN/FAIL line each. Exits 1 if any check fails",
+            whether a running executor answers, database and audit chain; one OK/WARN/FAIL line \
+            each. Exits 1 if any check fails",
     flags: &[&CONFIG],
     children: &[],
 };

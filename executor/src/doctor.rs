@@ -98,7 +98,7 @@ pub async fn doctor(config: &Config) -> Vec<Line> {
                 "{}: {} proposable tool(s), digest {}",
                 config.policy.display(),
                 policy.propose_entries().count(),
-                audit::hex(&policy.whole_digest())
+                fleetwatch_protocol::hex::encode(&policy.whole_digest())
             ),
         ),
         Err(e) => line(Level::Fail, "policy", e.to_string()),
@@ -200,7 +200,7 @@ fn running(config: &Config) -> Line {
                 "version {} answers on {} (audit head {})",
                 status.version,
                 config.socket.display(),
-                audit::hex(&status.chain_head)
+                fleetwatch_protocol::hex::encode(&status.chain_head)
             ),
         ),
         Ok(Response::Refused(refusal)) => line(
@@ -333,7 +333,10 @@ fn database(config: &Config) -> Vec<Line> {
         Ok((rows, head)) => line(
             Level::Ok,
             "audit chain",
-            format!("{rows} row(s), head {}", audit::hex(&head)),
+            format!(
+                "{rows} row(s), head {}",
+                fleetwatch_protocol::hex::encode(&head)
+            ),
         ),
         Err(e) => line(Level::Fail, "audit chain", e.to_string()),
     });

@@ -1,121 +1,72 @@
-//! The executor's MCP client for Epiphan, signed in as the sandbox. Every read is bounded by a
-//! timeout and redacted before anything parses it. The write is sent at most once: the
-//! transport's session recovery and stream reconnection are switched off, because either may
-//! re-send a request Epiphan already received.
+//! The executor's Epiphan client, signed in as the sandbox, on the MCP core both processes
+//! share (`fleetwatch-epiphan`: opening a session with redirects, session recovery and stream
+//! retry off; the bounded read; redacted results; the one expired sign-in rule; the one URL
+//! policy). What is executor policy lives here, on top of it:
+//!
+//! * the session kept between requests ([`Sessions`]), and the one retry of a *read* on a new
+//!   session when a kept one does not answer;
+//! * reads only by read-tool name ([`Epiphan::read`]);
+//! * the write, which only [`Epiphan::write_once`] sends, and only in exchange for the
+//!   [`WriteTicket`] that the last check hands out. This is the only module that names the
+//!   core crate, so no other code in the executor can open a session of its own or reach the
+//!   core's write call; `executor/tests/one_write.rs` keeps it that way.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use fleetwatch_protocol::redact;
-use rmcp::ServiceExt;
-use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult};
-use rmcp::service::{RoleClient, RunningService};
-use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::transport::common::client_side_sse::NeverRetry;
-use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use serde_json::Value;
+use fleetwatch_epiphan::{CallError, OpenError, ReadAnswer, Session};
+use fleetwatch_protocol::secret::Secret;
+use serde_json::{Map, Value};
 
-/// The sandbox bearer token. Deliberately neither `Debug` nor `Display`, so it cannot reach a
-/// log line, an audit row or an error message by accident.
-pub struct SandboxToken(String);
+use crate::checks::WriteTicket;
 
-impl SandboxToken {
-    /// Wraps token text (surrounding whitespace removed).
-    pub fn new(text: &str) -> Option<SandboxToken> {
-        let t = text.trim();
-        // A header value cannot hold control characters; refuse them here, not mid-request.
-        (!t.is_empty() && t.len() <= 8192 && t.bytes().all(|b| b.is_ascii_graphic()))
-            .then(|| SandboxToken(t.to_string()))
-    }
-    /// The token bytes, for the slot file only.
-    pub fn as_bytes(&self) -> &[u8] {
-        self.0.as_bytes()
-    }
+pub use fleetwatch_epiphan::{UrlRefusal, WriteAnswer, http_client};
 
-    /// Which token a kept session was opened with, without keeping the token itself twice.
-    fn digest(&self) -> [u8; 32] {
-        use sha2::Digest as _;
-        sha2::Sha256::digest(self.0.as_bytes()).into()
-    }
-}
+/// Why the Epiphan URL was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the Epiphan URL (FLEETWATCH_EPIPHAN_URL) {0}")]
+pub struct UrlError(pub UrlRefusal);
 
-/// Why a URL was refused.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("Epiphan URL {url:?}: {problem}")]
-pub struct UrlError {
-    /// The URL.
-    pub url: String,
-    /// What is wrong.
-    pub problem: &'static str,
-}
-
-/// Only `https://` URLs, or `http://` to a loopback host when explicitly allowed (tests, demo).
+/// The one URL policy: `https://`, or `http://` to a loopback host when explicitly allowed
+/// (tests, demo); no user info, no fragment.
 pub fn check_url(url: &str, allow_loopback_http: bool) -> Result<(), UrlError> {
-    let err = |problem| UrlError {
-        url: url.to_string(),
-        problem,
-    };
-    let parsed = reqwest::Url::parse(url).map_err(|_| err("not a URL"))?;
-    if !parsed.username().is_empty() || parsed.password().is_some() {
-        return Err(err("must not carry credentials"));
-    }
-    match parsed.scheme() {
-        "https" => Ok(()),
-        "http" if allow_loopback_http => {
-            let host = parsed.host_str().unwrap_or_default();
-            let host = host.trim_start_matches('[').trim_end_matches(']');
-            let loopback = host == "localhost"
-                || host
-                    .parse::<std::net::IpAddr>()
-                    .is_ok_and(|ip| ip.is_loopback());
-            if loopback {
-                Ok(())
-            } else {
-                Err(err("http:// is allowed only to a loopback host"))
-            }
-        }
-        "http" => Err(err(
-            "only https:// is allowed (FLEETWATCH_ALLOW_LOOPBACK_HTTP=1 permits loopback http for tests)",
-        )),
-        _ => Err(err("only https:// is allowed")),
-    }
+    fleetwatch_epiphan::check_url(url, allow_loopback_http)
+        .map(|_| ())
+        .map_err(UrlError)
 }
 
 /// Why a read gave nothing usable.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ReadFailure {
-    /// Epiphan refused the sign-in (an in-band `401 Unauthorized`).
+    /// Epiphan refused the sign-in (an in-band `401 Unauthorized`, or HTTP 401).
     Unauthorized,
     /// Timed out, lost connection, error result or an answer that is not JSON. The text says
     /// which in plain words and never carries result data.
     Failed(String),
 }
 
-/// What came back from the one write.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum WriteAnswer {
-    /// An empty error map: every device worked.
-    Done,
-    /// Per-device errors, redacted.
-    Errors(BTreeMap<String, String>),
-    /// Sent, but no trustworthy answer; the reason is for the log only.
-    Unknown(&'static str),
+/// Which token a kept session was opened with, without keeping the token itself twice.
+fn digest(token: &Secret) -> [u8; 32] {
+    use sha2::Digest as _;
+    sha2::Sha256::digest(token.expose().as_bytes()).into()
 }
 
-/// The HTTP client every session shares, built once per process: building one loads the
-/// system's root certificates, which cost more than the rest of an `Execute` together, and a
-/// shared client keeps warm connections to Epiphan between requests. Redirects are not
-/// followed: the sandbox token and the write go to the configured URL or nowhere (a 307/308
-/// would re-send the write's body to another address).
-pub fn http_client() -> Result<reqwest::Client, String> {
-    fleetwatch_signin::tls::client_builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .map_err(|e| format!("could not set up HTTPS: {e}"))
+async fn open(
+    http: &reqwest::Client,
+    url: &str,
+    token: &Secret,
+    read_timeout: Duration,
+) -> Result<Session, ReadFailure> {
+    Session::open(http, url, token, read_timeout)
+        .await
+        .map_err(|e| match e {
+            OpenError::SignInExpired => ReadFailure::Unauthorized,
+            OpenError::TimedOut => ReadFailure::Failed("MCP session did not open in time".into()),
+            OpenError::Failed(why) => {
+                ReadFailure::Failed(format!("could not open an MCP session: {why}"))
+            }
+        })
 }
-
-type Service = RunningService<RoleClient, ()>;
 
 /// Keeps one MCP session open between requests, so an `Execute` does not pay for the
 /// `initialize` exchange each time. The kept session is used only while it was opened with
@@ -133,7 +84,7 @@ pub struct Sessions {
 
 struct Kept {
     token: [u8; 32],
-    service: Arc<Service>,
+    session: Arc<Session>,
 }
 
 impl Sessions {
@@ -148,41 +99,41 @@ impl Sessions {
     }
 
     /// A session signed in with `token`: the kept one when it fits, else a new one, kept.
-    pub async fn session(self: &Arc<Self>, token: SandboxToken) -> Result<Epiphan, ReadFailure> {
-        let digest = token.digest();
+    pub async fn session(self: &Arc<Self>, token: Secret) -> Result<Epiphan, ReadFailure> {
+        let digest = digest(&token);
         let mut kept = self.kept.lock().await;
         let reusable = kept
             .as_ref()
-            .filter(|k| k.token == digest && !k.service.is_transport_closed())
-            .map(|k| Arc::clone(&k.service));
-        let (service, renew) = match reusable {
-            Some(service) => (service, Some((Arc::clone(self), token))),
+            .filter(|k| k.token == digest && !k.session.is_closed())
+            .map(|k| Arc::clone(&k.session));
+        let (session, renew) = match reusable {
+            Some(session) => (session, Some((Arc::clone(self), token))),
             // Just opened: a failure on it is Epiphan's answer, not a stale session.
             None => {
-                let service =
+                let session =
                     Arc::new(open(&self.http, &self.url, &token, self.read_timeout).await?);
                 *kept = Some(Kept {
                     token: digest,
-                    service: Arc::clone(&service),
+                    session: Arc::clone(&session),
                 });
-                (service, None)
+                (session, None)
             }
         };
         Ok(Epiphan {
-            service: std::sync::Mutex::new(service),
+            session: std::sync::Mutex::new(session),
             read_timeout: self.read_timeout,
             renew: std::sync::Mutex::new(renew),
             keeper: Some(Arc::clone(self)),
         })
     }
 
-    /// Stops keeping `service` (a read on it timed out, or the write had no clean answer), so
+    /// Stops keeping `session` (a read on it timed out, or the write had no clean answer), so
     /// the next request opens a new session instead of waiting on a troubled one again.
-    async fn forget(&self, service: &Arc<Service>) {
+    async fn forget(&self, session: &Arc<Session>) {
         let mut kept = self.kept.lock().await;
         if kept
             .as_ref()
-            .is_some_and(|k| Arc::ptr_eq(&k.service, service))
+            .is_some_and(|k| Arc::ptr_eq(&k.session, session))
         {
             *kept = None;
         }
@@ -191,100 +142,35 @@ impl Sessions {
     /// Replaces `stale` with a new session, unless another request already did.
     async fn renew(
         &self,
-        token: &SandboxToken,
-        stale: &Arc<Service>,
-    ) -> Result<Arc<Service>, ReadFailure> {
-        let digest = token.digest();
+        token: &Secret,
+        stale: &Arc<Session>,
+    ) -> Result<Arc<Session>, ReadFailure> {
+        let digest = digest(token);
         let mut kept = self.kept.lock().await;
         if let Some(k) = kept.as_ref()
             && k.token == digest
-            && !Arc::ptr_eq(&k.service, stale)
+            && !Arc::ptr_eq(&k.session, stale)
         {
-            return Ok(Arc::clone(&k.service));
+            return Ok(Arc::clone(&k.session));
         }
-        let service = Arc::new(open(&self.http, &self.url, token, self.read_timeout).await?);
+        let session = Arc::new(open(&self.http, &self.url, token, self.read_timeout).await?);
         *kept = Some(Kept {
             token: digest,
-            service: Arc::clone(&service),
+            session: Arc::clone(&session),
         });
-        Ok(service)
+        Ok(session)
     }
 }
 
 /// A signed-in MCP session, for one request.
 pub struct Epiphan {
-    service: std::sync::Mutex<Arc<Service>>,
+    session: std::sync::Mutex<Arc<Session>>,
     read_timeout: Duration,
     /// Where to get a new session when a kept one turns out dead: taken by the first read that
     /// fails to reach it, so it happens at most once per request.
-    renew: std::sync::Mutex<Option<(Arc<Sessions>, SandboxToken)>>,
+    renew: std::sync::Mutex<Option<(Arc<Sessions>, Secret)>>,
     /// The keeper, told when this session should not be reused (`None` for one of its own).
     keeper: Option<Arc<Sessions>>,
-}
-
-/// How one read attempt ended.
-enum Attempt {
-    Answer(CallToolResult),
-    /// The call did not reach a working session (transport or protocol error).
-    Unreached,
-    /// No answer within the read timeout.
-    TimedOut,
-}
-
-fn is_unauthorized_text(text: &str) -> bool {
-    let t = text.trim_start();
-    let t = t.strip_prefix("Error:").unwrap_or(t).trim_start();
-    t.starts_with("401") || t.to_ascii_lowercase().starts_with("unauthorized")
-}
-
-fn texts(result: &CallToolResult) -> String {
-    result
-        .content
-        .iter()
-        .filter_map(|c| c.as_text())
-        .map(|t| t.text.as_str())
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-/// The JSON a result carries: structured content, else the text content parsed as JSON.
-fn result_json(result: &CallToolResult) -> Option<Value> {
-    if let Some(v) = &result.structured_content {
-        return Some(v.clone());
-    }
-    serde_json::from_str(texts(result).trim()).ok()
-}
-
-/// Opens an MCP session with the sandbox token over the shared client, bounded by
-/// `read_timeout`.
-async fn open(
-    http: &reqwest::Client,
-    url: &str,
-    token: &SandboxToken,
-    read_timeout: Duration,
-) -> Result<Service, ReadFailure> {
-    let mut config =
-        StreamableHttpClientTransportConfig::with_uri(url).auth_header(token.0.clone());
-    // Recovering an expired session re-sends the POST that failed, and reconnecting a
-    // broken stream can replay it: both would be a second write. Neither is allowed.
-    config.reinit_on_expired_session = false;
-    config.retry_config = std::sync::Arc::new(NeverRetry::default());
-    config.max_json_response_size = 8 << 20;
-    let transport = StreamableHttpClientTransport::with_client(http.clone(), config);
-    match tokio::time::timeout(read_timeout, ().serve(transport)).await {
-        Ok(Ok(service)) => Ok(service),
-        Ok(Err(e)) => {
-            let text = e.to_string();
-            if text.contains("401") || text.to_ascii_lowercase().contains("unauthorized") {
-                Err(ReadFailure::Unauthorized)
-            } else {
-                Err(ReadFailure::Failed("could not open an MCP session".into()))
-            }
-        }
-        Err(_) => Err(ReadFailure::Failed(
-            "MCP session did not open in time".into(),
-        )),
-    }
 }
 
 impl Epiphan {
@@ -293,39 +179,31 @@ impl Epiphan {
     pub async fn connect(
         http: &reqwest::Client,
         url: &str,
-        token: &SandboxToken,
+        token: &Secret,
         read_timeout: Duration,
     ) -> Result<Epiphan, ReadFailure> {
-        let service = open(http, url, token, read_timeout).await?;
+        let session = open(http, url, token, read_timeout).await?;
         Ok(Epiphan {
-            service: std::sync::Mutex::new(Arc::new(service)),
+            session: std::sync::Mutex::new(Arc::new(session)),
             read_timeout,
             renew: std::sync::Mutex::new(None),
             keeper: None,
         })
     }
 
-    fn current(&self) -> Arc<Service> {
-        Arc::clone(&self.service.lock().unwrap_or_else(|p| p.into_inner()))
-    }
-
-    async fn attempt(&self, service: &Service, params: CallToolRequestParams) -> Attempt {
-        match tokio::time::timeout(self.read_timeout, service.peer().call_tool(params)).await {
-            Ok(Ok(result)) => Attempt::Answer(result),
-            Ok(Err(_)) => Attempt::Unreached,
-            Err(_) => Attempt::TimedOut,
-        }
+    fn current(&self) -> Arc<Session> {
+        Arc::clone(&self.session.lock().unwrap_or_else(|p| p.into_inner()))
     }
 
     /// Tells the keeper not to hand this session out again.
-    async fn troubled(&self, service: &Arc<Service>) {
+    async fn troubled(&self, session: &Arc<Session>) {
         if let Some(keeper) = &self.keeper {
-            keeper.forget(service).await;
+            keeper.forget(session).await;
         }
     }
 
     /// A read that did not reach a kept session: a new session, at most once per request.
-    async fn renewed(&self, stale: &Arc<Service>) -> Option<Arc<Service>> {
+    async fn renewed(&self, stale: &Arc<Session>) -> Option<Arc<Session>> {
         let (sessions, token) = self
             .renew
             .lock()
@@ -333,147 +211,72 @@ impl Epiphan {
             .take()?;
         tracing::info!("the kept Epiphan session did not answer; opening a new one for the read");
         let fresh = sessions.renew(&token, stale).await.ok()?;
-        *self.service.lock().unwrap_or_else(|p| p.into_inner()) = Arc::clone(&fresh);
+        *self.session.lock().unwrap_or_else(|p| p.into_inner()) = Arc::clone(&fresh);
         Some(fresh)
     }
 
-    /// Calls a read tool and returns its JSON, redacted.
+    /// Calls a read tool and returns its JSON, redacted. The name is a `'static` literal of
+    /// the executor's own reads, and the core refuses any name that is not a read tool's
+    /// before sending, so this cannot carry a write.
     pub async fn read(
         &self,
         tool: &'static str,
-        arguments: serde_json::Map<String, Value>,
+        arguments: Map<String, Value>,
     ) -> Result<Value, ReadFailure> {
-        let params = CallToolRequestParams::new(tool).with_arguments(arguments);
-        let service = self.current();
-        let mut outcome = self.attempt(&service, params.clone()).await;
-        if matches!(outcome, Attempt::Unreached)
-            && let Some(fresh) = self.renewed(&service).await
+        let session = self.current();
+        let mut outcome = session
+            .call_read(tool, arguments.clone(), self.read_timeout)
+            .await;
+        if matches!(outcome, Err(CallError::Unreached(_)))
+            && let Some(fresh) = self.renewed(&session).await
         {
-            outcome = self.attempt(&fresh, params).await;
+            outcome = fresh.call_read(tool, arguments, self.read_timeout).await;
         }
-        let result = match outcome {
-            Attempt::Answer(r) => r,
-            Attempt::Unreached => {
+        match outcome {
+            Ok(ReadAnswer::Json(value)) => Ok(value),
+            Ok(ReadAnswer::Text(_)) => {
+                Err(ReadFailure::Failed(format!("{tool}: answer is not JSON")))
+            }
+            Err(CallError::SignInExpired) => Err(ReadFailure::Unauthorized),
+            Err(CallError::ErrorResult(_)) => {
+                Err(ReadFailure::Failed(format!("{tool}: error result")))
+            }
+            Err(CallError::NotARead) => Err(ReadFailure::Failed(format!(
+                "{tool} is not a read tool; nothing was sent"
+            ))),
+            Err(CallError::Unreached(_)) => {
                 self.troubled(&self.current()).await;
-                return Err(ReadFailure::Failed(format!("{tool}: the call failed")));
+                Err(ReadFailure::Failed(format!("{tool}: the call failed")))
             }
-            Attempt::TimedOut => {
+            Err(CallError::TimedOut) => {
                 self.troubled(&self.current()).await;
-                return Err(ReadFailure::Failed(format!("{tool}: no answer in time")));
+                Err(ReadFailure::Failed(format!("{tool}: no answer in time")))
             }
-        };
-        if result.is_error == Some(true) {
-            if is_unauthorized_text(&texts(&result)) {
-                return Err(ReadFailure::Unauthorized);
-            }
-            return Err(ReadFailure::Failed(format!("{tool}: error result")));
-        }
-        match result_json(&result) {
-            Some(mut value) => {
-                redact::redact_value(&mut value);
-                Ok(value)
-            }
-            None if is_unauthorized_text(&texts(&result)) => Err(ReadFailure::Unauthorized),
-            None => Err(ReadFailure::Failed(format!("{tool}: answer is not JSON"))),
         }
     }
 
-    /// Sends the write once, bounded by `timeout`. Never retried: a second call could apply
-    /// the change twice, so anything but a readable error map is "outcome unknown".
-    pub async fn write_once(
-        &self,
-        tool: &str,
-        arguments: serde_json::Map<String, Value>,
-        timeout: Duration,
-    ) -> WriteAnswer {
-        let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
-        let service = self.current();
-        let result =
-            match tokio::time::timeout(timeout, service.peer().call_tool_once(params)).await {
-                Ok(Ok(CallToolResponse::Complete(r))) => r,
-                Ok(Ok(_)) => return WriteAnswer::Unknown("the write asked for more input"),
-                Ok(Err(_)) => {
-                    self.troubled(&service).await;
-                    return WriteAnswer::Unknown("the connection failed after sending");
-                }
-                Err(_) => {
-                    self.troubled(&service).await;
-                    return WriteAnswer::Unknown("no answer in time");
-                }
-            };
-        if result.is_error == Some(true) {
-            return WriteAnswer::Unknown(if is_unauthorized_text(&texts(&result)) {
-                "in-band 401 after sending"
-            } else {
-                "error result"
-            });
+    /// The single write: takes the last check's [`WriteTicket`] by value, so it cannot be
+    /// reached with a check skipped and cannot be sent twice with one ticket. Sent once,
+    /// bounded by `timeout`, never retried (not even after a 401): anything but a readable
+    /// error map is "outcome unknown".
+    pub async fn write_once(&self, ticket: WriteTicket, timeout: Duration) -> WriteAnswer {
+        let (tool, arguments) = ticket.into_call();
+        let session = self.current();
+        let answer = session.call_write_once(&tool, arguments, timeout).await;
+        if let WriteAnswer::Unknown(why) = &answer
+            && why.session_troubled()
+        {
+            self.troubled(&session).await;
         }
-        let Some(mut value) = result_json(&result) else {
-            return WriteAnswer::Unknown("answer is not JSON");
-        };
-        redact::redact_value(&mut value);
-        error_map(&value).map_or(WriteAnswer::Unknown("answer is not an error map"), |map| {
-            if map.is_empty() {
-                WriteAnswer::Done
-            } else {
-                WriteAnswer::Errors(map)
-            }
-        })
+        answer
     }
 
     /// Done with the session: one opened by [`Epiphan::connect`] ends here; a kept one stays
     /// open for the next request.
     pub async fn close(self) {
-        let service = self.service.into_inner().unwrap_or_else(|p| p.into_inner());
-        if let Ok(service) = Arc::try_unwrap(service) {
-            let _ = service.cancel().await;
+        let session = self.session.into_inner().unwrap_or_else(|p| p.into_inner());
+        if let Ok(session) = Arc::try_unwrap(session) {
+            session.close().await;
         }
-    }
-}
-
-/// A write answer: an object mapping device IDs to error strings (possibly under `errors`).
-fn error_map(value: &Value) -> Option<BTreeMap<String, String>> {
-    let obj = value.as_object()?;
-    let obj = match obj.get("errors") {
-        Some(Value::Object(inner)) if obj.len() == 1 => inner,
-        _ => obj,
-    };
-    obj.iter()
-        .map(|(k, v)| {
-            v.as_str()
-                .map(|s| (redact::redact_text(k), redact::redact_text(s)))
-        })
-        .collect()
-}
-
-#[cfg(test)]
-#[allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn urls() {
-        assert!(check_url("https://go.epiphan.cloud/mcp", false).is_ok());
-        assert!(check_url("http://127.0.0.1:3000/mcp", false).is_err());
-        assert!(check_url("http://127.0.0.1:3000/mcp", true).is_ok());
-        assert!(check_url("http://localhost:3000/mcp", true).is_ok());
-        assert!(check_url("http://[::1]:3000/mcp", true).is_ok());
-        assert!(check_url("http://10.0.0.1/mcp", true).is_err());
-        assert!(check_url("http://localhost.evil.example/mcp", true).is_err());
-        assert!(check_url("https://u:p@host/mcp", false).is_err());
-        assert!(check_url("ftp://host/mcp", true).is_err());
-    }
-
-    #[test]
-    fn unauthorized_text_is_recognised_only_as_a_whole_answer() {
-        assert!(is_unauthorized_text("Error: 401 Unauthorized"));
-        assert!(!is_unauthorized_text(
-            "{\"devices\":[{\"Name\":\"401 Unauthorized\"}]}"
-        ));
     }
 }

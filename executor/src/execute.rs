@@ -2,8 +2,8 @@
 //! the outcome recorded. Read this function to see everything that stands between a request
 //! and a change.
 
-use fleetwatch_protocol::Refusal;
 use fleetwatch_protocol::wire::{ExecuteRequest, Outcome, OutcomeKind, Response};
+use fleetwatch_protocol::{Refusal, hex};
 
 use crate::audit::{self, Entry};
 use crate::checks::{self, PeerChecked};
@@ -24,7 +24,11 @@ pub async fn execute(ctx: &Context, peer: PeerChecked, request: ExecuteRequest) 
     };
     let now = (ctx.clock)().as_second();
     let id = claims.approval_id();
-    let described = (audit::hex(&id), claims.tool().to_string(), claims.targets());
+    let described = (
+        hex::encode(&id),
+        claims.tool().to_string(),
+        claims.targets(),
+    );
     let fresh = match checks::fresh(claims, now) {
         Ok(f) => f,
         Err(r) => return refused_early(ctx, r, Some(&described), &request.assistant_chain_head),
@@ -66,6 +70,7 @@ fn finish(ctx: &Context, id: &[u8; 16], answer: WriteAnswer) -> Response {
         WriteAnswer::Done => (Final::Done, OutcomeKind::Done, ""),
         WriteAnswer::Errors(map) => (Final::Error, OutcomeKind::Error(map), ""),
         WriteAnswer::Unknown(why) => {
+            let why = why.reason();
             tracing::warn!(why, "write outcome unknown; it will not be retried");
             (Final::Unknown, OutcomeKind::Unknown, why)
         }
@@ -95,7 +100,7 @@ fn refused_early(
         approval_id,
         tool,
         targets,
-        assistant_head: audit::hex(head),
+        assistant_head: hex::encode(head),
         detail: String::new(),
     };
     if let Err(e) = ctx.store.audit(&entry) {

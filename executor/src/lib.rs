@@ -12,7 +12,7 @@ pub mod config;
 pub mod context;
 pub(crate) mod describe;
 pub mod doctor;
-pub(crate) mod epiphan;
+pub mod epiphan;
 pub(crate) mod execute;
 pub(crate) mod listener;
 pub mod login;
@@ -64,7 +64,10 @@ pub fn audit_verify(config: &Config, assistant_heads: Option<&str>) -> Result<St
             "the chain verifies, but a trigger that keeps the audit append-only is missing".into(),
         );
     }
-    let mut report = format!("audit chain OK: {rows} row(s), head {}", audit::hex(&head));
+    let mut report = format!(
+        "audit chain OK: {rows} row(s), head {}",
+        fleetwatch_protocol::hex::encode(&head)
+    );
     if let Some(listing) = assistant_heads {
         let theirs =
             anchor::parse_heads(listing).map_err(|e| format!("the assistant's heads: {e}"))?;
@@ -75,7 +78,7 @@ pub fn audit_verify(config: &Config, assistant_heads: Option<&str>) -> Result<St
                  chain no longer contains: rows were removed from the assistant's audit log \
                  (or the listing is not from this assistant)",
                 missing.row,
-                anchor::hex(&missing.head)
+                fleetwatch_protocol::hex::encode(&missing.head)
             ));
         }
         report.push_str(&format!(

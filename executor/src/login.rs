@@ -12,7 +12,7 @@ use serde::Deserialize;
 use crate::audit::Entry;
 use crate::config::Config;
 use crate::context;
-use crate::epiphan::{self, Epiphan, SandboxToken};
+use crate::epiphan::{self, Epiphan};
 use crate::{reads, slot};
 use fleetwatch_signin::{LoginOptions, Secret};
 
@@ -109,10 +109,7 @@ pub async fn login(
         }
     };
     let verdict = match slot.bearer().await {
-        Ok(secret) => match SandboxToken::new(secret.expose()) {
-            Some(token) => check_team(config, &token, &known).await,
-            None => Err(LoginError::Read("unusable token".into())),
-        },
+        Ok(token) => check_team(config, &token, &known).await,
         Err(e) => Err(LoginError::Read(e.to_string())),
     };
     let (reason, detail) = match &verdict {
@@ -154,7 +151,7 @@ fn audit(store: &crate::store::Store, reason: &str, detail: String) {
 
 async fn check_team(
     config: &Config,
-    token: &SandboxToken,
+    token: &Secret,
     known: &BTreeSet<String>,
 ) -> Result<(usize, Option<String>), LoginError> {
     let http = epiphan::http_client().map_err(LoginError::Read)?;

@@ -3,10 +3,10 @@
 //! Epiphan refuses a renewal).
 
 use fleetwatch_protocol::Refusal;
+use fleetwatch_protocol::secret::Secret;
 use fleetwatch_signin::{SignInError, Slot, SlotStatus};
 
 use crate::config::Config;
-use crate::epiphan::SandboxToken;
 
 /// The sandbox slot.
 pub fn slot(config: &Config) -> Slot {
@@ -31,9 +31,9 @@ pub fn dead(config: &Config) -> Option<String> {
 /// A token for the next reads and write, renewed first when it is about to expire. Each
 /// refusal is logged here, because the refusal code alone does not say which slot problem it
 /// was.
-pub async fn token(config: &Config) -> Result<SandboxToken, Refusal> {
+pub async fn token(config: &Config) -> Result<Secret, Refusal> {
     match slot(config).bearer().await {
-        Ok(secret) => SandboxToken::new(secret.expose()).ok_or(Refusal::NoSignIn),
+        Ok(secret) => Ok(secret),
         Err(SignInError::Missing) => {
             tracing::warn!(
                 "no sandbox sign-in is stored; run `fleetwatch-executor login --sandbox`"

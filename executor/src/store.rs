@@ -133,7 +133,7 @@ impl Store {
                     &Entry {
                         kind: "recovered",
                         reason: "unknown".into(),
-                        approval_id: audit::hex(id),
+                        approval_id: fleetwatch_protocol::hex::encode(id),
                         tool: tool.clone(),
                         targets: targets.clone(),
                         assistant_head: String::new(),
@@ -169,10 +169,10 @@ impl Store {
                 &Entry {
                     kind: "accepted",
                     reason: "nonce_stored".into(),
-                    approval_id: audit::hex(approval_id),
+                    approval_id: fleetwatch_protocol::hex::encode(approval_id),
                     tool: tool.into(),
                     targets: targets.into(),
-                    assistant_head: audit::hex(assistant_head),
+                    assistant_head: fleetwatch_protocol::hex::encode(assistant_head),
                     detail: String::new(),
                 },
             )?;
@@ -217,7 +217,7 @@ impl Store {
             let head = audit::append(
                 &tx,
                 t,
-                &Entry { kind, reason, approval_id: audit::hex(approval_id), tool, targets, assistant_head: String::new(), detail: detail.to_string() },
+                &Entry { kind, reason, approval_id: fleetwatch_protocol::hex::encode(approval_id), tool, targets, assistant_head: String::new(), detail: detail.to_string() },
             )?;
             tx.commit()?;
             Ok(head)

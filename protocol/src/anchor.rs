@@ -14,34 +14,11 @@
 use std::collections::BTreeSet;
 
 /// The head of an empty chain. Always "present": a side that had written nothing yet.
-pub const EMPTY_CHAIN: [u8; 32] = [0; 32];
+pub const EMPTY_CHAIN: [u8; 32] = crate::audit::GENESIS;
 
 /// One line of a heads listing (no newline).
 pub fn heads_line(seq: i64, hash: &[u8; 32]) -> String {
-    format!("{seq} {}", hex(hash))
-}
-
-/// Lower-case hex of a hash.
-pub fn hex(hash: &[u8; 32]) -> String {
-    use std::fmt::Write as _;
-    hash.iter().fold(String::with_capacity(64), |mut s, b| {
-        let _ = write!(s, "{b:02x}");
-        s
-    })
-}
-
-/// Parses 64 hex digits (either case).
-pub fn parse_hash(text: &str) -> Option<[u8; 32]> {
-    let bytes = text.as_bytes();
-    if bytes.len() != 64 {
-        return None;
-    }
-    let mut out = [0u8; 32];
-    for (byte, pair) in out.iter_mut().zip(bytes.chunks_exact(2)) {
-        let digits = std::str::from_utf8(pair).ok()?;
-        *byte = u8::from_str_radix(digits, 16).ok()?;
-    }
-    Some(out)
+    format!("{seq} {}", crate::hex::encode(hash))
 }
 
 /// Why a heads listing was not accepted.
@@ -81,7 +58,7 @@ pub fn parse_heads(text: &str) -> Result<BTreeSet<[u8; 32]>, HeadsError> {
             return Err(HeadsError::Malformed { line });
         };
         let seq: i64 = seq.parse().map_err(|_| HeadsError::Malformed { line })?;
-        let hash = parse_hash(hash).ok_or(HeadsError::Malformed { line })?;
+        let hash = crate::hex::decode_array(hash).ok_or(HeadsError::Malformed { line })?;
         if let Some(previous) = previous
             && previous.checked_add(1) != Some(seq)
         {
@@ -140,7 +117,8 @@ mod tests {
         let set = parse_heads(&format!("{text}\n\n")).unwrap();
         assert_eq!(set, BTreeSet::from([h(1), h(0xab)]));
         assert_eq!(parse_heads("").unwrap(), BTreeSet::new());
-        assert_eq!(parse_hash(&"AB".repeat(32)), Some(h(0xab)));
+        let upper = format!("1 {}", "AB".repeat(32));
+        assert_eq!(parse_heads(&upper).unwrap(), BTreeSet::from([h(0xab)]));
     }
 
     #[test]

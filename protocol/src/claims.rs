@@ -131,7 +131,7 @@ impl KeyId {
     }
     /// Lower-case hex.
     pub fn to_hex(&self) -> String {
-        self.0.iter().map(|b| format!("{b:02x}")).collect()
+        crate::hex::encode(&self.0)
     }
 }
 

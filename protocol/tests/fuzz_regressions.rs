@@ -331,12 +331,10 @@ fn committed_seeds_are_valid_inputs() {
 //
 // One named test per minimised crasher, input in hex, so it replays without the fuzzer.
 
+/// The notes space the bytes out; the protocol's one hex decoder reads the digits.
 fn hex(text: &str) -> Vec<u8> {
-    let digits: Vec<u8> = text.bytes().filter(u8::is_ascii_hexdigit).collect();
-    digits
-        .chunks(2)
-        .map(|pair| u8::from_str_radix(std::str::from_utf8(pair).unwrap(), 16).unwrap())
-        .collect()
+    let digits: String = text.split_whitespace().collect();
+    fleetwatch_protocol::hex::decode(&digits).unwrap()
 }
 
 #[test]

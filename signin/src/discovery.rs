@@ -7,8 +7,8 @@
 //!    `/.well-known/oauth-authorization-server`, path-specific first, and its `issuer` must be
 //!    the server that was named.
 //!
-//! Every URL found on the way must pass [`crate::check_url`]; a server that does not offer
-//! PKCE with S256 is refused.
+//! Every URL found on the way must pass the one URL policy ([`fleetwatch_epiphan::url_policy`]);
+//! a server that does not offer PKCE with S256 is refused.
 
 use serde_json::Value;
 
@@ -108,7 +108,7 @@ async fn fetch_metadata(
 fn endpoint(meta: &Value, name: &str, allow: bool) -> Result<Option<reqwest::Url>, SignInError> {
     match meta.get(name) {
         None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => check_url(s, allow)
+        Some(Value::String(s)) => check_url("the URL", s, allow)
             .map(Some)
             .map_err(|e| SignInError::Discovery(format!("{name}: {e}"))),
         Some(_) => Err(SignInError::Discovery(format!("{name} is not a string"))),
@@ -129,7 +129,7 @@ fn strings(meta: &Value, name: &str) -> Vec<String> {
 
 /// Discovers where to sign in for `mcp_url`.
 pub async fn discover(mcp_url: &str, allow_loopback_http: bool) -> Result<ServerInfo, SignInError> {
-    let mcp = check_url(mcp_url, allow_loopback_http).map_err(SignInError::Url)?;
+    let mcp = check_url("the MCP URL", mcp_url, allow_loopback_http).map_err(SignInError::Url)?;
     let client =
         http::client(std::time::Duration::from_secs(30)).map_err(SignInError::Discovery)?;
 
@@ -143,7 +143,7 @@ pub async fn discover(mcp_url: &str, allow_loopback_http: bool) -> Result<Server
                 .and_then(resource_metadata_param)
             {
                 candidates.push(
-                    check_url(&url, allow_loopback_http)
+                    check_url("the URL", &url, allow_loopback_http)
                         .map_err(|e| SignInError::Discovery(format!("resource_metadata: {e}")))?,
                 );
             }
@@ -174,7 +174,7 @@ pub async fn discover(mcp_url: &str, allow_loopback_http: bool) -> Result<Server
             "the protected-resource metadata names no authorization server".into(),
         ));
     };
-    let issuer_url = check_url(&issuer, allow_loopback_http)
+    let issuer_url = check_url("the URL", &issuer, allow_loopback_http)
         .map_err(|e| SignInError::Discovery(format!("authorization server: {e}")))?;
 
     // Step 2: the authorization server's metadata, which must be about that issuer.

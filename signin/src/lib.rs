@@ -33,10 +33,12 @@ mod http;
 pub mod login;
 mod secret;
 pub mod slot;
-pub mod tls;
+/// The TLS provider choice lives with the MCP client core; named here too so that every
+/// caller that builds an HTTP client through the sign-in crate finds it.
+pub use fleetwatch_epiphan::tls;
 
+pub use fleetwatch_protocol::secret::Secret;
 pub use login::{LoginDone, LoginOptions, login, login_with};
-pub use secret::Secret;
 pub use slot::{Slot, SlotStatus};
 
 /// Exit code for "the sign-in is dead": `EX_CONFIG`, which the systemd units name in
@@ -111,53 +113,14 @@ impl SignInError {
     }
 }
 
-/// Only `https://` URLs, or `http://` to a loopback host when explicitly allowed (tests, the
-/// demo). Applied to the MCP URL and to every endpoint that discovery returns, so a metadata
-/// document cannot send a code or a token somewhere in clear text.
-pub fn check_url(url: &str, allow_loopback_http: bool) -> Result<reqwest::Url, String> {
-    let parsed = reqwest::Url::parse(url).map_err(|_| format!("{url:?} is not a URL"))?;
-    if !parsed.username().is_empty() || parsed.password().is_some() {
-        return Err(format!("{url:?} must not carry credentials"));
-    }
-    if parsed.fragment().is_some() {
-        return Err(format!("{url:?} must not carry a fragment"));
-    }
-    match parsed.scheme() {
-        "https" => Ok(parsed),
-        "http" if allow_loopback_http && is_loopback(&parsed) => Ok(parsed),
-        "http" if allow_loopback_http => Err(format!(
-            "{url:?}: http:// is allowed only to a loopback host"
-        )),
-        _ => Err(format!(
-            "{url:?}: only https:// is allowed (FLEETWATCH_ALLOW_LOOPBACK_HTTP=1 permits loopback http for tests)"
-        )),
-    }
-}
-
-fn is_loopback(url: &reqwest::Url) -> bool {
-    let host = url.host_str().unwrap_or_default();
-    let bare = host.trim_start_matches('[').trim_end_matches(']');
-    host.eq_ignore_ascii_case("localhost")
-        || bare
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback())
-}
-
-#[cfg(test)]
-#[allow(clippy::unwrap_used)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn urls() {
-        assert!(check_url("https://go.epiphan.cloud/mcp", false).is_ok());
-        assert!(check_url("http://127.0.0.1:3000/mcp", false).is_err());
-        assert!(check_url("http://127.0.0.1:3000/mcp", true).is_ok());
-        assert!(check_url("http://localhost:3000/token", true).is_ok());
-        assert!(check_url("http://[::1]:3000/mcp", true).is_ok());
-        assert!(check_url("http://10.0.0.1/token", true).is_err());
-        assert!(check_url("http://localhost.evil.example/token", true).is_err());
-        assert!(check_url("https://u:p@host/token", false).is_err());
-        assert!(check_url("ftp://host/mcp", true).is_err());
-    }
+/// The one URL policy ([`fleetwatch_epiphan::url_policy`]), applied to the MCP URL and to
+/// every endpoint that discovery returns, so a metadata document cannot send a code or a token
+/// somewhere in clear text. The refusal names what was checked, never the URL itself (it
+/// could hold a password).
+pub(crate) fn check_url(
+    what: &str,
+    url: &str,
+    allow_loopback_http: bool,
+) -> Result<reqwest::Url, String> {
+    fleetwatch_epiphan::check_url(url, allow_loopback_http).map_err(|e| format!("{what} {e}"))
 }

@@ -187,8 +187,8 @@ pub async fn login_with(
     let redirect_uri = listener.redirect_uri();
     let registered = register(&client, &info, &redirect_uri, &options.client_name).await?;
 
-    let verifier = Secret::random(32).map_err(SignInError::Callback)?;
-    let state = Secret::random(32).map_err(SignInError::Callback)?;
+    let verifier = crate::secret::random(32).map_err(SignInError::Callback)?;
+    let state = crate::secret::random(32).map_err(SignInError::Callback)?;
     let mut url = info.authorization_endpoint.clone();
     {
         let mut q = url.query_pairs_mut();

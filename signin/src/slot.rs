@@ -245,8 +245,12 @@ impl Slot {
                 record.access_token.ok_or(SignInError::Expired)
             };
         };
-        let endpoint = crate::check_url(&record.token_endpoint, self.allow_loopback_http)
-            .map_err(SignInError::Url)?;
+        let endpoint = crate::check_url(
+            "the token endpoint",
+            &record.token_endpoint,
+            self.allow_loopback_http,
+        )
+        .map_err(SignInError::Url)?;
         let client = http::client(TOKEN_TIMEOUT).map_err(SignInError::Transient)?;
         let mut fields = vec![
             ("grant_type", Field::Text("refresh_token")),
@@ -356,7 +360,7 @@ impl Slot {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| "slot".into());
-        let suffix = Secret::random(9).map_err(|e| self.slot_error(e))?;
+        let suffix = crate::secret::random(9).map_err(|e| self.slot_error(e))?;
         // Random name, O_EXCL and O_NOFOLLOW: a file or link planted at a guessable name
         // cannot receive the token.
         let tmp = dir.join(format!(".{name}.{}.tmp", suffix.expose()));

@@ -147,6 +147,8 @@ pub enum Fault {
     DropAfterWrite,
     /// Answer with this text instead of JSON (a write is still applied).
     Text(String),
+    /// Answer with an error result holding this text; a write is not applied.
+    ErrorText(String),
 }
 
 /// One `tools/call` as the simulator saw it.

@@ -118,6 +118,10 @@ impl ServerHandler for SimMcp {
                 self.shared.answered(index);
                 return Ok(text_result("Error: 401 Unauthorized".into(), true));
             }
+            Some(Fault::ErrorText(text)) => {
+                self.shared.answered(index);
+                return Ok(text_result(text.clone(), true));
+            }
             Some(Fault::Hang) => return Err(self.never_answer(&context).await),
             Some(Fault::DropAfterWrite) | Some(Fault::Text(_)) | None => {}
         }

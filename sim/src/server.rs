@@ -215,7 +215,7 @@ impl SimHandle {
 fn random_hex(bytes: usize) -> Result<String, SimError> {
     let mut buf = vec![0u8; bytes];
     getrandom::fill(&mut buf).map_err(|e| SimError::Io(std::io::Error::other(e.to_string())))?;
-    Ok(buf.iter().map(|b| format!("{b:02x}")).collect())
+    Ok(fleetwatch_protocol::hex::encode(&buf))
 }
 
 pub(crate) async fn start(config: SimConfig, port: u16) -> Result<SimHandle, SimError> {

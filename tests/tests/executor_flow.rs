@@ -40,7 +40,7 @@ async fn success_makes_exactly_one_write_with_the_canonical_arguments() {
     let rows = h.audit_rows();
     let ours: Vec<_> = rows
         .iter()
-        .filter(|r| r.3 == fleetwatch_executor_hex(&claims.approval_id))
+        .filter(|r| r.3 == fleetwatch_protocol::hex::encode(&claims.approval_id))
         .collect();
     assert_eq!(ours.len(), 2, "{rows:?}");
     assert_eq!(
@@ -71,10 +71,6 @@ async fn success_makes_exactly_one_write_with_the_canonical_arguments() {
     let last_read = &calls[write_at - 1];
     assert_eq!(last_read.tool, "get_recorder_status_for_devices");
     assert!(last_read.answered_ns.unwrap() <= calls[write_at].received_ns);
-}
-
-fn fleetwatch_executor_hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[tokio::test(flavor = "multi_thread")]

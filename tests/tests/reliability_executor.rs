@@ -15,6 +15,7 @@ use fleetwatch_e2e::faults::{self, Tmpfs};
 use fleetwatch_e2e::{Harness, Setup, frame, sandbox_devices, sign};
 use fleetwatch_protocol::Refusal;
 use fleetwatch_protocol::claims::ApprovalClaims;
+use fleetwatch_protocol::hex::encode as hex;
 use fleetwatch_protocol::wire::{self, ExecuteRequest, OutcomeKind, Request, Response};
 use fleetwatch_sim::Fault;
 use serde_json::{Value, json};
@@ -22,10 +23,6 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 fn start_recording(device: &str) -> Value {
     json!({"action": "start", "device_ids": [format!("{device}-1")]})
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// A harness whose executor is fenced to the sandbox devices, not yet started.

@@ -98,17 +98,6 @@ fn random_id() -> Option<String> {
     Some(hex(&bytes))
 }
 
-fn unhex16(text: &str) -> Option<[u8; 16]> {
-    if text.len() != 32 || !text.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return None;
-    }
-    let mut out = [0u8; 16];
-    for (i, byte) in out.iter_mut().enumerate() {
-        *byte = u8::from_str_radix(text.get(i * 2..i * 2 + 2)?, 16).ok()?;
-    }
-    Some(out)
-}
-
 /// Notices about the queue and the session's approvals.
 fn notices(app: &App, lang: Lang, session: &str) -> Result<Vec<String>, ()> {
     let mut out = Vec::new();
@@ -420,7 +409,7 @@ async fn run_approved(
     let binding = card.binding;
     let proposal_id = binding.proposal_id;
     let tag = sessions::tag(session);
-    let Some(approval_id) = unhex16(approval) else {
+    let Some(approval_id) = fleetwatch_protocol::hex::decode_array::<16>(approval) else {
         return conflict(
             lang,
             vec![lang.t("why.approval_used").to_owned()],

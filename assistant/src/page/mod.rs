@@ -182,14 +182,14 @@ pub async fn start(config: PageConfig, deps: PageDeps) -> Result<PageHandle, Pag
     let addr = listener.local_addr().map_err(PageError::Serve)?;
     let page_address = format!("http://127.0.0.1:{}/", addr.port());
 
-    let secret = secret::Secret::generate().map_err(PageError::Secret)?;
+    let secret = secret::generate().map_err(PageError::Secret)?;
     let to_terminal =
         config.secret_delivery == SecretDelivery::Auto && std::io::stdout().is_terminal();
     let (secret_file, announcement) = if to_terminal {
         // Shown once; the address and the secret are separate so the secret never becomes
         // part of a URL that a browser would keep in its history.
         println!("Approval page: {page_address}");
-        println!("Page secret (shown once): {}", secret.reveal());
+        println!("Page secret (shown once): {}", secret.expose());
         (None, format!("Approval page: {page_address}"))
     } else {
         let file =

@@ -1,44 +1,30 @@
 //! The page secret: 256 random bits made at each start, shown to the operator once and then
-//! only compared. It never appears in a URL, a log line, an audit row or an error message, and
-//! its type has no `Debug`/`Display` so it cannot be formatted by accident.
+//! only compared. It never appears in a URL, a log line, an audit row or an error message: it
+//! is held in the protocol's one [`Secret`] wrapper, which has no `Debug`/`Display`, so it
+//! cannot be formatted by accident.
 
 use std::io::Write as _;
 use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::{Path, PathBuf};
 
-use subtle::ConstantTimeEq as _;
+pub use fleetwatch_protocol::secret::Secret;
 
 /// The file the secret is written to when no terminal is attached.
 pub const SECRET_FILE: &str = "approval-page.secret";
 
-/// The secret. Deliberately not `Debug`, `Display` or `Clone`.
-pub struct Secret {
-    /// Lower-case hex of 32 random bytes: what the operator types or pastes.
-    text: String,
+/// A fresh secret from the OS generator: lower-case hex of 32 random bytes, what the operator
+/// types or pastes.
+pub fn generate() -> std::io::Result<Secret> {
+    let mut bytes = [0u8; 32];
+    getrandom::fill(&mut bytes).map_err(|e| std::io::Error::other(e.to_string()))?;
+    Secret::new(&fleetwatch_protocol::hex::encode(&bytes))
+        .ok_or_else(|| std::io::Error::other("no secret"))
 }
 
-impl Secret {
-    /// A fresh secret from the OS generator.
-    pub fn generate() -> std::io::Result<Secret> {
-        let mut bytes = [0u8; 32];
-        getrandom::fill(&mut bytes).map_err(|e| std::io::Error::other(e.to_string()))?;
-        Ok(Secret {
-            text: bytes.iter().map(|b| format!("{b:02x}")).collect(),
-        })
-    }
-
-    /// The text to hand to the operator (printed once, or written to the 0600 file).
-    pub fn reveal(&self) -> &str {
-        &self.text
-    }
-
-    /// Compares an entry with the secret in constant time. Surrounding whitespace (a pasted
-    /// newline) is ignored; the length is not secret, so a wrong length may return early.
-    pub fn matches(&self, entry: &str) -> bool {
-        let entry = entry.trim().as_bytes();
-        let ours = self.text.as_bytes();
-        entry.len() == ours.len() && bool::from(entry.ct_eq(ours))
-    }
+/// Compares an entry with the secret in constant time. Surrounding whitespace (a pasted
+/// newline) is ignored; the length is not secret, so a wrong length may return early.
+pub fn matches(secret: &Secret, entry: &str) -> bool {
+    secret.ct_eq(entry.trim())
 }
 
 /// Where the secret goes at start.
@@ -71,7 +57,7 @@ impl SecretFile {
             .create_new(true)
             .mode(0o600)
             .open(&path)?;
-        file.write_all(secret.reveal().as_bytes())?;
+        file.write_all(secret.expose().as_bytes())?;
         file.write_all(b"\n")?;
         file.sync_all()?;
         Ok(SecretFile { path })
@@ -102,16 +88,16 @@ mod tests {
 
     #[test]
     fn secret_is_256_bits_and_compares_exactly() {
-        let secret = Secret::generate().unwrap();
-        assert_eq!(secret.reveal().len(), 64);
-        assert!(secret.matches(secret.reveal()));
-        assert!(secret.matches(&format!("{}\n", secret.reveal())));
-        let mut wrong = secret.reveal().to_owned();
+        let secret = generate().unwrap();
+        assert_eq!(secret.expose().len(), 64);
+        assert!(matches(&secret, secret.expose()));
+        assert!(matches(&secret, &format!("{}\n", secret.expose())));
+        let mut wrong = secret.expose().to_owned();
         wrong.replace_range(63.., if wrong.ends_with('0') { "1" } else { "0" });
-        assert!(!secret.matches(&wrong));
-        assert!(!secret.matches(""));
-        assert!(!secret.matches(&secret.reveal()[..63]));
-        assert_ne!(secret.reveal(), Secret::generate().unwrap().reveal());
+        assert!(!matches(&secret, &wrong));
+        assert!(!matches(&secret, ""));
+        assert!(!matches(&secret, &secret.expose()[..63]));
+        assert_ne!(secret.expose(), generate().unwrap().expose());
     }
 
     #[test]
@@ -120,12 +106,12 @@ mod tests {
         let stale = dir.path().join(SECRET_FILE);
         std::fs::write(&stale, "old").unwrap();
         std::fs::set_permissions(&stale, std::fs::Permissions::from_mode(0o644)).unwrap();
-        let secret = Secret::generate().unwrap();
+        let secret = generate().unwrap();
         let file = SecretFile::write(dir.path(), &secret).unwrap();
         let meta = std::fs::metadata(file.path()).unwrap();
         assert_eq!(meta.permissions().mode() & 0o777, 0o600);
         let text = std::fs::read_to_string(file.path()).unwrap();
-        assert!(secret.matches(&text));
+        assert!(matches(&secret, &text));
         let path = file.path().to_owned();
         file.remove();
         assert!(!path.exists());

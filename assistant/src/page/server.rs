@@ -297,7 +297,7 @@ async fn login(
         // Not checked and not counted: waiting out the delay is the only way forward.
         return too_many(lang, wait);
     }
-    if app.secret.matches(&form.secret) {
+    if super::secret::matches(&app.secret, &form.secret) {
         app.throttle
             .lock()
             .unwrap_or_else(|p| p.into_inner())

@@ -24,10 +24,8 @@ pub fn tag(session_id: &str) -> [u8; 16] {
     out
 }
 
-/// Lower-case hex.
-pub fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
+/// Lower-case hex (the protocol's one spelling).
+pub use fleetwatch_protocol::hex::encode as hex;
 
 struct Session {
     created: Duration,

@@ -1,0 +1,431 @@
+//! One MCP session with Epiphan over streamable HTTP, and the two kinds of call made on it.
+//!
+//! * [`Session::open`] signs in with a bearer token over a shared HTTP client that never
+//!   follows redirects ([`http_client`]), with rmcp's session recovery and stream reconnection
+//!   switched off: recovering an expired session re-sends the POST that failed, and
+//!   reconnecting a broken stream can replay it — for a write, a second write.
+//! * [`Session::call_read`] is the bounded read: refused before sending unless the name is a
+//!   read tool's, answered as redacted JSON ([`ReadAnswer`]) or a [`CallError`] saying which
+//!   failure it was, so the caller can decide what may be repeated.
+//! * [`Session::call_write_once`] sends a write once, never retried, and reads the answer as
+//!   Epiphan's error map; anything else after sending is "outcome unknown".
+//!
+//! Redaction runs on every answer before anything else here or in a caller looks at it. A
+//! result that does not match the tool's declared output schema is kept: nothing here
+//! validates against that schema, and the callers' parsers are tolerant.
+//!
+//! Which process may call which method is not this crate's decision: the assistant's guarded
+//! reader and the executor's ticket-consuming write are the only callers, which
+//! `assistant/tests/source_scan.rs` and `executor/tests/one_write.rs` check.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use fleetwatch_protocol::policy::EPIPHAN_WRITE_TOOLS;
+use fleetwatch_protocol::redact;
+use fleetwatch_protocol::secret::Secret;
+use rmcp::ServiceExt as _;
+use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult};
+use rmcp::service::{RoleClient, RunningService};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::common::client_side_sse::NeverRetry;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use serde_json::{Map, Value};
+
+use crate::sign_in;
+
+/// Largest JSON answer read (a fleet's device list is far smaller).
+const MAX_JSON_ANSWER: usize = 8 << 20;
+/// Longest error text kept from an error result.
+const MAX_ERROR_CHARS: usize = 300;
+
+/// The HTTP client sessions share, built once per process: building one loads the system's
+/// root certificates, and a shared client keeps warm connections to Epiphan. Redirects are
+/// not followed: the token and a write's body go to the configured URL or nowhere (a 307/308
+/// would re-send the body to another address).
+pub fn http_client() -> Result<reqwest::Client, String> {
+    crate::tls::client_builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .map_err(|e| format!("could not set up HTTPS: {e}"))
+}
+
+/// Why no session was opened.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OpenError {
+    /// Epiphan refused the sign-in (see [`crate::sign_in`]).
+    SignInExpired,
+    /// No session within the bound.
+    TimedOut,
+    /// Anything else; the text is redacted and for logs and operator messages.
+    Failed(String),
+}
+
+/// What a read answered.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ReadAnswer {
+    /// The result's JSON (structured content, else the text parsed as JSON), redacted.
+    Json(Value),
+    /// A plain-text answer that is neither JSON nor a status report, redacted.
+    Text(String),
+}
+
+/// Why a read gave no answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CallError {
+    /// The name is not a read tool's; nothing was sent.
+    NotARead,
+    /// The call did not reach a working session (transport or protocol error, a session
+    /// Epiphan no longer knows). Safe to try again on a new session: nothing was read.
+    /// The text is redacted.
+    Unreached(String),
+    /// No answer within the bound; the session may be stuck and should not be reused.
+    TimedOut,
+    /// Epiphan says the sign-in is missing or expired.
+    SignInExpired,
+    /// An error result (or a plain-text `Error: …`), its text redacted and shortened.
+    ErrorResult(String),
+}
+
+/// Why a write's outcome is unknown. Each has a fixed wording for the log and the audit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unknown {
+    /// The server asked for more input instead of answering.
+    AskedForInput,
+    /// The connection failed after the request was sent.
+    ConnectionFailed,
+    /// No answer within the bound.
+    TimedOut,
+    /// An in-band 401 after the request was sent: whether the change ran is not known.
+    SignInExpired,
+    /// Some other error result.
+    ErrorResult,
+    /// An answer that is not JSON.
+    NotJson,
+    /// JSON that is not an error map.
+    NotAnErrorMap,
+}
+
+impl Unknown {
+    /// The fixed wording.
+    pub fn reason(self) -> &'static str {
+        match self {
+            Unknown::AskedForInput => "the write asked for more input",
+            Unknown::ConnectionFailed => "the connection failed after sending",
+            Unknown::TimedOut => "no answer in time",
+            Unknown::SignInExpired => "in-band 401 after sending",
+            Unknown::ErrorResult => "error result",
+            Unknown::NotJson => "answer is not JSON",
+            Unknown::NotAnErrorMap => "answer is not an error map",
+        }
+    }
+
+    /// True when the session itself is in doubt (it should not be used again).
+    pub fn session_troubled(self) -> bool {
+        matches!(self, Unknown::ConnectionFailed | Unknown::TimedOut)
+    }
+}
+
+/// What came back from a write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WriteAnswer {
+    /// An empty error map: every device worked.
+    Done,
+    /// Per-device errors, redacted.
+    Errors(BTreeMap<String, String>),
+    /// Sent, but no trustworthy answer.
+    Unknown(Unknown),
+}
+
+/// True for a name a read tool can have: `get_…` or `kb_…` and not one of Epiphan's write
+/// tools. The callers' own guards are narrower (the policy's read list); this one keeps the
+/// read call from ever carrying a write, whoever calls it.
+pub fn is_read_name(tool: &str) -> bool {
+    (tool.starts_with("get_") || tool.starts_with("kb_")) && !EPIPHAN_WRITE_TOOLS.contains(&tool)
+}
+
+type Service = RunningService<RoleClient, ()>;
+
+/// A signed-in MCP session.
+pub struct Session {
+    service: Service,
+}
+
+impl Session {
+    /// Opens a session with `bearer` over `http`, bounded by `timeout`.
+    pub async fn open(
+        http: &reqwest::Client,
+        url: &str,
+        bearer: &Secret,
+        timeout: Duration,
+    ) -> Result<Session, OpenError> {
+        let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_owned())
+            .auth_header(bearer.expose().to_owned());
+        config.reinit_on_expired_session = false;
+        config.retry_config = std::sync::Arc::new(NeverRetry::default());
+        config.max_json_response_size = MAX_JSON_ANSWER;
+        let transport = StreamableHttpClientTransport::with_client(http.clone(), config);
+        match tokio::time::timeout(timeout, ().serve(transport)).await {
+            Ok(Ok(service)) => Ok(Session { service }),
+            Ok(Err(e)) if sign_in::open_error_is_expired_sign_in(&e) => {
+                Err(OpenError::SignInExpired)
+            }
+            Ok(Err(e)) => Err(OpenError::Failed(redact::redact_text(&e.to_string()))),
+            Err(_) => Err(OpenError::TimedOut),
+        }
+    }
+
+    /// True once the transport has closed (the session cannot answer any more).
+    pub fn is_closed(&self) -> bool {
+        self.service.is_transport_closed()
+    }
+
+    /// Stops the session without waiting (a stuck call is abandoned with it).
+    pub fn abandon(&self) {
+        self.service.cancellation_token().cancel();
+    }
+
+    /// Ends the session.
+    pub async fn close(self) {
+        let _ = self.service.cancel().await;
+    }
+
+    /// One bounded read of `tool`, which must be a read tool's name.
+    pub async fn call_read(
+        &self,
+        tool: &str,
+        arguments: Map<String, Value>,
+        timeout: Duration,
+    ) -> Result<ReadAnswer, CallError> {
+        if !is_read_name(tool) {
+            return Err(CallError::NotARead);
+        }
+        let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
+        let sent = self.service.peer().call_tool_once(params);
+        match tokio::time::timeout(timeout, sent).await {
+            Ok(Ok(CallToolResponse::Complete(result))) => extract_read(tool, result),
+            Ok(Ok(_)) => Err(CallError::ErrorResult(
+                "the read asked for more input".to_owned(),
+            )),
+            Ok(Err(e)) if sign_in::call_error_is_expired_sign_in(&e) => {
+                Err(CallError::SignInExpired)
+            }
+            Ok(Err(e)) => Err(CallError::Unreached(redact::redact_text(&e.to_string()))),
+            Err(_) => Err(CallError::TimedOut),
+        }
+    }
+
+    /// Sends `tool` once, bounded by `timeout`. Never retried, not even after a 401: a second
+    /// call could apply the change twice, so anything but a readable error map is unknown.
+    pub async fn call_write_once(
+        &self,
+        tool: &str,
+        arguments: Map<String, Value>,
+        timeout: Duration,
+    ) -> WriteAnswer {
+        let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
+        let sent = self.service.peer().call_tool_once(params);
+        let result = match tokio::time::timeout(timeout, sent).await {
+            Ok(Ok(CallToolResponse::Complete(result))) => result,
+            Ok(Ok(_)) => return WriteAnswer::Unknown(Unknown::AskedForInput),
+            Ok(Err(_)) => return WriteAnswer::Unknown(Unknown::ConnectionFailed),
+            Err(_) => return WriteAnswer::Unknown(Unknown::TimedOut),
+        };
+        extract_write(result)
+    }
+}
+
+/// The text content of a result, joined, as received. Never returned or logged as it is.
+fn raw_text(result: &CallToolResult) -> String {
+    result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text())
+        .map(|t| t.text.as_str())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The text content of a result, joined, redacted.
+fn redacted_text(result: &CallToolResult) -> String {
+    redact::redact_text(&raw_text(result))
+}
+
+/// The JSON a result carries — structured content, else the text parsed as JSON — redacted
+/// before it is returned; else the text, redacted. (The text is parsed before it is
+/// redacted, because masking a value inside JSON text could leave text that is not JSON;
+/// the parsed value is redacted instead, and nothing sees it before.)
+fn json_or_text(result: CallToolResult) -> Result<Value, String> {
+    let raw = raw_text(&result);
+    let mut value = match result.structured_content.filter(|v| !v.is_null()) {
+        Some(structured) => structured,
+        None => match serde_json::from_str::<Value>(raw.trim()) {
+            Ok(value) => value,
+            Err(_) => return Err(redact::redact_text(&raw)),
+        },
+    };
+    redact::redact_value(&mut value);
+    Ok(value)
+}
+
+fn error_result(text: &str) -> CallError {
+    if sign_in::error_text_is_expired_sign_in(text) {
+        return CallError::SignInExpired;
+    }
+    CallError::ErrorResult(text.trim().chars().take(MAX_ERROR_CHARS).collect())
+}
+
+/// A read result as its caller sees it (see the module notes and [`crate::sign_in`]).
+pub fn extract_read(tool: &str, result: CallToolResult) -> Result<ReadAnswer, CallError> {
+    if result.is_error == Some(true) {
+        return Err(error_result(&redacted_text(&result)));
+    }
+    match json_or_text(result) {
+        Ok(value) => Ok(ReadAnswer::Json(value)),
+        Err(text) if sign_in::reads_as_expired_sign_in(&text) => Err(CallError::SignInExpired),
+        // Epiphan sometimes reports an error as plain text without the error flag.
+        Err(text) if text.trim_start().starts_with("Error:") => Err(error_result(&text)),
+        Err(text) => {
+            tracing::info!(tool, "read result was text, not JSON");
+            Ok(ReadAnswer::Text(text))
+        }
+    }
+}
+
+fn extract_write(result: CallToolResult) -> WriteAnswer {
+    if result.is_error == Some(true) {
+        let expired = sign_in::error_text_is_expired_sign_in(&redacted_text(&result));
+        return WriteAnswer::Unknown(if expired {
+            Unknown::SignInExpired
+        } else {
+            Unknown::ErrorResult
+        });
+    }
+    let Ok(value) = json_or_text(result) else {
+        return WriteAnswer::Unknown(Unknown::NotJson);
+    };
+    match error_map(&value) {
+        Some(map) if map.is_empty() => WriteAnswer::Done,
+        Some(map) => WriteAnswer::Errors(map),
+        None => WriteAnswer::Unknown(Unknown::NotAnErrorMap),
+    }
+}
+
+/// A write answer: an object mapping device IDs to error strings (possibly under `errors`).
+fn error_map(value: &Value) -> Option<BTreeMap<String, String>> {
+    let obj = value.as_object()?;
+    let obj = match obj.get("errors") {
+        Some(Value::Object(inner)) if obj.len() == 1 => inner,
+        _ => obj,
+    };
+    obj.iter()
+        .map(|(k, v)| {
+            v.as_str()
+                .map(|s| (redact::redact_text(k), redact::redact_text(s)))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::panic, clippy::indexing_slicing)]
+mod tests {
+    use super::*;
+    use rmcp::model::ContentBlock as Content;
+    use serde_json::json;
+
+    fn text(t: &str, error: bool) -> CallToolResult {
+        if error {
+            CallToolResult::error(vec![Content::text(t)])
+        } else {
+            CallToolResult::success(vec![Content::text(t)])
+        }
+    }
+
+    #[test]
+    fn reads_are_redacted_json_text_or_a_named_failure() {
+        let answer = extract_read(
+            "get_stream_endpoints",
+            text(
+                r#"{"stream_endpoints":[{"name":"A","stream_key":"sk-live-1"}]}"#,
+                false,
+            ),
+        )
+        .unwrap();
+        let ReadAnswer::Json(value) = answer else {
+            panic!("{answer:?}")
+        };
+        assert!(!value.to_string().contains("sk-live-1"), "{value}");
+        let structured = CallToolResult::structured(json!({"password": "hunter2"}));
+        let ReadAnswer::Json(value) = extract_read("get_x", structured).unwrap() else {
+            panic!()
+        };
+        assert!(!value.to_string().contains("hunter2"));
+        assert_eq!(
+            extract_read("get_x", text("not json", false)),
+            Ok(ReadAnswer::Text("not json".into()))
+        );
+        assert_eq!(
+            extract_read("get_x", text("Error: 500 Internal Server Error", false)),
+            Err(CallError::ErrorResult(
+                "Error: 500 Internal Server Error".into()
+            ))
+        );
+        assert_eq!(
+            extract_read("get_x", text("Error: 401 Unauthorized", true)),
+            Err(CallError::SignInExpired)
+        );
+        let long = format!("Error: {}", "x".repeat(1000));
+        let Err(CallError::ErrorResult(kept)) = extract_read("get_x", text(&long, true)) else {
+            panic!()
+        };
+        assert_eq!(kept.chars().count(), MAX_ERROR_CHARS);
+        // Redaction comes before the error text is kept.
+        let Err(CallError::ErrorResult(kept)) =
+            extract_read("get_x", text("Error: bad token=abc123secret", true))
+        else {
+            panic!()
+        };
+        assert!(!kept.contains("abc123secret"), "{kept}");
+    }
+
+    #[test]
+    fn writes_are_an_error_map_or_unknown() {
+        assert_eq!(extract_write(text("{}", false)), WriteAnswer::Done);
+        assert_eq!(
+            extract_write(text(r#"{"errors": {}}"#, false)),
+            WriteAnswer::Done
+        );
+        let WriteAnswer::Errors(map) =
+            extract_write(text(r#"{"1000000001": "failed, password=hunter2"}"#, false))
+        else {
+            panic!()
+        };
+        assert!(!map["1000000001"].contains("hunter2"));
+        for (result, why) in [
+            (
+                text("Error: 401 Unauthorized", true),
+                Unknown::SignInExpired,
+            ),
+            (text("Error: 500", true), Unknown::ErrorResult),
+            (text("ok, probably", false), Unknown::NotJson),
+            (text("[1, 2]", false), Unknown::NotAnErrorMap),
+            (text(r#"{"1000000001": 5}"#, false), Unknown::NotAnErrorMap),
+        ] {
+            assert_eq!(extract_write(result), WriteAnswer::Unknown(why));
+        }
+        assert!(Unknown::TimedOut.session_troubled());
+        assert!(!Unknown::SignInExpired.session_troubled());
+    }
+
+    #[test]
+    fn only_read_names_pass_the_read_call() {
+        assert!(is_read_name("get_devices_in_my_team"));
+        assert!(is_read_name("kb_search"));
+        for tool in EPIPHAN_WRITE_TOOLS {
+            assert!(!is_read_name(tool), "{tool}");
+        }
+        for tool in ["", "factory_reset_device", "Get_devices", " get_x", "getx"] {
+            assert!(!is_read_name(tool), "{tool:?}");
+        }
+    }
+}
