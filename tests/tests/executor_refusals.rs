@@ -176,6 +176,7 @@ async fn signatures_that_do_not_verify_are_refused() {
             key_id: KeyId(sha_prefix(&small_order)),
             signature: [1u8].iter().chain([0u8; 63].iter()).copied().collect(),
         }],
+        passkeys: Vec::new(),
     };
     refused(&h, weak, Refusal::UnknownKey, "small-order key").await;
 
@@ -188,6 +189,7 @@ async fn signatures_that_do_not_verify_are_refused() {
             signature: test_key(7).sign(&bytes).to_bytes().to_vec(),
         }],
         claims: bytes,
+        passkeys: Vec::new(),
     };
     refused(&h, bare, Refusal::BadSignature, "no domain prefix").await;
 
