@@ -39,7 +39,7 @@ use std::fmt;
 
 use base64::Engine as _;
 use p256::ecdsa::signature::Verifier as _;
-use serde::de::{self, IgnoredAny, MapAccess, Visitor};
+use serde::de::{self, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 use sha2::{Digest as _, Sha256};
 use unicode_general_category::{GeneralCategory, get_general_category};
@@ -1010,7 +1010,7 @@ fn check_authenticator_data(bytes: &[u8], rp: &RelyingParty) -> Result<u32, Pass
 /// The members of the client data this verifier reads. Parsed by a visitor that accepts only a
 /// JSON object and refuses any of these members twice: two readers that kept the first and the
 /// last `type` respectively would judge one text differently. Other members (browsers add some)
-/// are skipped.
+/// are read as JSON and otherwise ignored.
 struct ClientData {
     kind: Option<String>,
     challenge: Option<String>,
@@ -1054,11 +1054,13 @@ impl<'de> Visitor<'de> for ClientDataVisitor {
                         return Err(de::Error::custom("duplicate topOrigin"));
                     }
                     seen_top_origin = true;
-                    map.next_value::<IgnoredAny>()?;
+                    map.next_value::<serde_json::Value>()?;
                     out.top_origin = true;
                 }
+                // Read, not skipped: skipping would accept what no JSON reader accepts (a
+                // number beyond f64, a lone surrogate), and the whole text must be JSON.
                 _ => {
-                    map.next_value::<IgnoredAny>()?;
+                    map.next_value::<serde_json::Value>()?;
                 }
             }
         }

@@ -546,6 +546,8 @@ fn each_client_data_check_refuses_on_its_own() {
         ("trailing text", [client_data("webauthn.get", &challenge, ORIGIN), b" x".to_vec()].concat(), PasskeyError::ClientDataMalformed),
         ("not UTF-8", [client_data("webauthn.get", &challenge, ORIGIN)[..10].to_vec(), vec![0xff, b'"', b'}']].concat(), PasskeyError::ClientDataMalformed),
         ("empty", Vec::new(), PasskeyError::ClientDataMalformed),
+        ("a number beyond f64 in another member", format!(r#"{{"type":"webauthn.get","challenge":"{c}","origin":"{ORIGIN}","x":1e400}}"#).into_bytes(), PasskeyError::ClientDataMalformed),
+        ("a lone surrogate in another member", format!(r#"{{"type":"webauthn.get","challenge":"{c}","origin":"{ORIGIN}","x":"\ud800"}}"#).into_bytes(), PasskeyError::ClientDataMalformed),
     ];
     for key in both() {
         for (case, client_data_json, expected) in &cases {
