@@ -902,9 +902,9 @@ fn a_non_canonical_ed25519_signature_is_refused() {
         0x14, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x10,
     ];
     let mut carry = 0u16;
-    for i in 0..32 {
-        let sum = u16::from(assertion.signature[32 + i]) + u16::from(L[i]) + carry;
-        assertion.signature[32 + i] = (sum & 0xff) as u8;
+    for (byte, l) in assertion.signature[32..].iter_mut().zip(L) {
+        let sum = u16::from(*byte) + u16::from(l) + carry;
+        *byte = (sum & 0xff) as u8;
         carry = sum >> 8;
     }
     assert_eq!(carry, 0);
