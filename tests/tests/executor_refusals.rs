@@ -65,7 +65,7 @@ async fn framing_errors_are_refused_distinctly_and_serving_continues() {
     let h = harness(true).await;
     let status = wire::encode_request(&Request::Status).unwrap();
     let mut wrong_version = status.clone();
-    wrong_version[0] = 2;
+    wrong_version[0] = u8::try_from(wire::WIRE_VERSION + 1).unwrap();
     let mut trailing = status.clone();
     trailing.push(0);
     let mut truncated = (100u32).to_be_bytes().to_vec();
