@@ -91,7 +91,16 @@ async fn framing_errors_are_refused_distinctly_and_serving_continues() {
         ),
         (
             "garbage",
-            frame(&[1, 0xff, 0xff, 0xff, 0xff, 0xff, 0x13, 0x37]),
+            frame(&[
+                u8::try_from(wire::WIRE_VERSION).unwrap(),
+                0xff,
+                0xff,
+                0xff,
+                0xff,
+                0xff,
+                0x13,
+                0x37,
+            ]),
             Refusal::Malformed,
         ),
     ];
