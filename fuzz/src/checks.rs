@@ -8,10 +8,14 @@ use ed25519_dalek::{Signer as _, SigningKey};
 use fleetwatch_protocol::claims::{
     self, ApprovalClaims, KeyId, SIGNING_DOMAIN, SignatureError, SignedApproval, TrustedKeys,
 };
+use fleetwatch_protocol::passkey::{
+    self, Algorithm, Approvers, PasskeyAssertion, PasskeyError, PasskeyRecord, RelyingParty,
+};
 use fleetwatch_protocol::policy::Policy;
 use fleetwatch_protocol::schema::Schema;
 use fleetwatch_protocol::wire::{self, Request};
 use fleetwatch_protocol::{canonical, fleet, redact};
+use sha2::{Digest as _, Sha256};
 
 /// The approver key the harness signs with. Fixed, so committed seeds signed with it stay
 /// valid and a crasher replays the same way everywhere. It exists only in test code: nothing
@@ -299,6 +303,197 @@ pub fn schema(data: &[u8]) {
                     "{schema}: the subset and jsonschema disagree on {instance}"
                 );
             }
+        }
+    }
+}
+
+/// The passkeys the harness enrols and signs with: one ES256, one Ed25519. Fixed, like
+/// [`TEST_SEED`], and like it installed nowhere but here.
+pub const PASSKEY_ES256_SEED: [u8; 32] = [0x42; 32];
+/// The Ed25519 passkey's seed.
+pub const PASSKEY_ED25519_SEED: [u8; 32] = [0x43; 32];
+/// The origin and RP ID the harness's relying party accepts.
+pub const PASSKEY_ORIGIN: &str = "http://localhost:8767";
+/// The claims bytes the harness's assertions are for.
+pub const PASSKEY_CLAIMS: &[u8] = b"fleetwatch fuzz claims";
+
+struct Passkeys {
+    es256: p256::ecdsa::SigningKey,
+    ed25519: SigningKey,
+    records: [PasskeyRecord; 2],
+    approvers: Approvers,
+    rp: RelyingParty,
+}
+
+static PASSKEYS: LazyLock<Passkeys> = LazyLock::new(|| {
+    let es256 = p256::ecdsa::SigningKey::from_slice(&PASSKEY_ES256_SEED)
+        .unwrap_or_else(|_| unreachable!("a fixed valid scalar"));
+    let ed25519 = SigningKey::from_bytes(&PASSKEY_ED25519_SEED);
+    let mut es_spki = vec![
+        0x30, 0x59, 0x30, 0x13, 0x06, 0x07, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x02, 0x01, 0x06, 0x08,
+        0x2a, 0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07, 0x03, 0x42, 0x00,
+    ];
+    es_spki.extend_from_slice(es256.verifying_key().to_sec1_point(false).as_bytes());
+    let mut ed_spki = vec![
+        0x30, 0x2a, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x03, 0x21, 0x00,
+    ];
+    ed_spki.extend_from_slice(ed25519.verifying_key().as_bytes());
+    let record = |algorithm, id: &[u8], spki, name| {
+        PasskeyRecord::new(algorithm, id.to_vec(), spki, name)
+            .unwrap_or_else(|e| unreachable!("the harness's own record: {e}"))
+    };
+    let records = [
+        record(Algorithm::Es256, b"fuzz es256", es_spki, "Fuzz ES256"),
+        record(Algorithm::Ed25519, b"fuzz ed25519", ed_spki, "Fuzz Ed25519"),
+    ];
+    let mut approvers = Approvers::default();
+    for r in &records {
+        approvers
+            .add(r.clone())
+            .unwrap_or_else(|e| unreachable!("two distinct records: {e}"));
+    }
+    Passkeys {
+        es256,
+        ed25519,
+        records,
+        approvers,
+        rp: RelyingParty::new("localhost", [PASSKEY_ORIGIN]),
+    }
+});
+
+/// Authenticator data the harness's authenticator writes: RP ID hash of `localhost`, user
+/// present and verified, counter 1.
+pub fn passkey_authenticator_data() -> Vec<u8> {
+    let mut out = Sha256::digest(b"localhost").to_vec();
+    out.push(0x05);
+    out.extend_from_slice(&1u32.to_be_bytes());
+    out
+}
+
+/// The harness's signature (ES256 as DER, or Ed25519) over `authenticator_data ‖
+/// SHA-256(client_data_json)`.
+pub fn passkey_sign(ed25519: bool, authenticator_data: &[u8], client_data_json: &[u8]) -> Vec<u8> {
+    let keys = &*PASSKEYS;
+    let mut message = authenticator_data.to_vec();
+    message.extend_from_slice(&Sha256::digest(client_data_json));
+    if ed25519 {
+        keys.ed25519.sign(&message).to_bytes().to_vec()
+    } else {
+        let signature: p256::ecdsa::Signature =
+            p256::ecdsa::signature::Signer::sign(&keys.es256, &message);
+        signature.to_der().as_bytes().to_vec()
+    }
+}
+
+/// A genuine assertion by one of the harness's passkeys over these client data bytes.
+pub fn passkey_assertion(ed25519: bool, client_data_json: &[u8]) -> PasskeyAssertion {
+    let authenticator_data = passkey_authenticator_data();
+    let signature = passkey_sign(ed25519, &authenticator_data, client_data_json);
+    PasskeyAssertion {
+        credential_id: PASSKEYS.records[usize::from(ed25519)]
+            .credential_id()
+            .to_vec(),
+        authenticator_data,
+        client_data_json: client_data_json.to_vec(),
+        signature,
+    }
+}
+
+/// The harness's approver file.
+pub fn passkey_approver_file() -> String {
+    PASSKEYS.approvers.to_text()
+}
+
+/// Passkey bytes from an untrusted peer or file. The approver file parser and the record parser
+/// never panic, and what they accept writes back to text that parses to the same thing. The
+/// input as client data, signed here by an enrolled passkey, is refused (if at all) only by a
+/// client data check, never by the signature; when it is accepted, an independent JSON reading
+/// agrees with every client data rule; a flipped signature bit never verifies. The input read
+/// as a whole assertion verifies only if its signature is one the enrolled key itself makes
+/// (either form of an ECDSA `S`): anything else verifying would be a forgery.
+pub fn passkey(data: &[u8]) {
+    let keys = &*PASSKEYS;
+    if let Ok(text) = std::str::from_utf8(data) {
+        if let Ok(approvers) = Approvers::parse(text) {
+            assert_eq!(
+                Approvers::parse(&approvers.to_text()).as_ref(),
+                Ok(&approvers)
+            );
+        }
+        if let Ok(record) = PasskeyRecord::parse_line(text) {
+            assert_eq!(
+                PasskeyRecord::parse_line(&record.to_line()).as_ref(),
+                Ok(&record)
+            );
+        }
+    }
+
+    let ed25519 = data.first().is_some_and(|b| b & 1 == 1);
+    let assertion = passkey_assertion(ed25519, data);
+    match passkey::verify_assertion(&assertion, PASSKEY_CLAIMS, &keys.approvers, &keys.rp) {
+        Ok(verified) => {
+            assert_eq!(verified.counter(), 1);
+            let value: Result<serde_json::Value, _> = serde_json::from_slice(data);
+            assert!(value.is_ok(), "accepted client data is not JSON");
+            if let Ok(value) = value {
+                assert!(value.is_object(), "accepted client data is not an object");
+                assert_eq!(value["type"], "webauthn.get");
+                assert_eq!(
+                    value["challenge"].as_str(),
+                    Some(passkey::challenge_base64url(PASSKEY_CLAIMS).as_str())
+                );
+                assert_eq!(value["origin"], PASSKEY_ORIGIN);
+                assert!(value.get("crossOrigin").is_none_or(|c| *c == false));
+                assert!(value.get("topOrigin").is_none());
+            }
+        }
+        Err(error) => assert!(
+            matches!(
+                error,
+                PasskeyError::ClientDataMalformed
+                    | PasskeyError::WrongType
+                    | PasskeyError::ChallengeMismatch
+                    | PasskeyError::OriginNotAllowed
+                    | PasskeyError::CrossOrigin
+                    | PasskeyError::FieldOutOfBounds
+            ),
+            "a genuine signature over this client data was refused as {error:?}"
+        ),
+    }
+    let spread = data.iter().fold(0usize, |acc, b| {
+        acc.wrapping_mul(31).wrapping_add(usize::from(*b))
+    });
+    let mut flipped = assertion;
+    let bit = spread % (flipped.signature.len() * 8);
+    if let Some(byte) = flipped.signature.get_mut(bit / 8) {
+        *byte ^= 1 << (bit % 8);
+    }
+    assert!(
+        passkey::verify_assertion(&flipped, PASSKEY_CLAIMS, &keys.approvers, &keys.rp).is_err(),
+        "a flipped signature bit verified"
+    );
+
+    if let Ok(whole) = postcard::from_bytes::<PasskeyAssertion>(data)
+        && passkey::verify_assertion(&whole, PASSKEY_CLAIMS, &keys.approvers, &keys.rp).is_ok()
+    {
+        let ed25519 = whole.credential_id == keys.records[1].credential_id();
+        let genuine = passkey_sign(ed25519, &whole.authenticator_data, &whole.client_data_json);
+        if ed25519 {
+            assert_eq!(
+                whole.signature, genuine,
+                "a signature the passkey never made verified"
+            );
+        } else {
+            let low = |der: &[u8]| {
+                p256::ecdsa::Signature::from_der(der)
+                    .ok()
+                    .map(|s| s.normalize_s())
+            };
+            assert_eq!(
+                low(&whole.signature),
+                low(&genuine),
+                "an ECDSA signature the passkey never made verified"
+            );
         }
     }
 }

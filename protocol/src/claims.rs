@@ -2,8 +2,9 @@
 //!
 //! The signature covers [`SIGNING_DOMAIN`] followed by the exact postcard bytes of the claims.
 //! A verifier checks those bytes with `verify_strict` **before** decoding anything from them
-//! and never re-encodes them; decoding refuses trailing bytes. The signature list leaves room
-//! for a second signer (for example the operator's passkey) without a format break.
+//! and never re-encodes them; decoding refuses trailing bytes. Beside the assistant's
+//! signatures a [`SignedApproval`] carries zero or more operator passkey assertions over the
+//! same bytes ([`crate::passkey`]), which the executor verifies separately.
 //!
 //! # Approver key file
 //!
@@ -24,6 +25,8 @@ use base64::Engine as _;
 use ed25519_dalek::{Signature, Signer as _, VerifyingKey};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};
+
+use crate::passkey::PasskeyAssertion;
 
 /// The only claims version this build speaks. It is the first field of the encoding, so an
 /// unknown version is recognised before the rest is decoded.
@@ -144,13 +147,17 @@ pub struct ApprovalSignature {
     pub signature: Vec<u8>,
 }
 
-/// The claims bytes exactly as signed, plus their signatures.
+/// The claims bytes exactly as signed, plus their signatures: the assistant's Ed25519
+/// signatures and the operators' passkey assertions, all over the same bytes.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SignedApproval {
     /// Postcard encoding of [`ApprovalClaims`], never re-encoded after signing.
     pub claims: Vec<u8>,
     /// At least one signature from an installed approver key.
     pub signatures: Vec<ApprovalSignature>,
+    /// The operators' passkey assertions, whose challenge is
+    /// [`crate::passkey::challenge`] of `claims`; empty when no passkey is enrolled.
+    pub passkeys: Vec<PasskeyAssertion>,
 }
 
 /// Why a signed approval did not verify.
@@ -167,7 +174,8 @@ pub enum SignatureError {
     BadSignature,
 }
 
-/// Signs encoded claims bytes with the assistant's key.
+/// Signs encoded claims bytes with the assistant's key. The approval carries no passkey
+/// assertion yet; the page adds those it collected ([`SignedApproval::with_passkeys`]).
 pub fn sign(claims_bytes: Vec<u8>, key: &ed25519_dalek::SigningKey) -> SignedApproval {
     let signature = key.sign(&signed_message(&claims_bytes));
     SignedApproval {
@@ -176,6 +184,16 @@ pub fn sign(claims_bytes: Vec<u8>, key: &ed25519_dalek::SigningKey) -> SignedApp
             key_id: KeyId::of(&key.verifying_key()),
             signature: signature.to_bytes().to_vec(),
         }],
+        passkeys: Vec::new(),
+    }
+}
+
+impl SignedApproval {
+    /// The same approval with these passkey assertions beside the signatures. The claims
+    /// bytes are untouched, so the assertions' challenge still matches them.
+    pub fn with_passkeys(mut self, passkeys: Vec<PasskeyAssertion>) -> SignedApproval {
+        self.passkeys = passkeys;
+        self
     }
 }
 

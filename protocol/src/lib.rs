@@ -1,7 +1,8 @@
 //! The contract between the Fleetwatch assistant and the executor.
 //!
 //! Everything both processes must judge identically lives here, once: canonical JSON
-//! ([`canonical`]), the signed approval ([`claims`]), the socket messages ([`wire`]), the tool
+//! ([`canonical`]), the signed approval ([`claims`]), the operator's passkey on it ([`passkey`]),
+//! the socket messages ([`wire`]), the tool
 //! registry ([`policy`]) and the JSON Schema subset its entries use ([`schema`]), the
 //! fleet-state model and fingerprint ([`fleet`]), the ID patterns ([`ids`]), the redaction
 //! rules ([`redact`]), the audit chain's row format and verifier
@@ -18,6 +19,7 @@ pub mod claims;
 pub mod fleet;
 pub mod hex;
 pub mod ids;
+pub mod passkey;
 pub mod policy;
 pub mod redact;
 pub mod refusal;

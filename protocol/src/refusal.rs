@@ -28,6 +28,45 @@ pub enum Refusal {
     UnknownKey,
     /// A signature from an installed key does not verify.
     BadSignature,
+    /// The approval carries more passkey assertions than the executor accepts.
+    PasskeyTooMany,
+    /// A passkey assertion field is empty where it may not be, or larger than its cap.
+    PasskeyOutOfBounds,
+    /// The passkey that signed is not in the executor's approver file.
+    PasskeyUnknownCredential,
+    /// The passkey's client data is not a well-formed JSON object.
+    PasskeyClientDataMalformed,
+    /// The passkey's client data is not for an assertion (`webauthn.get`).
+    PasskeyWrongType,
+    /// The passkey signed a challenge other than the one these claims give.
+    PasskeyChallengeMismatch,
+    /// The passkey was used on an origin the executor's configuration does not list.
+    PasskeyOriginNotAllowed,
+    /// The passkey was used from a cross-origin frame.
+    PasskeyCrossOrigin,
+    /// The passkey's authenticator data is shorter than 37 bytes.
+    PasskeyAuthenticatorDataShort,
+    /// The passkey answered for another relying party ID.
+    PasskeyRpIdMismatch,
+    /// The passkey's user-present flag is clear.
+    PasskeyUserNotPresent,
+    /// The passkey's user-verified flag is clear.
+    PasskeyUserNotVerified,
+    /// The passkey signature is not DER (ES256) or not 64 bytes (Ed25519).
+    PasskeySignatureMalformed,
+    /// The passkey signature does not verify against the enrolled key.
+    PasskeyBadSignature,
+    /// The passkey's signature counter did not increase (a replay or a cloned passkey).
+    PasskeyCounterNotIncreased,
+    /// The approval carries no passkey assertion and the executor requires one.
+    PasskeyRequired,
+    /// Fewer distinct enrolled passkeys confirmed the approval than this change needs.
+    PasskeyQuorumNotMet {
+        /// Distinct enrolled passkeys that verified.
+        have: u32,
+        /// Distinct enrolled passkeys required.
+        need: u32,
+    },
     /// The claims' version is not one this build speaks.
     UnknownClaimsVersion,
     /// The signed claims did not decode.
@@ -107,6 +146,23 @@ impl Refusal {
             Refusal::NoSignature => "no_signature",
             Refusal::UnknownKey => "unknown_key",
             Refusal::BadSignature => "bad_signature",
+            Refusal::PasskeyTooMany => "passkey_too_many",
+            Refusal::PasskeyOutOfBounds => "passkey_out_of_bounds",
+            Refusal::PasskeyUnknownCredential => "passkey_unknown_credential",
+            Refusal::PasskeyClientDataMalformed => "passkey_client_data_malformed",
+            Refusal::PasskeyWrongType => "passkey_wrong_type",
+            Refusal::PasskeyChallengeMismatch => "passkey_challenge_mismatch",
+            Refusal::PasskeyOriginNotAllowed => "passkey_origin_not_allowed",
+            Refusal::PasskeyCrossOrigin => "passkey_cross_origin",
+            Refusal::PasskeyAuthenticatorDataShort => "passkey_authenticator_data_short",
+            Refusal::PasskeyRpIdMismatch => "passkey_rp_id_mismatch",
+            Refusal::PasskeyUserNotPresent => "passkey_user_not_present",
+            Refusal::PasskeyUserNotVerified => "passkey_user_not_verified",
+            Refusal::PasskeySignatureMalformed => "passkey_signature_malformed",
+            Refusal::PasskeyBadSignature => "passkey_bad_signature",
+            Refusal::PasskeyCounterNotIncreased => "passkey_counter_not_increased",
+            Refusal::PasskeyRequired => "passkey_required",
+            Refusal::PasskeyQuorumNotMet { .. } => "passkey_quorum_not_met",
             Refusal::UnknownClaimsVersion => "unknown_claims_version",
             Refusal::ClaimsMalformed => "claims_malformed",
             Refusal::Expired => "expired",
@@ -172,6 +228,59 @@ impl Refusal {
             }
             Refusal::BadSignature => {
                 "The approval's signature did not verify, so it may have been altered. Nothing ran. Approve the change again, and check the executor's approver key file if this repeats."
+            }
+            Refusal::PasskeyTooMany => {
+                "The approval carried more passkey confirmations than the executor accepts. Nothing ran. Check that the assistant and the executor are the same Fleetwatch version, then approve again."
+            }
+            Refusal::PasskeyOutOfBounds => {
+                "A passkey confirmation was larger than the executor accepts, or had an empty credential. Nothing ran. Approve the change again; if it repeats, try another browser or passkey."
+            }
+            Refusal::PasskeyUnknownCredential => {
+                "The change was confirmed with a passkey that is not enrolled for this executor. Nothing ran. Use an enrolled passkey, or ask an administrator to install yours with `fleetwatch-executor approvers add`."
+            }
+            Refusal::PasskeyClientDataMalformed => {
+                "The browser's passkey data could not be read. Nothing ran. Approve the change again; if it repeats, try another browser."
+            }
+            Refusal::PasskeyWrongType => {
+                "The passkey answer was not a confirmation (it may come from an enrolment). Nothing ran. Approve the change again on the approval page."
+            }
+            Refusal::PasskeyChallengeMismatch => {
+                "The passkey confirmed a different approval than the one the executor received, so the change may have been altered after you confirmed it. Nothing ran. Review the change on the approval page and approve it again."
+            }
+            Refusal::PasskeyOriginNotAllowed => {
+                "The passkey was used on a page whose address the executor does not accept. Nothing ran. Open the approval page at its configured address (http://localhost and its port), or add that origin to the executor's configuration."
+            }
+            Refusal::PasskeyCrossOrigin => {
+                "The passkey was used from inside a frame of another site. Nothing ran. Open the approval page directly in its own tab and approve again."
+            }
+            Refusal::PasskeyAuthenticatorDataShort => {
+                "The passkey's authenticator data was too short to be genuine. Nothing ran. Approve the change again; if it repeats, try another passkey."
+            }
+            Refusal::PasskeyRpIdMismatch => {
+                "The passkey answered for a different site than this executor's. Nothing ran. Use a passkey enrolled on the approval page opened as http://localhost."
+            }
+            Refusal::PasskeyUserNotPresent => {
+                "The passkey did not report that a person touched or confirmed it. Nothing ran. Approve again and confirm on your passkey when it asks."
+            }
+            Refusal::PasskeyUserNotVerified => {
+                "The passkey did not check who you are (no PIN, fingerprint or face check). Nothing ran. Approve again and complete the passkey's PIN or biometric check."
+            }
+            Refusal::PasskeySignatureMalformed => {
+                "The passkey's signature was not in a valid format. Nothing ran. Approve the change again; if it repeats, enrol the passkey again."
+            }
+            Refusal::PasskeyBadSignature => {
+                "The passkey's signature did not verify against the enrolled key, so the approval may have been altered. Nothing ran. Approve the change again, and check the executor's approver file if this repeats."
+            }
+            Refusal::PasskeyCounterNotIncreased => {
+                "The passkey's signature counter did not increase, so this may be a replayed confirmation or a copied passkey. Nothing ran. Approve again; if this repeats, ask an administrator to check and re-enrol the passkey."
+            }
+            Refusal::PasskeyRequired => {
+                "The approval was not confirmed with an operator's passkey, and this executor requires one. Nothing ran. Approve the change again on the approval page and confirm it with your passkey."
+            }
+            Refusal::PasskeyQuorumNotMet { have, need } => {
+                return format!(
+                    "This change needs passkey confirmations from {need} different operators and the approval carried {have}. Nothing ran. Ask another enrolled operator to confirm the same change before it expires."
+                );
             }
             Refusal::UnknownClaimsVersion => {
                 "The approval uses a format version this executor does not speak. Nothing ran. Upgrade the assistant and the executor to the same Fleetwatch version."
@@ -296,6 +405,23 @@ mod tests {
             Refusal::NoSignature,
             Refusal::UnknownKey,
             Refusal::BadSignature,
+            Refusal::PasskeyTooMany,
+            Refusal::PasskeyOutOfBounds,
+            Refusal::PasskeyUnknownCredential,
+            Refusal::PasskeyClientDataMalformed,
+            Refusal::PasskeyWrongType,
+            Refusal::PasskeyChallengeMismatch,
+            Refusal::PasskeyOriginNotAllowed,
+            Refusal::PasskeyCrossOrigin,
+            Refusal::PasskeyAuthenticatorDataShort,
+            Refusal::PasskeyRpIdMismatch,
+            Refusal::PasskeyUserNotPresent,
+            Refusal::PasskeyUserNotVerified,
+            Refusal::PasskeySignatureMalformed,
+            Refusal::PasskeyBadSignature,
+            Refusal::PasskeyCounterNotIncreased,
+            Refusal::PasskeyRequired,
+            Refusal::PasskeyQuorumNotMet { have: 1, need: 2 },
             Refusal::UnknownClaimsVersion,
             Refusal::ClaimsMalformed,
             Refusal::Expired,
@@ -339,6 +465,23 @@ mod tests {
                 | Refusal::NoSignature
                 | Refusal::UnknownKey
                 | Refusal::BadSignature
+                | Refusal::PasskeyTooMany
+                | Refusal::PasskeyOutOfBounds
+                | Refusal::PasskeyUnknownCredential
+                | Refusal::PasskeyClientDataMalformed
+                | Refusal::PasskeyWrongType
+                | Refusal::PasskeyChallengeMismatch
+                | Refusal::PasskeyOriginNotAllowed
+                | Refusal::PasskeyCrossOrigin
+                | Refusal::PasskeyAuthenticatorDataShort
+                | Refusal::PasskeyRpIdMismatch
+                | Refusal::PasskeyUserNotPresent
+                | Refusal::PasskeyUserNotVerified
+                | Refusal::PasskeySignatureMalformed
+                | Refusal::PasskeyBadSignature
+                | Refusal::PasskeyCounterNotIncreased
+                | Refusal::PasskeyRequired
+                | Refusal::PasskeyQuorumNotMet { .. }
                 | Refusal::UnknownClaimsVersion
                 | Refusal::ClaimsMalformed
                 | Refusal::Expired

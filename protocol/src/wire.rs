@@ -12,8 +12,10 @@ use crate::claims::SignedApproval;
 use crate::fleet::RoomBlock;
 use crate::refusal::Refusal;
 
-/// The only wire version this build speaks.
-pub const WIRE_VERSION: u16 = 1;
+/// The only wire version this build speaks. Version 2 added the passkey assertions to
+/// [`SignedApproval`]; a peer of another version is told "unknown version", never "malformed",
+/// because the version is decoded alone before anything else.
+pub const WIRE_VERSION: u16 = 2;
 
 /// Largest frame either side accepts, in bytes (the length prefix excluded).
 pub const MAX_FRAME: usize = 64 * 1024;

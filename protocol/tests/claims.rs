@@ -428,6 +428,7 @@ fn signature_without_the_domain_prefix_is_refused() {
             key_id: KeyId::of(&key.verifying_key()),
             signature: bare.to_bytes().to_vec(),
         }],
+        passkeys: Vec::new(),
     };
     assert_eq!(
         installed(&key).verify(&signed),
@@ -469,6 +470,7 @@ fn small_order_key_is_refused_in_verify() {
             key_id: KeyId::of(&weak),
             signature: sig.to_vec(),
         }],
+        passkeys: Vec::new(),
     };
     let keys = TrustedKeys::from_keys([weak]);
     assert_eq!(keys.verify(&signed), Err(SignatureError::BadSignature));

@@ -24,6 +24,7 @@ use fleetwatch_protocol::claims::{
     TrustedKeys,
 };
 use fleetwatch_protocol::fleet::RoomBlock;
+use fleetwatch_protocol::passkey::{self, Approvers, PasskeyAssertion, RelyingParty};
 use fleetwatch_protocol::policy::Policy;
 use fleetwatch_protocol::refusal::Refusal;
 use fleetwatch_protocol::wire::{
@@ -32,7 +33,15 @@ use fleetwatch_protocol::wire::{
 };
 use proptest::prelude::*;
 
-const TARGETS: [&str; 6] = ["frame", "claims", "canonical", "policy", "fleet", "schema"];
+const TARGETS: [&str; 7] = [
+    "frame",
+    "claims",
+    "canonical",
+    "policy",
+    "fleet",
+    "schema",
+    "passkey",
+];
 
 /// Largest seed file and largest corpus folder the repository carries.
 const MAX_SEED_BYTES: u64 = 64 * 1024;
@@ -66,6 +75,7 @@ fn check(target: &str, data: &[u8]) {
         "policy" => checks::policy(data),
         "fleet" => checks::fleet(data),
         "schema" => checks::schema(data),
+        "passkey" => checks::passkey(data),
         other => panic!("no target {other}"),
     }
 }
@@ -249,13 +259,51 @@ fn claims_seeds() -> Vec<(&'static str, Vec<u8>)> {
     ]
 }
 
+fn passkey_seeds() -> Vec<(&'static str, Vec<u8>)> {
+    let client_data = |origin: &str| {
+        format!(
+            r#"{{"type":"webauthn.get","challenge":"{}","origin":"{origin}","crossOrigin":false}}"#,
+            passkey::challenge_base64url(checks::PASSKEY_CLAIMS)
+        )
+        .into_bytes()
+    };
+    // The first byte picks the algorithm: `{` (0x7b, odd) signs with Ed25519, a leading space
+    // (0x20, even) with ES256.
+    let good = client_data(checks::PASSKEY_ORIGIN);
+    let spaced = [b" ".to_vec(), good.clone()].concat();
+    vec![
+        ("client_data_ed25519.json", good.clone()),
+        ("client_data_es256.json", spaced),
+        (
+            "client_data_other_origin.json",
+            client_data("http://localhost:1"),
+        ),
+        (
+            "approvers.txt",
+            format!("# approvers\n\n{}", checks::passkey_approver_file()).into_bytes(),
+        ),
+        (
+            "assertion_ed25519.bin",
+            postcard::to_stdvec(&checks::passkey_assertion(true, &good)).unwrap(),
+        ),
+        (
+            "assertion_es256.bin",
+            postcard::to_stdvec(&checks::passkey_assertion(false, &good)).unwrap(),
+        ),
+    ]
+}
+
 /// The frame and claims seeds are real encodings; when the wire or claims format changes they
 /// must be written again, or the fuzzer would start from bytes nothing sends any more:
 /// `FLEETWATCH_WRITE_FUZZ_SEEDS=1 cargo test -p fleetwatch-protocol --test fuzz_regressions generated_seeds`.
 #[test]
 fn generated_seeds_match_the_committed_corpus() {
     let write = std::env::var("FLEETWATCH_WRITE_FUZZ_SEEDS").is_ok_and(|v| v == "1");
-    for (target, generated) in [("frame", frame_seeds()), ("claims", claims_seeds())] {
+    for (target, generated) in [
+        ("frame", frame_seeds()),
+        ("claims", claims_seeds()),
+        ("passkey", passkey_seeds()),
+    ] {
         let dir = corpus_dir(target);
         for (name, bytes) in generated {
             let path = dir.join(name);
@@ -317,6 +365,22 @@ fn committed_seeds_are_valid_inputs() {
     }
     let policy = std::fs::read_to_string(corpus_dir("policy").join("tool_policy.yaml")).unwrap();
     Policy::from_yaml(&policy).expect("the shipped policy seed loads");
+    let harness = Approvers::parse(&checks::passkey_approver_file()).unwrap();
+    let rp = RelyingParty::new("localhost", [checks::PASSKEY_ORIGIN]);
+    for (name, bytes) in seeds("passkey") {
+        let as_file = std::str::from_utf8(&bytes)
+            .ok()
+            .and_then(|t| Approvers::parse(t).ok())
+            .is_some_and(|a| !a.is_empty());
+        let as_client_data = serde_json::from_slice::<serde_json::Value>(&bytes).is_ok();
+        let as_assertion = postcard::from_bytes::<PasskeyAssertion>(&bytes).is_ok_and(|a| {
+            passkey::verify_assertion(&a, checks::PASSKEY_CLAIMS, &harness, &rp).is_ok()
+        });
+        assert!(
+            as_file || as_client_data || as_assertion,
+            "passkey/{name} is none of an approver file, client data or a verifying assertion"
+        );
+    }
     for target in ["fleet", "schema"] {
         for (name, bytes) in seeds(target) {
             assert!(
@@ -340,6 +404,31 @@ fn hex(text: &str) -> Vec<u8> {
 #[test]
 fn hex_reads_what_the_crasher_notes_write() {
     assert_eq!(hex("00 ff 7A"), vec![0x00, 0xff, 0x7a]);
+}
+
+/// Edges of the passkey property a random search reaches rarely: unknown members the verifier
+/// skips but an independent JSON reading might judge differently (a number beyond f64, deep
+/// nesting, a lone surrogate), and escapes in the members it reads.
+#[test]
+fn passkey_property_holds_at_the_client_data_edges() {
+    let challenge = passkey::challenge_base64url(checks::PASSKEY_CLAIMS);
+    let origin = checks::PASSKEY_ORIGIN;
+    for extra in [
+        r#""x":1e400"#.to_owned(),
+        r#""x":-1e400"#.to_owned(),
+        r#""x":123456789012345678901234567890"#.to_owned(),
+        format!(r#""x":{}1{}"#, "[".repeat(200), "]".repeat(200)),
+        format!(r#""x":{}1{}"#, "[".repeat(100), "]".repeat(100)),
+        r#""x":"\ud800""#.to_owned(),
+        r#""typ\u0065":"webauthn.get""#.to_owned(),
+    ] {
+        for lead in ["", " "] {
+            let data = format!(
+                r#"{lead}{{"type":"webauthn.get","challenge":"{challenge}","origin":"{origin}",{extra}}}"#
+            );
+            checks::passkey(data.as_bytes());
+        }
+    }
 }
 
 // ---- the property-test floor ----------------------------------------------------------------
@@ -471,6 +560,18 @@ proptest! {
         data in hostile_bytes("claims")
     ) {
         checks::claims(&data);
+    }
+}
+
+proptest! {
+    // Each case signs and verifies a passkey assertion twice.
+    #![proptest_config(cases(128))]
+
+    #[test]
+    fn passkey_parsers_and_verifier_never_panic_and_forge_nothing(
+        data in prop_oneof![hostile_bytes("passkey"), hostile_text("passkey")]
+    ) {
+        checks::passkey(&data);
     }
 }
 

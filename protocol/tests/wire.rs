@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 
 use fleetwatch_protocol::claims::{ApprovalSignature, KeyId, SignedApproval};
 use fleetwatch_protocol::fleet::RoomBlock;
+use fleetwatch_protocol::passkey::PasskeyAssertion;
 use fleetwatch_protocol::refusal::Refusal;
 use fleetwatch_protocol::wire::{
     self, ChannelFacts, DecodeError, DescribeRequest, Description, DeviceFacts, EventFacts,
@@ -38,8 +39,25 @@ fn arb_signed() -> impl Strategy<Value = SignedApproval> {
                 }),
             0..3,
         ),
+        proptest::collection::vec(arb_assertion(), 0..3),
     )
-        .prop_map(|(claims, signatures)| SignedApproval { claims, signatures })
+        .prop_map(|(claims, signatures, passkeys)| SignedApproval {
+            claims,
+            signatures,
+            passkeys,
+        })
+}
+
+fn arb_assertion() -> impl Strategy<Value = PasskeyAssertion> {
+    let bytes = |max| proptest::collection::vec(any::<u8>(), 0..max);
+    (bytes(40), bytes(60), bytes(200), bytes(80)).prop_map(
+        |(credential_id, authenticator_data, client_data_json, signature)| PasskeyAssertion {
+            credential_id,
+            authenticator_data,
+            client_data_json,
+            signature,
+        },
+    )
 }
 
 fn arb_request() -> impl Strategy<Value = Request> {
@@ -59,9 +77,9 @@ fn arb_request() -> impl Strategy<Value = Request> {
 /// Every refusal, found through its postcard variant index so a new variant is covered
 /// without editing this file.
 fn arb_refusal() -> impl Strategy<Value = Refusal> {
-    (0u8..100, any::<u32>()).prop_filter_map("not a variant", |(index, minutes)| {
+    (0u8..100, any::<(u32, u32)>()).prop_filter_map("not a variant", |(index, payload)| {
         let mut bytes = vec![index];
-        bytes.extend(postcard::to_stdvec(&minutes).ok()?);
+        bytes.extend(postcard::to_stdvec(&payload).ok()?);
         postcard::take_from_bytes::<Refusal>(&bytes)
             .ok()
             .map(|(r, _)| r)
@@ -264,8 +282,9 @@ fn every_refusal_variant_round_trips() {
     // Indices are contiguous from zero; count them and make sure each survives the wire.
     let mut count = 0u8;
     loop {
+        // Payload enough for the widest variant (two integers); the rest is left unread.
         let mut bytes = vec![count];
-        bytes.extend(postcard::to_stdvec(&5u32).expect("encode"));
+        bytes.extend(postcard::to_stdvec(&(5u32, 7u32)).expect("encode"));
         let Ok((refusal, _)) = postcard::take_from_bytes::<Refusal>(&bytes) else {
             break;
         };
@@ -274,7 +293,7 @@ fn every_refusal_variant_round_trips() {
         assert_eq!(wire::decode_response(&body), Ok(response));
         count += 1;
     }
-    assert!(count >= 40, "only {count} refusal variants found");
+    assert!(count >= 57, "only {count} refusal variants found");
 }
 
 #[test]

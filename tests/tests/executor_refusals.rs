@@ -65,7 +65,7 @@ async fn framing_errors_are_refused_distinctly_and_serving_continues() {
     let h = harness(true).await;
     let status = wire::encode_request(&Request::Status).unwrap();
     let mut wrong_version = status.clone();
-    wrong_version[0] = 2;
+    wrong_version[0] = u8::try_from(wire::WIRE_VERSION + 1).unwrap();
     let mut trailing = status.clone();
     trailing.push(0);
     let mut truncated = (100u32).to_be_bytes().to_vec();
@@ -91,7 +91,16 @@ async fn framing_errors_are_refused_distinctly_and_serving_continues() {
         ),
         (
             "garbage",
-            frame(&[1, 0xff, 0xff, 0xff, 0xff, 0xff, 0x13, 0x37]),
+            frame(&[
+                u8::try_from(wire::WIRE_VERSION).unwrap(),
+                0xff,
+                0xff,
+                0xff,
+                0xff,
+                0xff,
+                0x13,
+                0x37,
+            ]),
             Refusal::Malformed,
         ),
     ];
@@ -176,6 +185,7 @@ async fn signatures_that_do_not_verify_are_refused() {
             key_id: KeyId(sha_prefix(&small_order)),
             signature: [1u8].iter().chain([0u8; 63].iter()).copied().collect(),
         }],
+        passkeys: Vec::new(),
     };
     refused(&h, weak, Refusal::UnknownKey, "small-order key").await;
 
@@ -188,6 +198,7 @@ async fn signatures_that_do_not_verify_are_refused() {
             signature: test_key(7).sign(&bytes).to_bytes().to_vec(),
         }],
         claims: bytes,
+        passkeys: Vec::new(),
     };
     refused(&h, bare, Refusal::BadSignature, "no domain prefix").await;
 
