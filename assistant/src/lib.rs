@@ -5,7 +5,8 @@
 
 pub mod grants;
 pub mod keyword;
-pub mod lang;
+/// Language detection and question words, shared with the simulator's offline model.
+pub use fleetwatch_words::lang;
 pub mod snapshot;
 
 pub mod datablock;
