@@ -19,7 +19,6 @@ pub mod ask;
 pub mod chat;
 pub mod cli;
 pub mod config;
-pub mod demo;
 pub mod doctor;
 pub mod executor_client;
 pub mod keys;
