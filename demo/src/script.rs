@@ -100,7 +100,7 @@ impl<'r> Script<'r> {
             .secret_file
             .clone()
             .ok_or_else(|| "the page secret was not written to a file".to_owned())?;
-        if !secret_file.starts_with(&leftovers.folder()) {
+        if !secret_file.starts_with(leftovers.folder()) {
             return Err("the page secret file is outside the demo folder".to_owned());
         }
         let secret = std::fs::read_to_string(&secret_file)

@@ -231,7 +231,7 @@ pub fn find_room<'a>(question: &str, devices: &'a [Device]) -> RoomMatch<'a> {
 /// How well the question's words fit a device name, ignoring numbers: `None` when a word that
 /// names something is missing from the name; otherwise the name's numbers and a sort key
 /// (higher fits better: more and closer matches, fewer name words left over).
-fn word_score<'d>(asked: &[&str], device: &'d Device) -> Option<(Vec<String>, (u32, i64))> {
+fn word_score(asked: &[&str], device: &Device) -> Option<(Vec<String>, (u32, i64))> {
     let name = tokens(&device.name);
     let name_words = words_of(&name);
     let name_numbers: Vec<String> = number_set(&name).into_iter().map(str::to_owned).collect();

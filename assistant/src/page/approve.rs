@@ -287,7 +287,7 @@ async fn decide_approval(
     }
     let rechecked = match steps::recheck(&app, lang, &session, &form).await {
         Ok(rechecked) => rechecked,
-        Err(response) => return response,
+        Err(halt) => return *halt,
     };
     if purpose == Purpose::Approve && rechecked.card().disruptive {
         let (proposal, card) = (rechecked.proposal(), rechecked.card());
@@ -316,11 +316,11 @@ async fn decide_approval(
     }
     let consumed = match steps::consume(&app, lang, &session, rechecked) {
         Ok(consumed) => consumed,
-        Err(response) => return response,
+        Err(halt) => return *halt,
     };
     let signed = match steps::sign(&app, lang, consumed) {
         Ok(signed) => signed,
-        Err(response) => return response,
+        Err(halt) => return *halt,
     };
     render_outcome(lang, steps::execute(&app, signed).await)
 }

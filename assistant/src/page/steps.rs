@@ -31,6 +31,10 @@ use super::sessions::{self, hex};
 use crate::executor_client::ExecutorError;
 use crate::store::{self, Proposal, Status};
 
+/// Why a step stopped: the page that says so (boxed: a response is large, and the happy path
+/// should not carry its size).
+pub(super) type Halt = Box<Response>;
+
 /// The proposal is pending, the approval row is this session's, unused and unexpired, and a
 /// fresh describe rebuilt the very card that was shown, still approvable.
 pub(super) struct Rechecked {
@@ -78,26 +82,30 @@ pub(super) async fn recheck(
     lang: Lang,
     session: &str,
     form: &ApproveFields,
-) -> Result<Rechecked, Response> {
+) -> Result<Rechecked, Halt> {
     let tag = hex(&sessions::tag(session));
     let (proposal, row) = {
-        let store = app.deps.store.lock().map_err(|_| store_trouble(lang))?;
+        let store = app
+            .deps
+            .store
+            .lock()
+            .map_err(|_| Box::new(store_trouble(lang)))?;
         let proposal = store
             .proposal(form.proposal)
-            .map_err(|_| store_trouble(lang))?;
+            .map_err(|_| Box::new(store_trouble(lang)))?;
         let row = store
             .approval(&form.approval)
-            .map_err(|_| store_trouble(lang))?;
+            .map_err(|_| Box::new(store_trouble(lang)))?;
         (proposal, row)
     };
     let id = form.proposal.to_string();
     let Some(proposal) = proposal.filter(|p| p.status == Status::Pending) else {
         refused_audit(app, form, "not_pending");
-        return Err(conflict(
+        return Err(Box::new(conflict(
             lang,
             vec![lang.f("why.decided", &[("id", &id)])],
             Vec::new(),
-        ));
+        )));
     };
     let row_ok = row.is_some_and(|a| {
         u64::try_from(a.proposal_id).ok() == Some(proposal.id)
@@ -107,11 +115,11 @@ pub(super) async fn recheck(
     });
     if !row_ok {
         refused_audit(app, form, "approval_used_or_expired");
-        return Err(conflict(
+        return Err(Box::new(conflict(
             lang,
             vec![lang.t("why.approval_used").to_owned()],
             Vec::new(),
-        ));
+        )));
     }
     let described = app
         .deps
@@ -121,19 +129,19 @@ pub(super) async fn recheck(
     let card = card::build(lang, &proposal, &described, &app.deps.policy);
     if !card.approvable() {
         refused_audit(app, form, "deny_only");
-        return Err(conflict(
+        return Err(Box::new(conflict(
             lang,
             vec![lang.t("why.deny_only").to_owned()],
             card.deny_only,
-        ));
+        )));
     }
     if card.binding.digest() != form.card {
         refused_audit(app, form, "card_changed");
-        return Err(conflict(
+        return Err(Box::new(conflict(
             lang,
             vec![lang.t("why.changed").to_owned()],
             Vec::new(),
-        ));
+        )));
     }
     Ok(Rechecked {
         proposal,
@@ -150,17 +158,17 @@ pub(super) fn consume(
     lang: Lang,
     session: &str,
     rechecked: Rechecked,
-) -> Result<Consumed, Response> {
+) -> Result<Consumed, Halt> {
     let Rechecked { card, approval, .. } = rechecked;
     let binding = card.binding;
     let proposal_id = binding.proposal_id;
     let page_session = sessions::tag(session);
     let Some(approval_id) = unhex16(&approval) else {
-        return Err(conflict(
+        return Err(Box::new(conflict(
             lang,
             vec![lang.t("why.approval_used").to_owned()],
             Vec::new(),
-        ));
+        )));
     };
     let refused = |why: &str| {
         append_audit(
@@ -171,19 +179,23 @@ pub(super) fn consume(
         );
     };
     let prepared = {
-        let mut store = app.deps.store.lock().map_err(|_| store_trouble(lang))?;
+        let mut store = app
+            .deps
+            .store
+            .lock()
+            .map_err(|_| Box::new(store_trouble(lang)))?;
         match store.consume_approval(&approval) {
             Ok(true) => {}
             Ok(false) => {
                 drop(store);
                 refused("not_consumed");
-                return Err(conflict(
+                return Err(Box::new(conflict(
                     lang,
                     vec![lang.t("why.approval_used").to_owned()],
                     Vec::new(),
-                ));
+                )));
             }
-            Err(_) => return Err(store_trouble(lang)),
+            Err(_) => return Err(Box::new(store_trouble(lang))),
         }
         match store.decide(
             proposal_id,
@@ -196,13 +208,13 @@ pub(super) fn consume(
                 drop(store);
                 refused("not_pending");
                 let id = proposal_id.to_string();
-                return Err(conflict(
+                return Err(Box::new(conflict(
                     lang,
                     vec![lang.f("why.decided", &[("id", &id)])],
                     Vec::new(),
-                ));
+                )));
             }
-            Err(_) => return Err(store_trouble(lang)),
+            Err(_) => return Err(Box::new(store_trouble(lang))),
         }
         // Both times from the database clock, as the approval row was made.
         let times = store
@@ -228,7 +240,7 @@ pub(super) fn consume(
     };
     let (Some((approved_at, expires_at)), Ok(chain_head)) = prepared else {
         let why = Shown::NothingRan(lang.t("why.store").to_owned());
-        return Err(finish(app, lang, proposal_id, &approval, why));
+        return Err(Box::new(finish(app, lang, proposal_id, &approval, why)));
     };
     Ok(Consumed {
         binding,
@@ -243,7 +255,7 @@ pub(super) fn consume(
 
 /// Builds the claims from the card's binding, signs the exact encoded bytes and checks the
 /// request encodes before anything is sent, so every later failure means "sent".
-pub(super) fn sign(app: &App, lang: Lang, consumed: Consumed) -> Result<Signed, Response> {
+pub(super) fn sign(app: &App, lang: Lang, consumed: Consumed) -> Result<Signed, Halt> {
     let Consumed {
         binding,
         approval,
@@ -274,7 +286,7 @@ pub(super) fn sign(app: &App, lang: Lang, consumed: Consumed) -> Result<Signed, 
         finish(app, lang, proposal_id, approval, why)
     };
     let Ok(bytes) = claims.encode() else {
-        return Err(nothing_ran(&approval));
+        return Err(Box::new(nothing_ran(&approval)));
     };
     let signed = app.deps.key.sign(bytes);
     let request = Request::Execute(ExecuteRequest {
@@ -282,7 +294,7 @@ pub(super) fn sign(app: &App, lang: Lang, consumed: Consumed) -> Result<Signed, 
         assistant_chain_head: chain_head,
     });
     if wire::encode_request(&request).is_err() {
-        return Err(nothing_ran(&approval));
+        return Err(Box::new(nothing_ran(&approval)));
     }
     Ok(Signed {
         proposal_id,
