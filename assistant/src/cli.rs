@@ -174,6 +174,42 @@ fn audit_verify(store: &Store, against: Option<&Path>) -> i32 {
     }
 }
 
+/// `fleetwatch demo`: runs `fleetwatch-demo` from the folder this program is in, in its place.
+///
+/// The demo is its own program so that this one, the production binary, carries no demo
+/// orchestration, stand-in wiring or HTML reader. It replaces this process (`exec`) rather than
+/// running as a child, so Ctrl-C, the terminal and the exit status are the demo's own, as if
+/// it had been started directly. Returns only when it could not be started.
+fn demo(script: bool) -> i32 {
+    use std::os::unix::process::CommandExt as _;
+    let exe = match std::env::current_exe() {
+        Ok(exe) => exe,
+        Err(e) => return fail(format!("cannot find this program: {e}")),
+    };
+    let Some(dir) = exe.parent() else {
+        return fail("cannot find this program's folder");
+    };
+    let program = dir.join("fleetwatch-demo");
+    if !program.is_file() {
+        let build = if dir.ends_with("release") {
+            "cargo build --release --bins"
+        } else {
+            "cargo build --bins"
+        };
+        return fail(format!(
+            "fleetwatch-demo was not found next to fleetwatch (in {}). `fleetwatch demo` runs \
+             it as a separate program; build the demo's programs with `{build}` and try again.",
+            dir.display()
+        ));
+    }
+    let mut command = std::process::Command::new(&program);
+    if script {
+        command.arg("--script");
+    }
+    let error = command.exec();
+    fail(format!("cannot run {}: {error}", program.display()))
+}
+
 fn fail(message: impl std::fmt::Display) -> i32 {
     eprintln!("fleetwatch: {message}");
     1
@@ -182,9 +218,9 @@ fn fail(message: impl std::fmt::Display) -> i32 {
 /// Runs a parsed command; returns the exit code.
 pub async fn run(cli: Cli) -> i32 {
     // The demo builds its whole configuration in a temporary folder; this environment's
-    // settings (meant for a real installation) must not reach it.
+    // settings (meant for a real installation) must not reach it, so nothing is read first.
     if let Command::Demo { script } = cli.command {
-        return crate::demo::run(script).await;
+        return demo(script);
     }
     // Asking the running service needs only its socket: an operator allowed on the socket
     // usually cannot read the service's private state folder, so nothing else is loaded.
@@ -205,7 +241,7 @@ pub async fn run(cli: Cli) -> i32 {
         Err(e) => return fail(e),
     };
     match cli.command {
-        Command::Demo { script } => crate::demo::run(script).await,
+        Command::Demo { script } => demo(script),
         Command::Ask {
             question,
             no_ai,

@@ -5,7 +5,8 @@
 
 pub mod grants;
 pub mod keyword;
-pub mod lang;
+/// Language detection and question words, shared with the simulator's offline model.
+pub use fleetwatch_words::lang;
 pub mod snapshot;
 
 pub mod datablock;
@@ -18,7 +19,6 @@ pub mod ask;
 pub mod chat;
 pub mod cli;
 pub mod config;
-pub mod demo;
 pub mod doctor;
 pub mod executor_client;
 pub mod keys;

@@ -6,6 +6,11 @@
 //! HTTP loop drives it exactly as it drives the hosted API. It is not intelligent and says so in
 //! every text answer, so nobody mistakes the demo for a real model's judgement.
 //!
+//! What it knows about language, room names, firmware, warnings, times and what needs
+//! attention comes from `fleetwatch_words`, the same judgement the assistant's keyword
+//! answerer uses; this module only plans: what to read, what to propose, how to relay a
+//! proposal's result, and the sentences of its answers.
+//!
 //! Hazards:
 //! * Device, channel and event names are hostile text. They are only ever quoted, stripped of
 //!   control and bidirectional characters and cut short; they never choose what happens next.
@@ -16,6 +21,13 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use fleetwatch_protocol::fleet::{self, Device, DeviceList, Event, StreamEndpoint};
+use fleetwatch_words::firmware::stragglers;
+use fleetwatch_words::lang::{self, Lang};
+use fleetwatch_words::rooms::{RoomMatch, find_room};
+use fleetwatch_words::shown::{quoted, quoted_label, shown, shown_capped};
+use fleetwatch_words::time::{event_clause, is_on, not_ended};
+use fleetwatch_words::tokens::{tokens, words_of};
+use fleetwatch_words::{state, triage, warnings};
 use jiff::{SignedDuration, Timestamp};
 use serde_json::{Map, Value, json};
 
@@ -32,25 +44,8 @@ const PROPOSE: &str = "propose_change";
 
 /// The read list's own bound on `device_ids` per call.
 const MAX_IDS_PER_READ: usize = 100;
-/// Longest name quoted in an answer or a reason.
-const MAX_NAME_CHARS: usize = 60;
 /// Reasons are capped by the assistant at 300 characters; stay well inside it.
 const MAX_REASON_CHARS: usize = 280;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Lang {
-    En,
-    Es,
-}
-
-impl Lang {
-    fn pick<'a>(self, en: &'a str, es: &'a str) -> &'a str {
-        match self {
-            Lang::En => en,
-            Lang::Es => es,
-        }
-    }
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Intent {
@@ -119,209 +114,7 @@ fn category(tool: &str) -> &'static str {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Words
-
-fn fold(c: char) -> char {
-    match c {
-        'á' | 'à' | 'ä' | 'â' | 'ã' | 'å' => 'a',
-        'é' | 'è' | 'ë' | 'ê' => 'e',
-        'í' | 'ì' | 'ï' | 'î' => 'i',
-        'ó' | 'ò' | 'ö' | 'ô' | 'õ' => 'o',
-        'ú' | 'ù' | 'ü' | 'û' => 'u',
-        'ñ' => 'n',
-        'ç' => 'c',
-        other => other,
-    }
-}
-
-/// A word or a number from normalised text, in order.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Tok {
-    Word(String),
-    Num(String),
-}
-
-/// Lower-cased, accent-folded tokens; letters and digits are split apart ("Room12" is "room",
-/// "12"), and numbers lose leading zeros ("09" is "9", but "99" never is).
-fn tokens(text: &str) -> Vec<Tok> {
-    let mut out = Vec::new();
-    let mut current = String::new();
-    let mut digits = false;
-    let flush = |current: &mut String, digits: bool, out: &mut Vec<Tok>| {
-        if current.is_empty() {
-            return;
-        }
-        let token = std::mem::take(current);
-        if digits {
-            let trimmed = token.trim_start_matches('0');
-            out.push(Tok::Num(if trimmed.is_empty() {
-                "0".to_owned()
-            } else {
-                trimmed.to_owned()
-            }));
-        } else {
-            out.push(Tok::Word(token));
-        }
-    };
-    for c in text.chars().flat_map(char::to_lowercase).map(fold) {
-        if c.is_alphanumeric() {
-            let is_digit = c.is_ascii_digit();
-            if !current.is_empty() && is_digit != digits {
-                flush(&mut current, digits, &mut out);
-            }
-            digits = is_digit;
-            current.push(c);
-        } else {
-            flush(&mut current, digits, &mut out);
-        }
-    }
-    flush(&mut current, digits, &mut out);
-    out
-}
-
-fn words_of(toks: &[Tok]) -> Vec<&str> {
-    toks.iter()
-        .filter_map(|t| match t {
-            Tok::Word(w) => Some(w.as_str()),
-            Tok::Num(_) => None,
-        })
-        .collect()
-}
-
-fn numbers_of(toks: &[Tok]) -> Vec<&str> {
-    toks.iter()
-        .filter_map(|t| match t {
-            Tok::Num(n) => Some(n.as_str()),
-            Tok::Word(_) => None,
-        })
-        .collect()
-}
-
-const SPANISH_CUES: &[&str] = &[
-    "que",
-    "cual",
-    "cuales",
-    "salas",
-    "sala",
-    "esta",
-    "estan",
-    "hay",
-    "la",
-    "las",
-    "los",
-    "el",
-    "en",
-    "de",
-    "del",
-    "necesita",
-    "necesitan",
-    "atencion",
-    "grabando",
-    "graban",
-    "grabacion",
-    "grabar",
-    "inicia",
-    "iniciar",
-    "empieza",
-    "comienza",
-    "deten",
-    "detener",
-    "detenga",
-    "para",
-    "parar",
-    "reinicia",
-    "reiniciar",
-    "reinicie",
-    "actualiza",
-    "actualizar",
-    "actualice",
-    "confirma",
-    "confirmar",
-    "transmision",
-    "emision",
-    "desconectadas",
-    "desconectada",
-    "desconectados",
-    "desconectado",
-    "viene",
-    "despues",
-    "proximo",
-    "proxima",
-    "proximos",
-    "siguiente",
-    "lista",
-    "listo",
-    "preparada",
-    "preparado",
-    "evento",
-    "eventos",
-    "por",
-    "favor",
-    "desactualizado",
-    "desactualizados",
-    "problemas",
-    "ahora",
-];
-
-const ENGLISH_CUES: &[&str] = &[
-    "what",
-    "which",
-    "is",
-    "are",
-    "the",
-    "in",
-    "on",
-    "start",
-    "stop",
-    "recording",
-    "stream",
-    "reboot",
-    "restart",
-    "update",
-    "confirm",
-    "needs",
-    "need",
-    "attention",
-    "offline",
-    "next",
-    "coming",
-    "up",
-    "ready",
-    "any",
-    "rooms",
-    "room",
-    "event",
-    "please",
-    "s",
-    "whats",
-    "now",
-    "outdated",
-    "behind",
-];
-
-/// English unless the Spanish cues outweigh the English ones: a room called "Sala de Juntas"
-/// inside an English question must not switch the answer to Spanish.
-fn detect_lang(text: &str) -> Lang {
-    let mut es = 0usize;
-    let mut en = 0usize;
-    for c in text.chars() {
-        if matches!(c, '¿' | '¡' | 'ñ' | 'Ñ') {
-            es += 2;
-        } else if matches!(c, 'á' | 'é' | 'í' | 'ó' | 'ú') {
-            es += 1;
-        }
-    }
-    for tok in tokens(text) {
-        if let Tok::Word(w) = tok {
-            if SPANISH_CUES.contains(&w.as_str()) {
-                es += 1;
-            } else if ENGLISH_CUES.contains(&w.as_str()) {
-                en += 1;
-            }
-        }
-    }
-    if es > en { Lang::Es } else { Lang::En }
-}
+// Recognising the request
 
 fn has(words: &[&str], list: &[&str]) -> bool {
     words.iter().any(|w| list.contains(w))
@@ -490,397 +283,6 @@ fn classify(question: &str) -> Intent {
         return Intent::Recording;
     }
     Intent::Help
-}
-
-/// Words that belong to the request rather than to a room name: left out when the question is
-/// read as a room name for "no room matches …".
-const FILLER: &[&str] = &[
-    "a",
-    "an",
-    "the",
-    "in",
-    "on",
-    "at",
-    "for",
-    "of",
-    "to",
-    "please",
-    "can",
-    "could",
-    "you",
-    "would",
-    "is",
-    "are",
-    "it",
-    "its",
-    "now",
-    "room",
-    "start",
-    "stop",
-    "begin",
-    "end",
-    "recording",
-    "record",
-    "stream",
-    "streaming",
-    "the",
-    "reboot",
-    "restart",
-    "update",
-    "upgrade",
-    "firmware",
-    "confirm",
-    "event",
-    "events",
-    "ready",
-    "in",
-    "there",
-    "s",
-    "what",
-    "la",
-    "el",
-    "los",
-    "las",
-    "en",
-    "de",
-    "del",
-    "por",
-    "favor",
-    "inicia",
-    "iniciar",
-    "deten",
-    "detener",
-    "para",
-    "parar",
-    "grabacion",
-    "grabar",
-    "transmision",
-    "emision",
-    "reinicia",
-    "reiniciar",
-    "actualiza",
-    "actualizar",
-    "confirma",
-    "confirmar",
-    "evento",
-    "esta",
-    "lista",
-    "listo",
-    "sala",
-    "salas",
-    "equipo",
-    "y",
-    "and",
-    "graba",
-    "empieza",
-    "comienza",
-    "ya",
-    "puedes",
-    "podrias",
-    "me",
-];
-
-// ---------------------------------------------------------------------------------------------
-// Rooms
-
-fn edit_distance(a: &str, b: &str) -> usize {
-    let a: Vec<char> = a.chars().collect();
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.iter().enumerate() {
-        let mut row = vec![i + 1; b.len() + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let cost = usize::from(ca != cb);
-            row[j + 1] = (prev[j] + cost).min(prev[j + 1] + 1).min(row[j] + 1);
-        }
-        prev = row;
-    }
-    prev[b.len()]
-}
-
-/// Two words fit when equal, or, for long words, within a small typo of each other. Short
-/// words must be exact: "a" and "b" are different rooms.
-fn word_fits(asked: &str, name: &str) -> bool {
-    if asked == name {
-        return true;
-    }
-    let shorter = asked.chars().count().min(name.chars().count());
-    let allowed = if shorter >= 9 {
-        2
-    } else if shorter >= 5 {
-        1
-    } else {
-        0
-    };
-    allowed > 0 && edit_distance(asked, name) <= allowed
-}
-
-enum RoomMatch<'a> {
-    One(&'a Device),
-    Several(Vec<&'a Device>),
-    None(String),
-    NotNamed,
-}
-
-/// Finds the room the question names. Numbers must agree exactly and in order; words may
-/// differ in case, accents and a small typo. A name whose every word appears in the question
-/// wins (the longest such name); otherwise the question's own leftover words must all fit
-/// one name.
-fn find_room<'a>(question: &str, devices: &'a [Device]) -> RoomMatch<'a> {
-    let q = tokens(question);
-    let q_words = words_of(&q);
-    let q_numbers = numbers_of(&q);
-
-    let mut best: Vec<(&Device, usize)> = Vec::new();
-    for d in devices {
-        let n = tokens(&d.name);
-        let name_words = words_of(&n);
-        if name_words.is_empty() || numbers_of(&n) != q_numbers {
-            continue;
-        }
-        if name_words
-            .iter()
-            .all(|nw| q_words.iter().any(|qw| word_fits(qw, nw)))
-        {
-            let score: usize = name_words.iter().map(|w| w.chars().count()).sum();
-            match best.first().map(|(_, s)| score.cmp(s)) {
-                None | Some(std::cmp::Ordering::Equal) => best.push((d, score)),
-                Some(std::cmp::Ordering::Greater) => best = vec![(d, score)],
-                Some(std::cmp::Ordering::Less) => {}
-            }
-        }
-    }
-    match best.len() {
-        1 => return RoomMatch::One(best[0].0),
-        n if n > 1 => return RoomMatch::Several(best.into_iter().map(|(d, _)| d).collect()),
-        _ => {}
-    }
-
-    let asked: Vec<&Tok> = q
-        .iter()
-        .filter(|t| match t {
-            Tok::Word(w) => !FILLER.contains(&w.as_str()),
-            Tok::Num(_) => true,
-        })
-        .collect();
-    let asked_words: Vec<&str> = asked
-        .iter()
-        .filter_map(|t| match t {
-            Tok::Word(w) => Some(w.as_str()),
-            Tok::Num(_) => None,
-        })
-        .collect();
-    if asked.is_empty() {
-        return RoomMatch::NotNamed;
-    }
-    // A question without a number may name a numbered room ("is the courtroom ready?"): those
-    // rooms are offered to choose from, never picked, even when only one fits.
-    let fits: Vec<&Device> = devices
-        .iter()
-        .filter(|d| {
-            let n = tokens(&d.name);
-            let name_words = words_of(&n);
-            let numbers = numbers_of(&n);
-            let numbers_agree = q_numbers.is_empty() || numbers == q_numbers;
-            numbers_agree
-                && !asked_words.is_empty()
-                && asked_words
-                    .iter()
-                    .all(|a| name_words.iter().any(|nw| word_fits(a, nw)))
-        })
-        .collect();
-    match fits.len() {
-        1 if !q_numbers.is_empty() || numbers_of(&tokens(&fits[0].name)).is_empty() => {
-            RoomMatch::One(fits[0])
-        }
-        0 => RoomMatch::None(
-            asked
-                .iter()
-                .map(|t| match t {
-                    Tok::Word(w) | Tok::Num(w) => w.as_str(),
-                })
-                .collect::<Vec<_>>()
-                .join(" "),
-        ),
-        _ => RoomMatch::Several(fits),
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Showing data
-
-/// A name as it may appear in an answer: no control or direction-changing characters, short.
-fn shown(text: &str) -> String {
-    shown_max(text, MAX_NAME_CHARS)
-}
-
-/// [`shown`] with its own length cap.
-fn shown_max(text: &str, max: usize) -> String {
-    let clean: String = text
-        .chars()
-        .filter(|c| {
-            !c.is_control()
-                && !matches!(c,
-                    '\u{00AD}' | '\u{061C}' | '\u{180E}'
-                    | '\u{200B}'..='\u{200F}'
-                    | '\u{2028}'..='\u{202E}'
-                    | '\u{2060}'..='\u{206F}'
-                    | '\u{FEFF}')
-        })
-        .collect();
-    let clean = clean.trim();
-    if clean.chars().count() > max {
-        let mut cut: String = clean.chars().take(max - 1).collect();
-        cut.push('…');
-        cut
-    } else {
-        clean.to_owned()
-    }
-}
-
-fn quoted(text: &str, lang: Lang) -> String {
-    match lang {
-        Lang::En => format!("“{}”", shown(text)),
-        Lang::Es => format!("«{}»", shown(text)),
-    }
-}
-
-fn room_label(d: &Device, lang: Lang) -> String {
-    format!("{} ({})", quoted(&d.name, lang), shown(&d.id))
-}
-
-fn clock(t: Timestamp) -> String {
-    let dt = jiff::tz::Offset::UTC.to_datetime(t);
-    format!("{:02}:{:02} UTC", dt.hour(), dt.minute())
-}
-
-fn span(minutes: i64, lang: Lang) -> String {
-    let minutes = minutes.max(0);
-    if minutes < 60 {
-        format!("{minutes} min")
-    } else if minutes < 48 * 60 {
-        let (h, m) = (minutes / 60, minutes % 60);
-        if m == 0 {
-            format!("{h} h")
-        } else {
-            format!("{h} h {m} min")
-        }
-    } else {
-        match lang {
-            Lang::En => format!("{} days", minutes / (24 * 60)),
-            Lang::Es => format!("{} días", minutes / (24 * 60)),
-        }
-    }
-}
-
-fn minutes_between(from: Timestamp, to: Timestamp) -> i64 {
-    to.duration_since(from).as_secs() / 60
-}
-
-fn on_now(e: &Event, now: Timestamp) -> bool {
-    e.start <= now && e.end.is_none_or(|end| end > now)
-}
-
-fn event_text(e: &Event, now: Timestamp, lang: Lang) -> String {
-    let title = quoted(&e.title, lang);
-    if on_now(e, now) {
-        match (e.end, lang) {
-            (Some(end), Lang::En) => format!("{title} is on now (until {})", clock(end)),
-            (Some(end), Lang::Es) => format!("{title} está en curso (hasta las {})", clock(end)),
-            (None, Lang::En) => format!("{title} is on now"),
-            (None, Lang::Es) => format!("{title} está en curso"),
-        }
-    } else {
-        let wait = span(minutes_between(now, e.start), lang);
-        match lang {
-            Lang::En => format!("{title} starts in {wait} ({})", clock(e.start)),
-            Lang::Es => format!("{title} empieza en {wait} ({})", clock(e.start)),
-        }
-    }
-}
-
-fn recording_channels(d: &Device) -> Vec<String> {
-    d.channels
-        .iter()
-        .filter(|c| c.recording)
-        .map(|c| c.number.clone())
-        .collect()
-}
-
-fn is_storage(id: &str) -> bool {
-    let id = id.to_ascii_lowercase();
-    id.contains("disk") || id.contains("storage")
-}
-
-/// Every warning of a device with the channel it came from.
-fn warnings(d: &Device, lang: Lang) -> Vec<(bool, String)> {
-    let text = |label: &str, message: &str| {
-        let label = if label.trim().is_empty() {
-            message
-        } else {
-            label
-        };
-        quoted(label, lang)
-    };
-    let mut out: Vec<(bool, String)> = d
-        .warnings
-        .iter()
-        .map(|w| (is_storage(&w.id), text(&w.label, &w.message)))
-        .collect();
-    for c in &d.channels {
-        for w in &c.warnings {
-            let prefix = lang.pick("channel", "canal");
-            out.push((
-                is_storage(&w.id),
-                format!(
-                    "{prefix} {}: {}",
-                    shown(&c.number),
-                    text(&w.label, &w.message)
-                ),
-            ));
-        }
-    }
-    out
-}
-
-fn version_key(v: &str) -> Option<Vec<u64>> {
-    let parts: Vec<u64> = v
-        .split(|c: char| !c.is_ascii_digit())
-        .filter(|p| !p.is_empty())
-        .map(|p| p.parse::<u64>().unwrap_or(u64::MAX))
-        .collect();
-    if parts.is_empty() { None } else { Some(parts) }
-}
-
-/// Every Pearl runs the same numbered firmware; other models only compare with themselves.
-fn firmware_line(model: &str) -> String {
-    let m = model.trim().to_lowercase();
-    if m.starts_with("pearl") {
-        "Pearl".to_owned()
-    } else {
-        m
-    }
-}
-
-/// Devices behind the newest firmware of their line, with that newest version.
-fn stragglers(devices: &[Device]) -> Vec<(&Device, String)> {
-    let mut newest: BTreeMap<String, (Vec<u64>, String)> = BTreeMap::new();
-    for d in devices {
-        if let Some(key) = version_key(&d.firmware) {
-            let line = firmware_line(&d.model);
-            if newest.get(&line).is_none_or(|(best, _)| key > *best) {
-                newest.insert(line, (key, d.firmware.clone()));
-            }
-        }
-    }
-    devices
-        .iter()
-        .filter_map(|d| {
-            let key = version_key(&d.firmware)?;
-            let (best, version) = newest.get(&firmware_line(&d.model))?;
-            (key < *best).then(|| (d, version.clone()))
-        })
-        .collect()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1086,6 +488,16 @@ struct Fleet {
     notes: Vec<String>,
 }
 
+impl Fleet {
+    /// The device's current or next event, unless it has already ended.
+    fn event_for(&self, id: &str, now: Timestamp) -> Option<&Event> {
+        self.events
+            .get(id)
+            .and_then(Option::as_ref)
+            .filter(|e| not_ended(e, now))
+    }
+}
+
 fn note(lang: Lang) -> &'static str {
     lang.pick(NOTE_EN, NOTE_ES)
 }
@@ -1111,7 +523,7 @@ fn open_hint(tool: &str, lang: Lang) -> String {
 fn failed_text(tool: &str, why: &str, lang: Lang) -> String {
     // The failure text came from the assistant's own code, but it is still cut and cleaned:
     // nothing in it may pose as part of this answer's structure.
-    let why: String = shown_max(&why.replace(['<', '>'], " "), 200);
+    let why: String = shown_capped(&why.replace(['<', '>'], " "), 200);
     match lang {
         Lang::En => format!("I could not read {tool}: {why}. Nothing has been changed."),
         Lang::Es => format!("No pude leer {tool}: {why}. No se ha cambiado nada."),
@@ -1314,7 +726,7 @@ fn publishers(raw: Option<&Value>) -> Vec<(String, String, bool)> {
 
 /// Decides the next step for a question, given what has been read so far.
 fn plan(conv: &Conversation, now: Timestamp) -> Step {
-    let lang = detect_lang(&conv.question);
+    let lang = lang::detect(&conv.question);
     let intent = classify(&conv.question);
     if intent == Intent::Help {
         return Step::Text(with_note(lang, &help(lang)));
@@ -1357,7 +769,7 @@ fn plan(conv: &Conversation, now: Timestamp) -> Step {
         match find_room(&conv.question, &fleet.devices) {
             RoomMatch::One(d) => Some(d.clone()),
             RoomMatch::Several(list) => {
-                let names: Vec<String> = list.iter().map(|d| room_label(d, lang)).collect();
+                let names: Vec<String> = list.iter().map(|d| quoted_label(d, lang)).collect();
                 let text = match lang {
                     Lang::En => format!(
                         "I am not sure which room you mean; which one do you mean: {}? Please \
@@ -1548,80 +960,11 @@ fn help(lang: Lang) -> String {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Read answers
+// Read answers: the judgement is `fleetwatch_words`'s, the sentences are this stand-in's.
 
 fn attention(fleet: &Fleet, now: Timestamp, lang: Lang) -> String {
-    let mut first = Vec::new();
-    let mut soon = Vec::new();
-    let mut later = Vec::new();
-    for d in &fleet.devices {
-        let label = room_label(d, lang);
-        let event = fleet.events.get(&d.id).and_then(Option::as_ref);
-        if !d.online {
-            let since = d
-                .state_time
-                .as_deref()
-                .map(|s| match lang {
-                    Lang::En => format!(" since {}", shown(s)),
-                    Lang::Es => format!(" desde {}", shown(s)),
-                })
-                .unwrap_or_default();
-            match event {
-                Some(e) => first.push(match lang {
-                    Lang::En => format!("{label} is offline{since}; {}", event_text(e, now, lang)),
-                    Lang::Es => format!(
-                        "{label} está desconectada{since}; {}",
-                        event_text(e, now, lang)
-                    ),
-                }),
-                None => soon.push(match lang {
-                    Lang::En => format!("{label} is offline{since}"),
-                    Lang::Es => format!("{label} está desconectada{since}"),
-                }),
-            }
-            continue;
-        }
-        if let Some(e) = event
-            && on_now(e, now)
-            && !d.recording()
-        {
-            first.push(match lang {
-                Lang::En => format!(
-                    "{label} is not recording although {}",
-                    event_text(e, now, lang)
-                ),
-                Lang::Es => format!(
-                    "{label} no está grabando aunque {}",
-                    event_text(e, now, lang)
-                ),
-            });
-        }
-        for (storage, w) in warnings(d, lang) {
-            let line = format!("{label}: {w}");
-            if storage {
-                first.push(line);
-            } else {
-                soon.push(line);
-            }
-        }
-    }
-    for (d, newest) in stragglers(&fleet.devices) {
-        later.push(match lang {
-            Lang::En => format!(
-                "{} runs firmware {} (newest seen: {})",
-                room_label(d, lang),
-                shown(&d.firmware),
-                shown(&newest)
-            ),
-            Lang::Es => format!(
-                "{} tiene el firmware {} (el más reciente visto: {})",
-                room_label(d, lang),
-                shown(&d.firmware),
-                shown(&newest)
-            ),
-        });
-    }
-    if first.is_empty() && soon.is_empty() && later.is_empty() {
+    let findings = triage::attention(&fleet.devices, |id| fleet.event_for(id, now), now);
+    if findings.is_empty() {
         return match lang {
             Lang::En => format!(
                 "Nothing needs attention right now across {} rooms.",
@@ -1633,21 +976,27 @@ fn attention(fleet: &Fleet, now: Timestamp, lang: Lang) -> String {
             ),
         };
     }
-    let (a, b, c) = match lang {
-        Lang::En => ("Fix first", "Fix soon", "When convenient"),
-        Lang::Es => ("Arreglar primero", "Arreglar pronto", "Cuando convenga"),
-    };
     let mut out = String::new();
-    for (title, items) in [(a, first), (b, soon), (c, later)] {
-        if items.is_empty() {
-            continue;
-        }
-        out.push_str(title);
-        out.push_str(":\n");
-        for item in items {
-            out.push_str("- ");
-            out.push_str(&item);
-            out.push('\n');
+    for urgency in [
+        triage::Urgency::First,
+        triage::Urgency::Soon,
+        triage::Urgency::Convenient,
+    ] {
+        let items: Vec<String> = findings
+            .iter()
+            .filter(|f| f.urgency == urgency)
+            .map(|f| {
+                format!(
+                    "- {}: {}\n",
+                    quoted_label(f.device, lang),
+                    f.phrase(now, lang)
+                )
+            })
+            .collect();
+        if !items.is_empty() {
+            out.push_str(urgency.heading(lang));
+            out.push_str(":\n");
+            out.push_str(&items.concat());
         }
     }
     out
@@ -1659,15 +1008,11 @@ fn offline(fleet: &Fleet, lang: Lang) -> String {
         .iter()
         .filter(|d| !d.online)
         .map(|d| {
-            let since = d
-                .state_time
-                .as_deref()
-                .map(|s| match lang {
-                    Lang::En => format!(", offline since {}", shown(s)),
-                    Lang::Es => format!(", desconectada desde {}", shown(s)),
-                })
-                .unwrap_or_default();
-            format!("- {}{since}", room_label(d, lang))
+            format!(
+                "- {}, {}",
+                quoted_label(d, lang),
+                state::offline_since(d, lang)
+            )
         })
         .collect();
     let total = fleet.devices.len();
@@ -1690,27 +1035,12 @@ fn recording(fleet: &Fleet, lang: Lang) -> String {
         .iter()
         .filter(|d| d.recording())
         .map(|d| {
-            let chans = recording_channels(d);
-            match lang {
-                Lang::En => format!(
-                    "- {} — channel {}",
-                    room_label(d, lang),
-                    chans
-                        .iter()
-                        .map(|c| shown(c))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-                Lang::Es => format!(
-                    "- {} — canal {}",
-                    room_label(d, lang),
-                    chans
-                        .iter()
-                        .map(|c| shown(c))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            }
+            format!(
+                "- {} — {} {}",
+                quoted_label(d, lang),
+                state::channel(lang),
+                state::recording_channels(d).join(", ")
+            )
         })
         .collect();
     if lines.is_empty() {
@@ -1738,10 +1068,8 @@ fn upcoming(fleet: &Fleet, now: Timestamp, lang: Lang) -> String {
         .iter()
         .filter_map(|d| {
             fleet
-                .events
-                .get(&d.id)
-                .and_then(Option::as_ref)
-                .filter(|e| e.end.is_none_or(|end| end > now) && e.start <= horizon)
+                .event_for(&d.id, now)
+                .filter(|e| e.start <= horizon)
                 .map(|e| (d, e))
         })
         .collect();
@@ -1764,8 +1092,8 @@ fn upcoming(fleet: &Fleet, now: Timestamp, lang: Lang) -> String {
             };
             format!(
                 "- {}: {}{offline}",
-                room_label(d, lang),
-                event_text(e, now, lang)
+                quoted_label(d, lang),
+                event_clause(e, now, lang)
             )
         })
         .collect();
@@ -1795,13 +1123,13 @@ fn firmware(fleet: &Fleet, lang: Lang) -> String {
         .map(|(d, newest)| match lang {
             Lang::En => format!(
                 "- {}: {} (newest seen: {})",
-                room_label(d, lang),
+                quoted_label(d, lang),
                 shown(&d.firmware),
                 shown(newest)
             ),
             Lang::Es => format!(
                 "- {}: {} (el más reciente visto: {})",
-                room_label(d, lang),
+                quoted_label(d, lang),
                 shown(&d.firmware),
                 shown(newest)
             ),
@@ -1822,16 +1150,14 @@ fn ready(d: &Device, fleet: &Fleet, now: Timestamp, lang: Lang) -> String {
     } else {
         problems.push(lang.pick("it is offline", "está desconectada").to_owned());
     }
-    let chans = recording_channels(d);
+    let chans = state::recording_channels(d);
     if !chans.is_empty() {
         facts.push(match lang {
             Lang::En => format!("recording on channel {}", chans.join(", ")),
             Lang::Es => format!("grabando en el canal {}", chans.join(", ")),
         });
     }
-    for (_, w) in warnings(d, lang) {
-        problems.push(w);
-    }
+    problems.extend(warnings::of_device(d).iter().map(|w| w.phrase(lang)));
     if let Some((_, newest)) = stragglers(&fleet.devices)
         .into_iter()
         .find(|(x, _)| x.id == d.id)
@@ -1850,8 +1176,8 @@ fn ready(d: &Device, fleet: &Fleet, now: Timestamp, lang: Lang) -> String {
         });
     }
     if fleet.events_read {
-        match fleet.events.get(&d.id).and_then(Option::as_ref) {
-            Some(e) => facts.push(event_text(e, now, lang)),
+        match fleet.event_for(&d.id, now) {
+            Some(e) => facts.push(event_clause(e, now, lang)),
             None => facts.push(
                 lang.pick(
                     "nothing scheduled in the next 24 h",
@@ -1861,7 +1187,7 @@ fn ready(d: &Device, fleet: &Fleet, now: Timestamp, lang: Lang) -> String {
             ),
         }
     }
-    let label = room_label(d, lang);
+    let label = quoted_label(d, lang);
     let verdict = match (problems.is_empty(), lang) {
         (true, Lang::En) => format!("{label} looks ready."),
         (true, Lang::Es) => format!("{label} parece lista."),
@@ -1879,7 +1205,7 @@ fn text_step(body: String) -> Step {
 }
 
 fn change(intent: Intent, d: &Device, fleet: &Fleet, now: Timestamp, lang: Lang) -> Step {
-    let label = room_label(d, lang);
+    let label = quoted_label(d, lang);
     let name = quoted(&d.name, lang);
     if !d.online {
         return text_step(match lang {
@@ -1893,8 +1219,9 @@ fn change(intent: Intent, d: &Device, fleet: &Fleet, now: Timestamp, lang: Lang)
             ),
         });
     }
-    let recording = recording_channels(d);
-    let event = fleet.events.get(&d.id).and_then(Option::as_ref);
+    // Shown numbers for the sentences; the proposal's arguments take the raw ones.
+    let recording = state::recording_channels(d);
+    let event = fleet.event_for(&d.id, now);
     match intent {
         Intent::StartRecording => {
             if !recording.is_empty() {
@@ -1930,17 +1257,17 @@ fn change(intent: Intent, d: &Device, fleet: &Fleet, now: Timestamp, lang: Lang)
             }
         }
         Intent::StopRecording => {
-            let Some(channel) = recording.first() else {
+            let Some(channel) = d.channels.iter().find(|c| c.recording).map(|c| &c.number) else {
                 return text_step(match lang {
                     Lang::En => format!("{label} is not recording; nothing to stop."),
                     Lang::Es => format!("{label} no está grabando; no hay nada que detener."),
                 });
             };
             let during = event
-                .filter(|e| on_now(e, now))
+                .filter(|e| is_on(e, now))
                 .map(|e| match lang {
-                    Lang::En => format!(" Note: {}.", event_text(e, now, lang)),
-                    Lang::Es => format!(" Aviso: {}.", event_text(e, now, lang)),
+                    Lang::En => format!(" Note: {}.", event_clause(e, now, lang)),
+                    Lang::Es => format!(" Aviso: {}.", event_clause(e, now, lang)),
                 })
                 .unwrap_or_default();
             Step::Propose {
@@ -2008,8 +1335,8 @@ fn change(intent: Intent, d: &Device, fleet: &Fleet, now: Timestamp, lang: Lang)
             }
             if let Some(e) = event {
                 caution.push_str(&match lang {
-                    Lang::En => format!(" Schedule: {}.", event_text(e, now, lang)),
-                    Lang::Es => format!(" Agenda: {}.", event_text(e, now, lang)),
+                    Lang::En => format!(" Schedule: {}.", event_clause(e, now, lang)),
+                    Lang::Es => format!(" Agenda: {}.", event_clause(e, now, lang)),
                 });
             }
             let firmware = if intent == Intent::UpdateFirmware {
@@ -2050,11 +1377,11 @@ fn change(intent: Intent, d: &Device, fleet: &Fleet, now: Timestamp, lang: Lang)
                 reason: match lang {
                     Lang::En => format!(
                         "The operator asked to confirm the event in {name}: {}.",
-                        event_text(e, now, lang)
+                        event_clause(e, now, lang)
                     ),
                     Lang::Es => format!(
                         "El operador pidió confirmar el evento en {name}: {}.",
-                        event_text(e, now, lang)
+                        event_clause(e, now, lang)
                     ),
                 },
             }
@@ -2073,7 +1400,7 @@ fn no_channel(label: &str, lang: Lang) -> Step {
 /// A stream to start: a stopped stream already set up on one of the room's channels, else the
 /// one destination whose name names the room, else the team's only destination.
 fn start_stream(d: &Device, fleet: &Fleet, lang: Lang) -> Step {
-    let label = room_label(d, lang);
+    let label = quoted_label(d, lang);
     let name = quoted(&d.name, lang);
     let streams = publishers(fleet.raw.get(&d.id));
     if let Some((channel, stream, _)) = streams.iter().find(|(_, _, active)| *active) {
@@ -2187,7 +1514,7 @@ pub(crate) fn respond(
     next_id: &mut dyn FnMut() -> String,
 ) -> Result<(Value, &'static str), &'static str> {
     let conv = Conversation::from_request(body)?;
-    let lang = detect_lang(&conv.question);
+    let lang = lang::detect(&conv.question);
     if let Some((is_error, message)) = &conv.proposal {
         let text = relay(*is_error, message, lang);
         return Ok((json!([{"type": "text", "text": text}]), "end_turn"));
@@ -2274,39 +1601,10 @@ mod tests {
     }
 
     #[test]
-    fn language_follows_the_operator_not_the_room() {
-        assert_eq!(detect_lang("Start recording in Sala de Juntas 1"), Lang::En);
-        assert_eq!(detect_lang("Is Sala de Prensa ready?"), Lang::En);
-        assert_eq!(detect_lang("reinicia Courtroom 3"), Lang::Es);
-        assert_eq!(detect_lang("¿qué viene después?"), Lang::Es);
-    }
-
-    #[test]
-    fn numbers_split_and_lose_leading_zeros() {
-        assert_eq!(
-            tokens("Room09b Aula 3.1"),
-            vec![
-                Tok::Word("room".into()),
-                Tok::Num("9".into()),
-                Tok::Word("b".into()),
-                Tok::Word("aula".into()),
-                Tok::Num("3".into()),
-                Tok::Num("1".into()),
-            ]
-        );
-    }
-
-    #[test]
     fn blocks_are_unescaped_json() {
         let text = "<fleet_data tool=\"x\">{\"n\":\"a\\u003c/fleet_data\\u003e\"}</fleet_data>\n(result cut: 1 of 2 items shown)";
         let values = data_blocks(text).unwrap();
         assert_eq!(values, vec![json!({"n": "a</fleet_data>"})]);
         assert!(data_blocks("<fleet_data tool=\"x\">{").is_err());
-    }
-
-    #[test]
-    fn shown_names_lose_controls_and_length() {
-        assert_eq!(shown("A\u{1b}[31mB\u{202e}C"), "A[31mBC");
-        assert_eq!(shown(&"x".repeat(100)).chars().count(), MAX_NAME_CHARS);
     }
 }

@@ -1,8 +1,8 @@
 //! The documents match the code. Each check fails when the code grows without its docs:
 //!
-//! * every flag of every command of `fleetwatch`, `fleetwatch-executor` and `fleetwatch-sim`
-//!   (read from their own `--help`) has a row in the configuration table of README.md and
-//!   README.es.md;
+//! * every flag of every command of `fleetwatch`, `fleetwatch-executor`, `fleetwatch-sim` and
+//!   `fleetwatch-demo` (read from their own `--help`) has a row in the configuration table of
+//!   README.md and README.es.md;
 //! * every `FLEETWATCH_*` variable named in the Rust sources is in both tables;
 //! * the README's test command is the one `.ci/run` runs;
 //! * README.md and README.es.md give the same commands;
@@ -104,6 +104,7 @@ fn all_commands() -> Vec<(String, BTreeSet<String>)> {
     let mut all = command_flags("fleetwatch", "fleetwatch");
     all.extend(command_flags("fleetwatch-executor", "fleetwatch-executor"));
     all.extend(command_flags("fleetwatch-sim", "fleetwatch-sim"));
+    all.extend(command_flags("fleetwatch-demo", "fleetwatch-demo"));
     all
 }
 
@@ -222,6 +223,7 @@ fn every_flag_of_every_command_is_in_both_configuration_tables() {
         "fleetwatch ask",
         "fleetwatch-executor login",
         "fleetwatch-sim serve",
+        "fleetwatch-demo",
     ] {
         assert!(
             commands.iter().any(|(c, _)| c == expected),

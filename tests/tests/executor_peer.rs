@@ -37,13 +37,17 @@ async fn a_uid_not_allowed_is_closed_without_an_answer() {
         &format!("allowed_uids: [{}]", my_uid() + 1),
     );
     std::fs::write(&h.config, yaml).unwrap();
+    // The killed executor left its socket file behind, so the file's presence says nothing:
+    // wait for the new one to say it listens (a stale socket refuses the connection, which
+    // would pass for "closed" without the new executor ever judging the uid).
+    let listening = |h: &Harness| h.log_text().matches("executor listening").count();
+    let before = listening(&h);
     h.spawn();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while !h.socket.exists() {
+    while listening(&h) == before {
         assert!(std::time::Instant::now() < deadline, "{}", h.log_text());
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
-    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     assert_eq!(
         h.request(&Request::Status).await,
         None,

@@ -7,27 +7,27 @@
 //! approvable and identical to the one shown → (disruptive: the confirm page, with its own
 //! token) → the one-statement consume → the proposal moves to approved (so two approval rows
 //! for one proposal cannot both run) → claims from the card's binding, signed → `Execute`.
+//! From the recheck on, the steps are witness values in `steps`, each built only by the step
+//! before it.
 
 use std::sync::Arc;
 
 use axum::extract::{Form, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use fleetwatch_protocol::claims::{ApprovalClaims, CLAIMS_VERSION, MAX_LIFETIME_SECS, Slot};
-use fleetwatch_protocol::redact;
-use fleetwatch_protocol::wire::{self, ExecuteRequest, OutcomeKind, Request};
+use fleetwatch_protocol::claims::MAX_LIFETIME_SECS;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::card::{self, Card, MAX_NAME_CHARS, show_text};
+use super::card;
 use super::csrf::Purpose;
 use super::i18n::Lang;
 use super::server::{App, append_audit, html, lang_of};
 use super::sessions::{self, hex};
+use super::steps;
 use super::views::{ApproveForm, CardView, ConfirmView, EmptyView, LoginView, MessageView};
-use crate::executor_client::ExecutorError;
 use crate::proposals::{MAX_PENDING, MAX_PER_HOUR};
-use crate::store::{self, Proposal, Status};
+use crate::store::{self, Status};
 
 /// An approval row lives this long (database clock).
 pub const APPROVAL_LIFETIME_SECS: i64 = MAX_LIFETIME_SECS;
@@ -59,7 +59,7 @@ fn message(
     )
 }
 
-fn conflict(lang: Lang, lines: Vec<String>, details: Vec<String>) -> Response {
+pub(super) fn conflict(lang: Lang, lines: Vec<String>, details: Vec<String>) -> Response {
     message(
         StatusCode::CONFLICT,
         lang,
@@ -81,7 +81,7 @@ fn forbidden(lang: Lang) -> Response {
     )
 }
 
-fn store_trouble(lang: Lang) -> Response {
+pub(super) fn store_trouble(lang: Lang) -> Response {
     message(
         StatusCode::INTERNAL_SERVER_ERROR,
         lang,
@@ -231,9 +231,9 @@ pub async fn show(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
 /// The approve and confirm forms.
 #[derive(Deserialize)]
 pub struct ApproveFields {
-    proposal: u64,
-    approval: String,
-    card: String,
+    pub(super) proposal: u64,
+    pub(super) approval: String,
+    pub(super) card: String,
     token: String,
 }
 
@@ -285,11 +285,12 @@ async fn decide_approval(
         );
         return forbidden(lang);
     }
-    let (proposal, card) = match recheck(&app, lang, &session, &form).await {
-        Ok(found) => found,
-        Err(response) => return response,
+    let rechecked = match steps::recheck(&app, lang, &session, &form).await {
+        Ok(rechecked) => rechecked,
+        Err(halt) => return *halt,
     };
-    if purpose == Purpose::Approve && card.disruptive {
+    if purpose == Purpose::Approve && rechecked.card().disruptive {
+        let (proposal, card) = (rechecked.proposal(), rechecked.card());
         append_audit(
             &app,
             "page_confirm_shown",
@@ -313,76 +314,18 @@ async fn decide_approval(
         };
         return html(StatusCode::OK, &view);
     }
-    run_approved(&app, lang, &session, &form.approval, card).await
+    let consumed = match steps::consume(&app, lang, &session, rechecked) {
+        Ok(consumed) => consumed,
+        Err(halt) => return *halt,
+    };
+    let signed = match steps::sign(&app, lang, consumed) {
+        Ok(signed) => signed,
+        Err(halt) => return *halt,
+    };
+    render_outcome(lang, steps::execute(&app, signed).await)
 }
 
-/// Re-reads everything the card showed; a 409 page says why it can no longer be approved.
-async fn recheck(
-    app: &App,
-    lang: Lang,
-    session: &str,
-    form: &ApproveFields,
-) -> Result<(Proposal, Card), Response> {
-    let tag = hex(&sessions::tag(session));
-    let (proposal, row) = {
-        let store = app.deps.store.lock().map_err(|_| store_trouble(lang))?;
-        let proposal = store
-            .proposal(form.proposal)
-            .map_err(|_| store_trouble(lang))?;
-        let row = store
-            .approval(&form.approval)
-            .map_err(|_| store_trouble(lang))?;
-        (proposal, row)
-    };
-    let id = form.proposal.to_string();
-    let Some(proposal) = proposal.filter(|p| p.status == Status::Pending) else {
-        refused_audit(app, form, "not_pending");
-        return Err(conflict(
-            lang,
-            vec![lang.f("why.decided", &[("id", &id)])],
-            Vec::new(),
-        ));
-    };
-    let row_ok = row.is_some_and(|a| {
-        u64::try_from(a.proposal_id).ok() == Some(proposal.id)
-            && a.session == tag
-            && !a.used
-            && a.live()
-    });
-    if !row_ok {
-        refused_audit(app, form, "approval_used_or_expired");
-        return Err(conflict(
-            lang,
-            vec![lang.t("why.approval_used").to_owned()],
-            Vec::new(),
-        ));
-    }
-    let described = app
-        .deps
-        .executor
-        .describe(&proposal.tool, &proposal.arguments)
-        .await;
-    let card = card::build(lang, &proposal, &described, &app.deps.policy);
-    if !card.approvable() {
-        refused_audit(app, form, "deny_only");
-        return Err(conflict(
-            lang,
-            vec![lang.t("why.deny_only").to_owned()],
-            card.deny_only,
-        ));
-    }
-    if card.binding.digest() != form.card {
-        refused_audit(app, form, "card_changed");
-        return Err(conflict(
-            lang,
-            vec![lang.t("why.changed").to_owned()],
-            Vec::new(),
-        ));
-    }
-    Ok((proposal, card))
-}
-
-fn refused_audit(app: &App, form: &ApproveFields, why: &str) {
+pub(super) fn refused_audit(app: &App, form: &ApproveFields, why: &str) {
     append_audit(
         app,
         "page_approval_refused",
@@ -392,210 +335,28 @@ fn refused_audit(app: &App, form: &ApproveFields, why: &str) {
 }
 
 /// What the page tells the person after `Execute`.
-enum Shown {
+pub(super) enum Shown {
     Done,
     Problem(Vec<String>),
     NothingRan(String),
     Unknown,
 }
 
-async fn run_approved(
-    app: &Arc<App>,
+/// Records an outcome reached before `Execute` was sent and shows it.
+pub(super) fn finish(
+    app: &App,
     lang: Lang,
-    session: &str,
+    proposal_id: u64,
     approval: &str,
-    card: Card,
+    shown: Shown,
 ) -> Response {
-    let binding = card.binding;
-    let proposal_id = binding.proposal_id;
-    let tag = sessions::tag(session);
-    let Some(approval_id) = fleetwatch_protocol::hex::decode_array::<16>(approval) else {
-        return conflict(
-            lang,
-            vec![lang.t("why.approval_used").to_owned()],
-            Vec::new(),
-        );
-    };
-    // Consume, then claim the proposal, under one lock: the consume is the single statement
-    // that makes this approval row single-use; moving the proposal out of `pending` makes a
-    // second approval row for the same proposal (another tab) unusable too.
-    let prepared = {
-        let Ok(mut store) = app.deps.store.lock() else {
-            return store_trouble(lang);
-        };
-        match store.consume_approval(approval) {
-            Ok(true) => {}
-            Ok(false) => {
-                drop(store);
-                append_audit(
-                    app,
-                    "page_approval_refused",
-                    Some(proposal_id),
-                    &json!({"approval_id": approval, "why": "not_consumed"}),
-                );
-                return conflict(
-                    lang,
-                    vec![lang.t("why.approval_used").to_owned()],
-                    Vec::new(),
-                );
-            }
-            Err(_) => return store_trouble(lang),
-        }
-        match store.decide(
-            proposal_id,
-            Status::Approved,
-            "approved on the approval page",
-            store::now_secs(),
-        ) {
-            Ok(true) => {}
-            Ok(false) => {
-                drop(store);
-                append_audit(
-                    app,
-                    "page_approval_refused",
-                    Some(proposal_id),
-                    &json!({"approval_id": approval, "why": "not_pending"}),
-                );
-                let id = proposal_id.to_string();
-                return conflict(
-                    lang,
-                    vec![lang.f("why.decided", &[("id", &id)])],
-                    Vec::new(),
-                );
-            }
-            Err(_) => return store_trouble(lang),
-        }
-        // Both times from the database clock, as the approval row was made.
-        let times = store
-            .approval(approval)
-            .ok()
-            .flatten()
-            .map(|a| (a.db_now, a.expires_at));
-        let count = app
-            .sessions
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .count_approval(session);
-        let _ = store.audit(
-            "page_approval",
-            Some(proposal_id),
-            &json!({
-                "approval_id": approval,
-                "page_session": hex(&tag),
-                "session_approvals": count,
-            }),
-        );
-        let head = store.chain_head();
-        (times, head)
-    };
-    let (Some((approved_at, expires_at)), Ok(head)) = prepared else {
-        return finish(
-            app,
-            lang,
-            proposal_id,
-            approval,
-            Shown::NothingRan(lang.t("why.store").to_owned()),
-        );
-    };
-    let claims = ApprovalClaims {
-        version: CLAIMS_VERSION,
-        approval_id,
-        proposal_id,
-        tool: binding.tool,
-        arguments: binding.arguments,
-        targets: binding.targets,
-        fingerprint: binding.fingerprint,
-        schema_version: binding.schema_version,
-        policy_digest: binding.policy_digest,
-        slot: Slot::Sandbox,
-        approved_at,
-        expires_at,
-        page_session: tag,
-    };
-    let Ok(bytes) = claims.encode() else {
-        return finish(
-            app,
-            lang,
-            proposal_id,
-            approval,
-            Shown::NothingRan(lang.t("why.store").to_owned()),
-        );
-    };
-    let signed = app.deps.key.sign(bytes);
-    // Encodable before anything is sent, so every later failure means "sent".
-    let request = Request::Execute(ExecuteRequest {
-        approval: signed.clone(),
-        assistant_chain_head: head,
-    });
-    if wire::encode_request(&request).is_err() {
-        return finish(
-            app,
-            lang,
-            proposal_id,
-            approval,
-            Shown::NothingRan(lang.t("why.store").to_owned()),
-        );
-    }
-    append_audit(
-        app,
-        "page_execute_sent",
-        Some(proposal_id),
-        &json!({"approval_id": approval}),
-    );
-    // The exchange runs on its own task: if this request is cancelled (the browser goes
-    // away, the request deadline passes), the answer is still received and recorded.
-    let executor = app.deps.executor.clone();
-    let worker_app = Arc::clone(app);
-    let approval_owned = approval.to_owned();
-    let task = tokio::spawn(async move {
-        let result = executor.execute(signed, head).await;
-        let executor_head = result.as_ref().ok().map(|outcome| outcome.chain_head);
-        let shown = match result {
-            Ok(outcome) => match outcome.kind {
-                OutcomeKind::Done => Shown::Done,
-                OutcomeKind::Error(errors) => Shown::Problem(
-                    errors
-                        .iter()
-                        .map(|(device, error)| {
-                            let text = redact::redact_text(error);
-                            format!(
-                                "{}: {}",
-                                show_text(device, MAX_NAME_CHARS),
-                                show_text(&text, 300)
-                            )
-                        })
-                        .collect(),
-                ),
-                OutcomeKind::Unknown => Shown::Unknown,
-            },
-            Err(ExecutorError::Refused(refusal)) => Shown::NothingRan(refusal.message()),
-            // The socket never opened: nothing was sent.
-            Err(e @ ExecutorError::Unreachable { .. }) => Shown::NothingRan(e.to_string()),
-            Err(ExecutorError::Timeout(_) | ExecutorError::Protocol(_)) => Shown::Unknown,
-        };
-        record(
-            &worker_app,
-            proposal_id,
-            &approval_owned,
-            &shown,
-            executor_head,
-        );
-        shown
-    });
-    match task.await {
-        Ok(shown) => render_outcome(lang, shown),
-        Err(_) => render_outcome(lang, Shown::Unknown),
-    }
-}
-
-fn finish(app: &App, lang: Lang, proposal_id: u64, approval: &str, shown: Shown) -> Response {
     record(app, proposal_id, approval, &shown, None);
     render_outcome(lang, shown)
 }
 
 /// Audits the outcome (with the executor's chain head when it answered) and moves the
 /// proposal from `approved` to its final state.
-fn record(
+pub(super) fn record(
     app: &App,
     proposal_id: u64,
     approval: &str,

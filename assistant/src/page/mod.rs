@@ -29,6 +29,7 @@ pub mod i18n;
 pub mod secret;
 pub mod server;
 pub mod sessions;
+mod steps;
 pub mod throttle;
 pub mod views;
 

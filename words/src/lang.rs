@@ -1,4 +1,5 @@
-//! Which language a question was asked in, so the answer comes back in the same one.
+//! Which language a question was asked in, so the answer comes back in the same one, and the
+//! words of a question as every other module compares them.
 //!
 //! Only English and Spanish are supported. The guess is a tally of cues on both sides: a room
 //! named "Sala 3" or "Salón Norte" inside an English question must not flip the answer to
@@ -13,7 +14,18 @@ pub enum Lang {
     Es,
 }
 
-/// Spanish words that rarely occur in English questions (compared without accents).
+impl Lang {
+    /// The English or the Spanish text.
+    pub fn pick<'a>(self, en: &'a str, es: &'a str) -> &'a str {
+        match self {
+            Lang::En => en,
+            Lang::Es => es,
+        }
+    }
+}
+
+/// Spanish words that rarely occur in English questions or requests (compared without
+/// accents).
 const SPANISH_WORDS: &[&str] = &[
     "que",
     "cual",
@@ -36,6 +48,8 @@ const SPANISH_WORDS: &[&str] = &[
     "de",
     "en",
     "para",
+    "por",
+    "favor",
     "su",
     "sus",
     "salas",
@@ -46,6 +60,8 @@ const SPANISH_WORDS: &[&str] = &[
     "dispositivos",
     "grabando",
     "graba",
+    "graban",
+    "grabar",
     "grabacion",
     "grabaciones",
     "evento",
@@ -55,6 +71,7 @@ const SPANISH_WORDS: &[&str] = &[
     "proximos",
     "proximas",
     "siguiente",
+    "despues",
     "lista",
     "listo",
     "listas",
@@ -93,6 +110,22 @@ const SPANISH_WORDS: &[&str] = &[
     "apagado",
     "caida",
     "caido",
+    "inicia",
+    "iniciar",
+    "inicie",
+    "empieza",
+    "comienza",
+    "deten",
+    "detener",
+    "detenga",
+    "parar",
+    "reinicia",
+    "reiniciar",
+    "reinicie",
+    "confirma",
+    "confirmar",
+    "transmision",
+    "emision",
 ];
 
 /// Spanish word stems (a prefix match), for words that inflect.
@@ -104,7 +137,7 @@ const SPANISH_STEMS: &[&str] = &[
     "actualiz",
 ];
 
-/// English words that rarely occur in Spanish questions.
+/// English words that rarely occur in Spanish questions or requests.
 const ENGLISH_WORDS: &[&str] = &[
     "what",
     "whats",
@@ -164,6 +197,14 @@ const ENGLISH_WORDS: &[&str] = &[
     "problems",
     "status",
     "s",
+    "start",
+    "stop",
+    "stream",
+    "reboot",
+    "restart",
+    "update",
+    "confirm",
+    "please",
 ];
 
 /// Guesses the language of `text`; English unless Spanish cues outweigh English ones.
@@ -221,6 +262,19 @@ pub fn words(text: &str) -> Vec<String> {
         .collect()
 }
 
+/// Whether any word is on `list` or starts with one of `stems`.
+pub fn has_any(words: &[String], list: &[&str], stems: &[&str]) -> bool {
+    words
+        .iter()
+        .any(|w| list.contains(&w.as_str()) || stems.iter().any(|stem| w.starts_with(stem)))
+}
+
+/// Whether the words, joined by single spaces, hold one of `phrases` as whole words.
+pub fn has_phrase(words: &[String], phrases: &[&str]) -> bool {
+    let joined = format!(" {} ", words.join(" "));
+    phrases.iter().any(|p| joined.contains(&format!(" {p} ")))
+}
+
 /// Accented Latin letters to their plain letter; `None` for anything else.
 fn fold(c: char) -> Option<char> {
     Some(match c {
@@ -248,6 +302,9 @@ mod tests {
             "is Sala 3 ready for its next event?",
             "Is Salón Norte ready?",
             "which devices have outdated firmware?",
+            "Start recording in Sala de Juntas 1",
+            "Is Sala de Prensa ready?",
+            "Stop the stream in Aula Magna",
             "",
             "1234",
         ] {
@@ -265,8 +322,23 @@ mod tests {
             "¿está lista la sala 3 para su próximo evento?",
             "equipos con firmware desactualizado",
             "¡hola!",
+            "reinicia Courtroom 3",
+            "Actualiza el firmware de Chapel",
+            "¿qué viene después?",
         ] {
             assert_eq!(detect(q), Lang::Es, "{q}");
+        }
+    }
+
+    #[test]
+    fn no_cue_counts_for_both_sides() {
+        // A word on both lists would be silently ignored by the one-sided tally.
+        for word in ENGLISH_WORDS {
+            assert!(!SPANISH_WORDS.contains(word), "{word} is on both lists");
+            assert!(
+                !SPANISH_STEMS.iter().any(|s| word.starts_with(s)),
+                "{word} starts with a Spanish stem"
+            );
         }
     }
 
@@ -280,5 +352,12 @@ mod tests {
             words("What's   next, Señor?"),
             vec!["whats", "next", "senor"]
         );
+    }
+
+    #[test]
+    fn phrases_are_whole_words() {
+        let w = words("Is it fuera de línea?");
+        assert!(has_phrase(&w, &["fuera de linea"]));
+        assert!(!has_phrase(&w, &["uera de"]));
     }
 }

@@ -1,30 +1,55 @@
-//! `fleetwatch demo --script` as a process: every step of the fixed scenario happens, and when
-//! it exits no child process and no temporary folder is left.
+//! `fleetwatch demo --script` as a process, the way the README runs it: `fleetwatch` hands
+//! over to `fleetwatch-demo` beside it, every step of the fixed scenario happens, and when it
+//! exits no child process and no temporary folder is left.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-fn fleetwatch() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_fleetwatch"))
-}
-
 #[path = "../../tests/src/binaries.rs"]
 mod binaries;
 
-/// The demo runs the simulator and the executor from the folder `fleetwatch` sits in; they are
-/// built first when missing or older than the sources (a filtered `cargo test -p fleetwatch`).
+fn demo_program() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_fleetwatch-demo"))
+}
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap()
+}
+
+/// `fleetwatch`, next to `fleetwatch-demo`; built first when missing or older than the
+/// sources (a filtered `cargo test -p fleetwatch-demo`).
+fn fleetwatch() -> PathBuf {
+    let built = binaries::workspace_binary(root(), "fleetwatch", "fleetwatch");
+    assert_eq!(
+        built.parent(),
+        demo_program().parent(),
+        "fleetwatch not next to fleetwatch-demo"
+    );
+    built
+}
+
+/// The demo runs the simulator and the executor from the folder it sits in; they are built
+/// first when missing or older than the sources.
 fn build_siblings() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
-    let dir = fleetwatch().parent().unwrap().to_path_buf();
+    let dir = demo_program().parent().unwrap().to_path_buf();
     for name in ["fleetwatch-sim", "fleetwatch-executor"] {
-        let built = binaries::workspace_binary(root, name, name);
+        let built = binaries::workspace_binary(root(), name, name);
         assert_eq!(
             built.parent(),
             Some(dir.as_path()),
-            "{name} not next to fleetwatch"
+            "{name} not next to fleetwatch-demo"
         );
     }
+}
+
+/// A link to (or copy of) `program` in `dir`.
+fn place(program: &Path, dir: &Path) -> PathBuf {
+    let to = dir.join(program.file_name().unwrap());
+    if std::fs::hard_link(program, &to).is_err() {
+        std::fs::copy(program, &to).unwrap();
+    }
+    to
 }
 
 struct Run {
@@ -170,18 +195,28 @@ fn the_scripted_demo_passes_every_step_and_leaves_nothing_behind() {
 
 #[test]
 fn without_its_sibling_programs_the_demo_says_what_to_build_and_leaves_nothing() {
-    // A copy of fleetwatch alone in a folder: no simulator, no executor beside it.
+    // fleetwatch alone in a folder: no demo program beside it.
     let lonely = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let program = lonely.path().join("fleetwatch");
-    if std::fs::hard_link(fleetwatch(), &program).is_err() {
-        std::fs::copy(fleetwatch(), &program).unwrap();
-    }
+    let program = place(&fleetwatch(), lonely.path());
     let tmp = tempfile::tempdir().unwrap();
     let run = run_demo(&program, tmp.path(), &[]);
     assert_eq!(run.code, Some(1), "{}\n{}", run.stdout, run.stderr);
     assert!(
         run.stderr
-            .contains("fleetwatch-sim was not found next to fleetwatch")
+            .contains("fleetwatch-demo was not found next to fleetwatch")
+            && run.stderr.contains("cargo build --bins"),
+        "{}",
+        run.stderr
+    );
+    assert_nothing_left(tmp.path(), &[]);
+
+    // fleetwatch and the demo program, but no simulator or executor.
+    place(&demo_program(), lonely.path());
+    let run = run_demo(&program, tmp.path(), &[]);
+    assert_eq!(run.code, Some(1), "{}\n{}", run.stdout, run.stderr);
+    assert!(
+        run.stderr
+            .contains("fleetwatch-sim was not found next to fleetwatch-demo")
             && run.stderr.contains("cargo build --bins"),
         "{}",
         run.stderr

@@ -1,0 +1,258 @@
+//! What `fleetwatch serve` runs, started in this process from the assistant library: the chat
+//! engine, the chat socket and the approval page, configured only from the demo's own values.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use fleetwatch::answer::Assistant;
+use fleetwatch::config::{Autonomy, Config, SETTINGS_FILE};
+use fleetwatch::executor_client::ExecutorClient;
+use fleetwatch::keys::ApproverKey;
+use fleetwatch::model::{ApiKey, ModelConfig};
+use fleetwatch::page::{self, PageConfig, PageDeps, PageError, PageHandle, SecretDelivery};
+use fleetwatch::reads::{self, Reader, Token};
+use fleetwatch::store::Store;
+use fleetwatch::{grants, serve};
+use fleetwatch_protocol::policy::Policy;
+use serde_json::json;
+use tokio::sync::oneshot;
+
+use crate::POLICY;
+use crate::leftovers::{Leftovers, write_private};
+use crate::pieces::{self, Sim, progress, sibling};
+
+/// The assistant's configuration, built only from the demo's own values.
+///
+/// The demo is a demo: both sign-ins read the same simulated sandbox team. The assistant's read
+/// token is the sandbox team's, so the rooms the model reads are the rooms a proposal may
+/// change and "start recording in <room>" can go all the way to a write. The executor alone
+/// still holds the write path, behind the fence (the sandbox devices) and a signed, single-use
+/// approval. A real installation keeps the two teams apart, and the executor's login refuses a
+/// sandbox team that overlaps the normal one.
+pub(crate) fn assistant_config(
+    state: &Path,
+    sim: &Sim,
+    fence: &str,
+    executor_socket: &Path,
+) -> Result<Config, String> {
+    let policy = state.join("tool_policy.yaml");
+    write_private(&policy, POLICY)?;
+    write_private(&state.join(SETTINGS_FILE), "autonomy: propose\n")?;
+    write_private(&state.join(reads::TOKEN_FILE), &sim.sandbox_token)?;
+    let values: Vec<(&str, String)> = vec![
+        ("FLEETWATCH_EPIPHAN_URL", sim.mcp_url.clone()),
+        ("FLEETWATCH_ALLOW_LOOPBACK_HTTP", "1".to_owned()),
+        ("FLEETWATCH_WRITE_DEVICE_IDS", fence.to_owned()),
+        (
+            "FLEETWATCH_EXECUTOR_SOCKET",
+            executor_socket.display().to_string(),
+        ),
+        ("FLEETWATCH_POLICY", policy.display().to_string()),
+        ("FLEETWATCH_STATE_DIR", state.display().to_string()),
+    ];
+    let config = Config::from_lookup(|name| {
+        values
+            .iter()
+            .find(|(key, _)| *key == name)
+            .map(|(_, value)| value.clone())
+    })
+    .map_err(|e| e.to_string())?;
+    if config.settings.autonomy != Autonomy::Propose || !config.proposing() {
+        return Err("the demo settings did not switch proposing on".to_owned());
+    }
+    Ok(config)
+}
+
+/// The approval page's port: `FLEETWATCH_APPROVE_PORT` or the usual default for the
+/// interactive demo (so the address is the familiar one), any free port for the script.
+fn page_port(script: bool) -> u16 {
+    if script {
+        return 0;
+    }
+    std::env::var("FLEETWATCH_APPROVE_PORT")
+        .ok()
+        .and_then(|v| v.trim().parse::<u16>().ok())
+        .unwrap_or(fleetwatch::config::DEFAULT_APPROVE_PORT)
+}
+
+/// Everything running in this process.
+pub(crate) struct Running {
+    pub(crate) sim: Sim,
+    config: Config,
+    pub(crate) assistant: Arc<Assistant>,
+    pub(crate) store: Arc<Mutex<Store>>,
+    pub(crate) page: PageHandle,
+    pub(crate) executor_config: PathBuf,
+    pub(crate) executor_program: PathBuf,
+    chat_stop: oneshot::Sender<()>,
+    chat_task: tokio::task::JoinHandle<()>,
+}
+
+impl Running {
+    /// Stops the page (its secret file goes with it) and the chat socket.
+    pub(crate) async fn stop(self) {
+        let _ = self.chat_stop.send(());
+        let _ = self.chat_task.await;
+        let _ = std::fs::remove_file(self.config.chat_socket());
+        if let Err(e) = self.page.shutdown().await {
+            eprintln!("fleetwatch demo: {e}");
+        }
+    }
+}
+
+/// Starts every piece: the children first, then the assistant in this process.
+pub(crate) async fn start(leftovers: &mut Leftovers, script: bool) -> Result<Running, String> {
+    let sim_program = sibling("fleetwatch-sim")?;
+    let executor_program = sibling("fleetwatch-executor")?;
+    let policy = Arc::new(Policy::from_yaml(POLICY).map_err(|e| format!("policy: {e}"))?);
+
+    println!("Starting:");
+    let sim = pieces::start_sim(leftovers, &sim_program).await?;
+    let model_url = pieces::start_model(leftovers, &sim_program).await?;
+
+    // The fence: exactly the sandbox team's devices.
+    let sandbox = sim.sandbox_devices().await?;
+    if sandbox.is_empty() {
+        return Err("the simulator's sandbox team has no devices".to_owned());
+    }
+    let fence = sandbox.join(",");
+
+    // The assistant's key is made first: its public line is what the executor trusts.
+    let state = leftovers.subfolder("assistant")?;
+    let key = ApproverKey::load_or_create(&state).map_err(|e| e.to_string())?;
+    let files = pieces::executor_files(leftovers, &key.key_line(), &sim.sandbox_token)?;
+    pieces::start_executor(leftovers, &executor_program, &files, &sim, &fence).await?;
+
+    progress("starting the assistant (chat engine, chat socket, every category granted)");
+    let mut config = assistant_config(&state, &sim, &fence, &files.socket)?;
+    let engine = Engine::open(&config, &state, &policy, &key, model_url)?;
+
+    println!("  starting the approval page…");
+    let deps = PageDeps {
+        store: Arc::clone(&engine.store),
+        executor: ExecutorClient::new(&config.executor_socket),
+        policy: Arc::clone(&policy),
+        key: Arc::new(key),
+    };
+    let page = start_page(&config, deps, script).await?;
+    // Answers name the page's real address.
+    config.approve_port = page.addr.port();
+    let assistant = Arc::new(Assistant::from_config(
+        &config,
+        Arc::clone(&policy),
+        engine.reader,
+        Arc::clone(&engine.store),
+        Some(engine.model),
+        config.proposing(),
+    ));
+    let (chat_stop, chat_task) = start_chat_socket(&config, &assistant)?;
+    if !script {
+        println!("Open the page in a browser on this machine and enter the secret to sign in.");
+        println!(
+            "From another terminal you can also ask: FLEETWATCH_STATE_DIR={} fleetwatch ask",
+            state.display()
+        );
+    }
+    Ok(Running {
+        sim,
+        config,
+        assistant,
+        store: engine.store,
+        page,
+        executor_config: files.config,
+        executor_program,
+        chat_stop,
+        chat_task,
+    })
+}
+
+/// The assistant's parts before the page: grants, store, reader and model.
+struct Engine {
+    store: Arc<Mutex<Store>>,
+    reader: Arc<Reader>,
+    model: ModelConfig,
+}
+
+impl Engine {
+    /// Opens every category, the store and the guarded reader; the model is the stand-in.
+    fn open(
+        config: &Config,
+        state: &Path,
+        policy: &Arc<Policy>,
+        key: &ApproverKey,
+        model_url: String,
+    ) -> Result<Engine, String> {
+        let categories: BTreeSet<String> = policy
+            .read_tools()
+            .map(|t| t.category.clone())
+            .chain(policy.propose_entries().map(|e| e.category.clone()))
+            .collect();
+        for category in &categories {
+            grants::open(state, policy, category).map_err(|e| e.to_string())?;
+        }
+        let mut store = Store::open(state).map_err(|e| e.to_string())?;
+        store
+            .audit(
+                "started",
+                None,
+                &json!({"demo": true, "key_id": key.key_id().to_hex()}),
+            )
+            .map_err(|e| e.to_string())?;
+        let token = Token::from_file(&state.join(reads::TOKEN_FILE)).map_err(|e| e.to_string())?;
+        let reader = Arc::new(
+            Reader::live(config, Arc::clone(policy), token)
+                .map_err(|e| e.to_string())?
+                .with_timeout(config.read_timeout),
+        );
+        let api_key = ApiKey::new("offline-demo")
+            .ok_or_else(|| "the demo's placeholder model key is empty".to_owned())?;
+        let model = ModelConfig::new(model_url, api_key, "fleetwatch-offline-demo");
+        println!("ok ({} categories open)", categories.len());
+        Ok(Engine {
+            store: Arc::new(Mutex::new(store)),
+            reader,
+            model,
+        })
+    }
+}
+
+/// The approval page; the interactive demo falls back to a free port when the usual one is
+/// taken. The page announces its address (and the secret, on a terminal) itself.
+async fn start_page(config: &Config, deps: PageDeps, script: bool) -> Result<PageHandle, String> {
+    let mut page_config = PageConfig::from_config(config);
+    page_config.port = page_port(script);
+    if script {
+        page_config.secret_delivery = SecretDelivery::File;
+    }
+    match page::start(page_config, deps.clone()).await {
+        Ok(page) => Ok(page),
+        Err(PageError::Bind { port, source }) if port != 0 => {
+            println!(
+                "  port {port} is busy ({source}); the approval page takes a free port instead"
+            );
+            let mut retry = PageConfig::from_config(config);
+            retry.port = 0;
+            page::start(retry, deps).await.map_err(|e| e.to_string())
+        }
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// The chat socket `fleetwatch ask` can talk to, served until the sender fires.
+fn start_chat_socket(
+    config: &Config,
+    assistant: &Arc<Assistant>,
+) -> Result<(oneshot::Sender<()>, tokio::task::JoinHandle<()>), String> {
+    let listener = serve::bind(&config.chat_socket())?;
+    let (chat_stop, stop_rx) = oneshot::channel::<()>();
+    let chat_task = tokio::spawn(serve::serve(
+        listener,
+        Arc::clone(assistant),
+        serve::Operators::from_config(config),
+        async move {
+            let _ = stop_rx.await;
+        },
+    ));
+    Ok((chat_stop, chat_task))
+}

@@ -1,0 +1,115 @@
+//! Fleet-supplied text made safe to print.
+//!
+//! Names of devices, channels and events are data written by whoever runs the fleet. They are
+//! printed as they are, except that characters which could rearrange a terminal line or a
+//! page (controls, bidirectional overrides, zero-width marks, line separators) are shown as
+//! `\u{XXXX}`, so a name can never start a line of its own, pass itself off as a heading or
+//! hide part of itself. Showing them rather than dropping them keeps a disguised name
+//! recognisable as disguised.
+
+use fleetwatch_protocol::fleet::Device;
+
+use crate::lang::Lang;
+
+/// Longest name shown, in characters (ellipsis included).
+pub const NAME_CAP: usize = 80;
+
+/// True for characters that could break or disguise a line.
+fn hazardous(c: char) -> bool {
+    c.is_control()
+        || matches!(c,
+            '\u{00AD}' | '\u{061C}' | '\u{180E}'
+            | '\u{200B}'..='\u{200F}'
+            | '\u{2028}'..='\u{202E}'
+            | '\u{2060}'..='\u{206F}'
+            | '\u{FEFF}'
+            | '\u{FFF9}'..='\u{FFFB}')
+}
+
+/// `text` made safe for one line: hazardous characters shown as `\u{XXXX}`, at most
+/// [`NAME_CAP`] characters with an ellipsis when cut.
+pub fn shown(text: &str) -> String {
+    shown_capped(text, NAME_CAP)
+}
+
+/// [`shown`] with its own cap (at least 2 characters).
+pub fn shown_capped(text: &str, cap: usize) -> String {
+    let cap = cap.max(2);
+    let pieces: Vec<String> = text
+        .chars()
+        .map(|c| {
+            if hazardous(c) {
+                format!("\\u{{{:04X}}}", u32::from(c))
+            } else {
+                c.to_string()
+            }
+        })
+        .collect();
+    let total: usize = pieces.iter().map(|p| p.chars().count()).sum();
+    if total <= cap {
+        return pieces.concat();
+    }
+    // Cut on whole pieces so an escape is never split in half.
+    let mut out = String::new();
+    let mut used = 0;
+    for piece in pieces {
+        let len = piece.chars().count();
+        if used + len > cap - 1 {
+            break;
+        }
+        used += len;
+        out.push_str(&piece);
+    }
+    out.push('…');
+    out
+}
+
+/// `text` shown and in the language's quotation marks: “…” or «…».
+pub fn quoted(text: &str, lang: Lang) -> String {
+    match lang {
+        Lang::En => format!("“{}”", shown(text)),
+        Lang::Es => format!("«{}»", shown(text)),
+    }
+}
+
+/// "Name (id)" for a list line, or just the ID when the name is blank.
+pub fn label(device: &Device) -> String {
+    if device.name.trim().is_empty() {
+        shown(&device.id)
+    } else {
+        format!("{} ({})", shown(&device.name), shown(&device.id))
+    }
+}
+
+/// "“Name” (id)" for a sentence, where quotation marks show where the name ends.
+pub fn quoted_label(device: &Device, lang: Lang) -> String {
+    format!("{} ({})", quoted(&device.name, lang), shown(&device.id))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shown_escapes_and_caps() {
+        assert_eq!(
+            shown("a\nb\u{202E}c\u{200B}"),
+            "a\\u{000A}b\\u{202E}c\\u{200B}"
+        );
+        assert_eq!(shown("A\u{1b}[31mB"), "A\\u{001B}[31mB");
+        let long = "x".repeat(200);
+        let s = shown(&long);
+        assert_eq!(s.chars().count(), NAME_CAP);
+        assert!(s.ends_with('…'));
+        // An escape near the cut is dropped whole, never split.
+        let tricky = format!("{}\u{202E}tail", "y".repeat(75));
+        assert_eq!(shown(&tricky), format!("{}…", "y".repeat(75)));
+        assert_eq!(shown_capped("abcdef", 4), "abc…");
+    }
+
+    #[test]
+    fn quotes_follow_the_language() {
+        assert_eq!(quoted("Sala\u{2028}1", Lang::Es), "«Sala\\u{2028}1»");
+        assert_eq!(quoted("Room", Lang::En), "“Room”");
+    }
+}
