@@ -14,7 +14,10 @@
 //! * its last word, ignoring trailing qualifiers (`value`, `data`, `string`, `hex`, `base64`,
 //!   pure digits …), is `key`, `keys`, `pass`, `pwd`, `auth`, `signature`, `sig`, `pin`,
 //!   `pincode`, `otp` or `playpath`, or a single word made of a known prefix and `key`
-//!   (`streamkey`, `apikey`, `privatekey`, `passkey` …).
+//!   (`streamkey`, `apikey`, `privatekey`, `passkey` …), or
+//! * the same in Spanish, the interface's other language, and its neighbours: `contraseña`,
+//!   `passwort`, `kennwort`, `senha` anywhere, `passe` last (`mot de passe`), and `clave` /
+//!   `clé` first or last in a name of at most four words (`clave de transmisión`).
 //!
 //! So `key`, `stream_key`, `StreamKey`, `api_key`, `secret_key`, `keys` are secrets, while
 //! `keyframe_interval`, `key_frame`, `key_id`, `keys_count`, `keyboard`, `monkey`, `hotkey`,
@@ -74,8 +77,10 @@
 //!    and `null` stays. An authorization scheme word (`Bearer`, `Basic`, `Digest`, `Token`) at
 //!    the start of a value stays and the credential after it is masked. A value on the next
 //!    line is not reached (`credentials:` opening a YAML block must not swallow the block).
-//!    A text-only secret name masks a bare `name: value` only when the value looks generated
-//!    (a digit, `_ + / = ~`, an inner capital), so `Session 2: Opening` stays. A stream-ID name
+//!    A text-only secret name, or a name of three or four words found secret only by its
+//!    leading `clave`, masks a bare `name: value` only when the value is not a plain word
+//!    (letters, one case after the first), so `Session 2: Opening` and `la clave del éxito:
+//!    practicar` stay. A stream-ID name
 //!    keeps a UUID. Settings pairs written as text (`name=Stream key value=…`, `"label":
 //!    "Password", "value": …`) mask the value of a record whose label names a secret; a record
 //!    ends at a line break or a brace, or where a label follows a labelled value. A mask
@@ -141,7 +146,24 @@ const STRONG_WORDS: &[&str] = &[
     "cookies",
     "passcode",
     "passcodes",
+    // The same in the languages operators name rooms and settings in: Spanish, the interface's
+    // second language, and the neighbours a fleet is likely to hold.
+    "contraseña",
+    "contraseñas",
+    "contrasena",
+    "contrasenas",
+    "passwort",
+    "kennwort",
+    "senha",
 ];
+
+/// Words for "key" in languages that put the qualifier after the noun (`clave de
+/// transmisión`, `clé de flux`): a name of at most [`LEADING_WORD_NAME`] words that starts or
+/// ends with one is secret.
+const LEADING_WORDS: &[&str] = &["clave", "claves", "clé", "clés"];
+
+/// Longest name, in words, that [`LEADING_WORDS`] make secret from the front.
+const LEADING_WORD_NAME: usize = 4;
 
 /// Words that make a name secret when they are its last meaningful word.
 const TAIL_WORDS: &[&str] = &[
@@ -156,6 +178,7 @@ const TAIL_WORDS: &[&str] = &[
     "pincode",
     "otp",
     "playpath",
+    "passe",
 ];
 
 /// Prefixes that turn a single word ending in `key`/`keys` into a secret (`streamkey`), chosen
@@ -286,16 +309,27 @@ pub fn is_secret_key(key: &str) -> bool {
 }
 
 /// [`is_secret_key`] without the pre-scan.
+/// A word that is one of [`LEADING_WORDS`], in any case.
+fn opens_with_leading_word(word: &str) -> bool {
+    let lower = word.to_lowercase();
+    LEADING_WORDS.contains(&lower.as_str())
+}
+
 fn is_secret_by_words(key: &str) -> bool {
     let words = words_of(key);
     if words.iter().any(|w| is_strong_word(w)) {
         return true;
     }
-    words
-        .iter()
-        .rev()
-        .find(|w| !is_qualifier(w))
-        .is_some_and(|last| is_tail_word(last))
+    let leading = words.len() <= LEADING_WORD_NAME
+        && words
+            .first()
+            .is_some_and(|w| LEADING_WORDS.contains(&w.as_str()));
+    leading
+        || words
+            .iter()
+            .rev()
+            .find(|w| !is_qualifier(w))
+            .is_some_and(|last| is_tail_word(last) || LEADING_WORDS.contains(&last.as_str()))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -403,13 +437,26 @@ fn is_text_secret_name(name: &str) -> bool {
         .is_some_and(|last| TEXT_TAIL_WORDS.contains(&last.as_str()))
 }
 
-/// A value that reads as generated rather than as a word: a digit, a symbol keys are made of,
-/// or a capital after the first letter.
+/// A value that reads as generated rather than as a word of prose. A word is letters only,
+/// lower-case after its first letter or all capitals, with punctuation around it
+/// (`Opening`, `started`, `OFFLINE`, `(see`); anything else — a digit, a symbol, inner
+/// punctuation, an inner capital (`live_9f8e`, `abc.def`, `xxxx-yyyy`, `AIzaXYZ`) — is
+/// generated.
 fn looks_generated(value: &[char]) -> bool {
-    value
+    let is_edge = |c: &char| matches!(c, '.' | ',' | ';' | ':' | '!' | '?' | '(' | ')' | '[' | ']');
+    let start = value
         .iter()
-        .any(|c| c.is_ascii_digit() || matches!(c, '_' | '+' | '/' | '=' | '~'))
-        || value.iter().skip(1).any(|c| c.is_uppercase())
+        .position(|c| !is_edge(c))
+        .unwrap_or(value.len());
+    let end = value
+        .iter()
+        .rposition(|c| !is_edge(c))
+        .map_or(start, |e| e.saturating_add(1));
+    let word = value.get(start..end).unwrap_or_default();
+    let letters = !word.is_empty() && word.iter().all(|c| c.is_alphabetic());
+    let lower_after_first = word.iter().skip(1).all(|c| !c.is_uppercase());
+    let capitals = word.iter().all(|c| !c.is_lowercase());
+    !(letters && (lower_after_first || capitals))
 }
 
 /// A settings label naming a secret; text after `(` is a remark, not part of the name.
@@ -826,14 +873,15 @@ fn hints_starting_with(first: u8, second: u8) -> &'static [&'static str] {
         (b'p', b'w') => &["pwd"],
         (b'p', b'i') => &["pin"],
         (b'p', b'l') => &["playpath"],
-        (b's', b'e') => &["secret", "sess"],
+        (b's', b'e') => &["secret", "sess", "senha"],
         (b's', b'i') => &["sig", "sid"],
         (b's', b't') => &["stream"],
         (b't', b'o') => &["token"],
         (b'a', b'u') => &["auth"],
         (b'c', b'r') => &["credential"],
-        (b'c', b'o') => &["cookie"],
-        (b'k', b'e') => &["key"],
+        (b'c', b'o') => &["cookie", "contrase"],
+        (b'c', b'l') => &["clave"],
+        (b'k', b'e') => &["key", "kennwort"],
         (b'o', b't') => &["otp"],
         _ => &[],
     }
@@ -1154,6 +1202,10 @@ mod tests {
         "auth",
         "credential",
         "cookie",
+        "contrase",
+        "clave",
+        "kennwort",
+        "senha",
         "key",
         "otp",
     ];
@@ -1171,12 +1223,14 @@ mod tests {
         let words = STRONG_WORDS
             .iter()
             .chain(TAIL_WORDS)
+            .chain(LEADING_WORDS)
             .chain(TEXT_TAIL_WORDS)
             .chain(TEXT_SESSION_NAMES)
             .copied()
             .chain(["streamid", "stream_ids"])
             .chain(key_words.iter().map(String::as_str));
-        for word in words {
+        // Non-ASCII names skip the pre-scan and always get the full rules.
+        for word in words.filter(|w| w.is_ascii()) {
             assert!(
                 HINTS.iter().any(|h| word.contains(h)),
                 "{word} contains no hint"

@@ -160,6 +160,12 @@ const KEY_VALUE: &[Row] = &[
     ),
     (r#"stream key=planted-key-001"#, r#"stream key=[redacted]"#),
     (r#"key: stream_key"#, r#"key: stream_key"#),
+    (
+        r#"Clave de transmisión: Kx81-main"#,
+        r#"Clave de transmisión: [redacted]"#,
+    ),
+    (r#"contraseña=Kx81main"#, r#"contraseña=[redacted]"#),
+    (r#"mot de passe: Kx81-main"#, r#"mot de passe: [redacted]"#),
     (r#"key=planted-key-001"#, r#"key=[redacted]"#),
     (
         r#"stream_id=live_Kx81 stream_id: 3f2b9c1e-8a7d-4e6f-9b0a-1c2d3e4f5a6b"#,
@@ -187,6 +193,10 @@ const TABLES: &[Row] = &[
     (
         "room\tapi_key\nAula 1\tKx81-main",
         "room\tapi_key\nAula 1\t[redacted]",
+    ),
+    (
+        "| Sala | Clave de transmisión |\n|---|---|\n| Aula 1 | Kx81-main |",
+        "| Sala | Clave de transmisión |\n|---|---|\n| Aula 1 | [redacted] |",
     ),
     (
         "room;token\nAula 1;Kx81-main",
@@ -451,6 +461,18 @@ const LOOK_ALIKES: &[Row] = &[
         r#"Session 2: Opening keynote"#,
     ),
     (r#"Session: Opening"#, r#"Session: Opening"#),
+    (
+        r#"La clave del éxito: practicar"#,
+        r#"La clave del éxito: practicar"#,
+    ),
+    (
+        r#"Palabras clave del evento: grabación, sala 2"#,
+        r#"Palabras clave del evento: grabación, sala 2"#,
+    ),
+    (
+        r#"Sala de conferencias: lista"#,
+        r#"Sala de conferencias: lista"#,
+    ),
     (r#"Main stream: offline"#, r#"Main stream: offline"#),
     (r#"Stream: started"#, r#"Stream: started"#),
     (
@@ -492,6 +514,8 @@ const PROSE: &[&str] = &[
     "The token ring network was retired",
     "Session 2: Opening keynote",
     "Session: Opening",
+    "La clave del éxito: practicar",
+    "Palabras clave del evento: grabación",
     "Main stream: offline",
     "Stream: started",
     "pinned: yes",

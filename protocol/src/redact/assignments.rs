@@ -3,9 +3,10 @@
 //! `"label": "Password", "value": "…"`).
 
 use super::{
-    AUTH_SCHEMES, LABEL_NAMES, MASK, at, compact_is, is_key_alone, is_secret_key, is_secret_label,
-    is_secret_name_itself, is_stream_id_key, is_text_secret_name, is_uuid, looks_generated,
-    prev_char, push_str, run_end, span, starts_with_at, text_of, words_of,
+    AUTH_SCHEMES, LABEL_NAMES, LEADING_WORD_NAME, MASK, at, compact_is, is_key_alone,
+    is_secret_key, is_secret_label, is_secret_name_itself, is_stream_id_key, is_text_secret_name,
+    is_uuid, looks_generated, opens_with_leading_word, prev_char, push_str, run_end, span,
+    starts_with_at, text_of, words_of,
 };
 
 /// Characters that end a settings record written as text: a label pairs only with values of
@@ -75,15 +76,17 @@ fn remark_start(chars: &[char], end: usize) -> Option<usize> {
 }
 
 fn name_before(chars: &[char], sep: usize) -> Option<NameBefore> {
+    if starts_with_at(chars, sep, "://") {
+        // A scheme separator: what comes before it names a URL's scheme, not a setting
+        // (`clé rtmp://…`, `[redacted]://…` where a masked key sits in front of a URL).
+        return None;
+    }
     let mut k = skip_blanks_back(chars, sep);
-    let scheme_separator = starts_with_at(chars, sep, "://");
     if let Some(mask_start) = k.checked_sub(MASK.chars().count())
         && starts_with_at(chars, mask_start, MASK)
-        && !scheme_separator
     {
         // `[redacted]: value`, `key[redacted]=value`: the mask took a name's place, and what
-        // it shielded is still a secret's value. (`[redacted]://` is a masked key in front of
-        // a URL, not a name.)
+        // it shielded is still a secret's value.
         return Some(NameBefore {
             candidates: Vec::new(),
             quoted: false,
@@ -131,20 +134,30 @@ fn name_before(chars: &[char], sep: usize) -> Option<NameBefore> {
     if word_start == word_end {
         return None;
     }
-    let word = text_of(span(chars, word_start, word_end));
-    let mut candidates = vec![word.clone()];
-    if prev_char(chars, word_start) == Some(' ') {
-        let prev_end = word_start.saturating_sub(1);
+    // The word before the separator, the last two words, and — for names that put their
+    // noun first (`clave de transmisión`) — the last three or four when they open with one.
+    let mut words = vec![text_of(span(chars, word_start, word_end))];
+    let mut from = word_start;
+    while words.len() < LEADING_WORD_NAME && prev_char(chars, from) == Some(' ') {
+        let prev_end = from.saturating_sub(1);
         let mut prev_start = prev_end;
         while prev_char(chars, prev_start).is_some_and(is_name_char) {
             prev_start = prev_start.saturating_sub(1);
         }
-        if prev_start < prev_end {
-            candidates.push(format!(
-                "{} {}",
-                text_of(span(chars, prev_start, prev_end)),
-                word
-            ));
+        if prev_start == prev_end {
+            break;
+        }
+        words.push(text_of(span(chars, prev_start, prev_end)));
+        from = prev_start;
+    }
+    let mut candidates = Vec::with_capacity(words.len());
+    for n in 1..=words.len() {
+        let Some(first) = words.get(n.saturating_sub(1)) else {
+            break;
+        };
+        if n <= 2 || opens_with_leading_word(first) {
+            let name: Vec<&str> = words.iter().take(n).rev().map(String::as_str).collect();
+            candidates.push(name.join(" "));
         }
     }
     Some(NameBefore {
@@ -281,7 +294,11 @@ fn verdict(name: &NameBefore, pair_value: bool) -> Verdict {
             to_line_end: false,
         };
     }
-    if name.candidates.iter().any(|c| is_secret_key(c)) {
+    // The one- and two-word names decide as secret names always have; a longer name opening
+    // with a leading word (`clave de transmisión`) could as well be prose (`la clave del
+    // éxito: practicar`), so it asks what text-only names ask.
+    let (short, long) = name.candidates.split_at(name.candidates.len().min(2));
+    if short.iter().any(|c| is_secret_key(c)) {
         return Verdict::Secret {
             // `key: stream_key` names a setting; `stream key: …` is a stream key whatever
             // its value looks like.
@@ -293,7 +310,9 @@ fn verdict(name: &NameBefore, pair_value: bool) -> Verdict {
     if name.candidates.iter().any(|c| is_stream_id_key(c)) {
         return Verdict::StreamId;
     }
-    if name.candidates.iter().any(|c| is_text_secret_name(c)) {
+    if name.candidates.iter().any(|c| is_text_secret_name(c))
+        || long.iter().any(|c| is_secret_key(c))
+    {
         return Verdict::TextSecret;
     }
     Verdict::Keep
