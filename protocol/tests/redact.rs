@@ -798,6 +798,40 @@ fn long_repetitive_inputs() {
     }
 }
 
+/// The text forms at length: units that once made a rule read to the end of the text from
+/// every label, brace or separator. Each must come out a fixed point; a rule gone quadratic
+/// shows up as this test taking minutes.
+#[test]
+fn long_repetitive_text_forms() {
+    let units: &[(&str, usize)] = &[
+        ("{\"a\":", 20_000),
+        ("{\"a\":{\"b\":", 20_000),
+        ("{\"", 20_000),
+        ("[{\"name\":\"Stream key\",\"value\":\"x\"},", 2_000),
+        ("name=Stream key value=", 20_000),
+        ("key: ", 20_000),
+        ("stream: x ", 20_000),
+        ("label=\"", 20_000),
+        ("stream_id='", 20_000),
+        ("| a | key |\n|---|---|\n", 20_000),
+        ("a,key\n", 20_000),
+        ("\\/", 20_000),
+        ("%2F", 20_000),
+        ("&amp;", 20_000),
+        ("hooks.a/", 20_000),
+        ("rtmp:\\/\\/", 20_000),
+        ("[redacted]:", 20_000),
+        ("password=[redacted] ", 20_000),
+        ("https://h/[redacted]/", 20_000),
+        ("clave de ", 20_000),
+        ("(a) ", 20_000),
+    ];
+    for (unit, times) in units {
+        let once = redact_text(&unit.repeat(*times));
+        assert_eq!(redact_text(&once), once, "{unit}");
+    }
+}
+
 /// Strings built from fragments that exercise every rule and the seams between them.
 fn tricky_string() -> impl Strategy<Value = String> {
     let fragment = prop_oneof![
@@ -1248,7 +1282,7 @@ impl Form {
         match self {
             Form::JsonText => 10,
             Form::KeyValue => 12,
-            Form::TableCell => 10,
+            Form::TableCell => 11,
             Form::UrlPath => 13,
             Form::EscapedUrl => 11,
             Form::AfterMarker => 11,
@@ -1320,6 +1354,9 @@ impl Form {
             }
             (Form::TableCell, 7) => format!("| Room | {name} |\\n|---|---|\\n| A | {secret} |"),
             (Form::TableCell, 8) => format!("| Room | **{name}** |\n|---|---|\n| A | {secret} |"),
+            (Form::TableCell, 9) => {
+                format!("+---+---+\n| Room | {name} |\n+===+===+\n| A | {secret} |\n+---+---+")
+            }
             (Form::TableCell, _) => format!("\"room\",\"{name}\"\n\"A\",\"{secret}\""),
             (Form::UrlPath, 0) => format!("rtmp://live.example.com/app/{p}"),
             (Form::UrlPath, 1) => format!("rtmps://ingest.example.net:443/live/{p}?x=1"),

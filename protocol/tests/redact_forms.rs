@@ -195,6 +195,10 @@ const TABLES: &[Row] = &[
         "room\tapi_key\nAula 1\t[redacted]",
     ),
     (
+        "+------+------------+\n| Room | Stream key |\n+======+============+\n| A    | Kx81-main  |\n+------+------------+\n| B    | Kx81-back  |\n+------+------------+",
+        "+------+------------+\n| Room | Stream key |\n+======+============+\n| A    | [redacted]  |\n+------+------------+\n| B    | [redacted]  |\n+------+------------+",
+    ),
+    (
         "| Sala | Clave de transmisión |\n|---|---|\n| Aula 1 | Kx81-main |",
         "| Sala | Clave de transmisión |\n|---|---|\n| Aula 1 | [redacted] |",
     ),

@@ -194,23 +194,37 @@ fn assignments_of(chars: &[char]) -> Vec<Assignment> {
 fn label_text(chars: &[char], sep: usize, next_name: Option<usize>) -> String {
     let from = sep.saturating_add(1);
     let start = run_end(chars, from, |c| c == ' ' || c == '\t');
+    // A label is a short name: reading at most this far keeps a text of many labels linear.
+    let limit = start.saturating_add(LABEL_MAX).min(chars.len());
     let opener = ["\\\"", "\"", "'"]
         .into_iter()
         .find(|o| starts_with_at(chars, start, o));
     if let Some(opener) = opener {
         let content = start.saturating_add(opener.chars().count());
         let mut j = content;
-        while at(chars, j).is_some_and(|c| c != '\n') && !starts_with_at(chars, j, opener) {
+        while j < limit
+            && at(chars, j).is_some_and(|c| c != '\n')
+            && !starts_with_at(chars, j, opener)
+        {
             j = j.saturating_add(1);
         }
         return text_of(span(chars, content, j));
     }
-    let mut end = run_end(chars, start, |c| !is_label_stop(c));
+    let mut end = start;
+    while end < limit && at(chars, end).is_some_and(|c| !is_label_stop(c)) {
+        end = end.saturating_add(1);
+    }
     if let Some(next) = next_name.filter(|&n| n > start) {
         end = end.min(next);
     }
     text_of(span(chars, start, end)).trim().to_owned()
 }
+
+/// Longest settings label read, in characters.
+const LABEL_MAX: usize = 64;
+
+/// Longest value [`value_span`] reads to judge it; a longer one is judged generated.
+const VALUE_SCAN_MAX: usize = 256;
 
 /// Most words of an unquoted label tried as the label's name: text after the name may run on
 /// (`value=…; name=Stream key ok`).
@@ -322,17 +336,26 @@ fn verdict(name: &NameBefore, pair_value: bool) -> Verdict {
 /// aside, up to an unquoted value's stop.
 fn value_span(chars: &[char], from: usize) -> (usize, usize) {
     let start = run_end(chars, from, |c| c == ' ' || c == '\t');
+    // Bounded: a value left in place is read again at every separator inside it.
+    let limit = start.saturating_add(VALUE_SCAN_MAX).min(chars.len());
     for opener in ["\\\"", "\"", "'"] {
         if starts_with_at(chars, start, opener) {
             let content = start.saturating_add(opener.chars().count());
             let mut j = content;
-            while at(chars, j).is_some_and(|c| c != '\n') && !starts_with_at(chars, j, opener) {
+            while j < limit
+                && at(chars, j).is_some_and(|c| c != '\n')
+                && !starts_with_at(chars, j, opener)
+            {
                 j = j.saturating_add(1);
             }
             return (content, j);
         }
     }
-    (start, run_end(chars, start, |c| !is_value_stop(c)))
+    let mut end = start;
+    while end < limit && at(chars, end).is_some_and(|c| !is_value_stop(c)) {
+        end = end.saturating_add(1);
+    }
+    (start, end)
 }
 
 /// Masks the values of secret assignments in the text.
@@ -372,7 +395,8 @@ pub(super) fn mask_assignments(chars: &[char]) -> Vec<char> {
                 let (start, end) = value_span(chars, i);
                 let quoted = start > i && matches!(prev_char(chars, start), Some('"' | '\''));
                 let bare_word = ch == ':' && !name.quoted && !quoted;
-                if bare_word && !looks_generated(span(chars, start, end)) {
+                let read_whole = end.saturating_sub(start) < VALUE_SCAN_MAX;
+                if bare_word && read_whole && !looks_generated(span(chars, start, end)) {
                     continue;
                 }
                 (false, false)

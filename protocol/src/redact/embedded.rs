@@ -12,6 +12,12 @@ use serde_json::Value;
 
 use super::{MAX_TEXT_ROUNDS, RULES, at, redact_value, span, text_of};
 
+/// Parse attempts that may fail in one text before the rest of it is left to the text rules.
+/// A failed attempt can read far (an unclosed object runs to the end of the text, nested ones
+/// to the parser's depth limit), so a text of many unclosed braces must not cost an attempt
+/// each; an object that parses costs only its own length.
+const FAILED_PARSES_MAX: usize = 64;
+
 /// Redacts every JSON object embedded in the text.
 pub(super) fn mask_embedded_json(chars: &[char]) -> Vec<char> {
     // The text once as a string, with the byte offset of every character: a parse attempt
@@ -24,18 +30,19 @@ pub(super) fn mask_embedded_json(chars: &[char]) -> Vec<char> {
         .chain(std::iter::once(text.len()))
         .collect();
     let mut out: Vec<char> = Vec::with_capacity(chars.len());
+    let mut failed = 0_usize;
     let mut i = 0;
     while let Some(ch) = at(chars, i) {
-        if ch == '{'
-            && opens_object(chars, i)
-            && let Some((end, redacted)) = redacted_object_at(chars, &text, &offsets, i)
-        {
-            match redacted {
-                Some(text) => out.extend(text.chars()),
-                None => out.extend_from_slice(span(chars, i, end)),
+        if ch == '{' && failed < FAILED_PARSES_MAX && opens_object(chars, i) {
+            if let Some((end, redacted)) = redacted_object_at(chars, &text, &offsets, i) {
+                match redacted {
+                    Some(text) => out.extend(text.chars()),
+                    None => out.extend_from_slice(span(chars, i, end)),
+                }
+                i = end;
+                continue;
             }
-            i = end;
-            continue;
+            failed = failed.saturating_add(1);
         }
         out.push(ch);
         i = i.saturating_add(1);

@@ -206,6 +206,15 @@ fn is_delimiter_row(chars: &[char], cells: &[(usize, usize)]) -> bool {
     })
 }
 
+/// A drawn table's rule: only `+ - = : |` and blanks, with a `-` or `=`.
+fn is_border_line(chars: &[char], line: Line) -> bool {
+    let cells = span(chars, line.start, line.end);
+    cells.iter().any(|c| matches!(c, '-' | '='))
+        && cells
+            .iter()
+            .all(|c| c.is_whitespace() || matches!(c, '+' | '-' | '=' | ':' | '|'))
+}
+
 fn has_separator(chars: &[char], line: Line, sep: char) -> bool {
     span(chars, line.start, line.end).contains(&sep)
 }
@@ -250,6 +259,11 @@ pub(super) fn mask_tables(chars: &[char]) -> Vec<char> {
         };
         let header_cells = cells_of(chars, header, sep).len();
         while let Some(&row) = lines.get(idx) {
+            if sep == '|' && is_border_line(chars, row) {
+                // `+------+-----+` between rows of a drawn table.
+                idx = idx.saturating_add(1);
+                continue;
+            }
             if !has_separator(chars, row, sep) {
                 break;
             }
