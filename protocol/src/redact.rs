@@ -68,9 +68,9 @@
 //!    A URL that needs masking is written decoded; one that does not stays as written.
 //! 2. Assignments (`assignments`): `name: value`, `name=value`, `"name": "value"` where the
 //!    name (the word right before the separator, or the last two words, or the whole quoted
-//!    name, a `(remark)` before the separator set aside) is secret. A quoted value has its
-//!    content masked and keeps its quotes (`\"` escaped quotes too, for JSON held inside a
-//!    string); an unquoted value runs to whitespace or one of ``, ; & " ' < > } ) ` `` and is
+//!    name, a `(remark)` or Markdown emphasis around it set aside: `**Stream key:** …`) is
+//!    secret. A quoted value has its content masked and keeps its quotes (double, single,
+//!    backtick, and `\"` escaped quotes, for JSON held inside a string); an unquoted value runs to whitespace or one of ``, ; & " ' < > } ) ` `` and is
 //!    masked (not `]`, so a bracket cannot end a secret early), a cookie's to the end of the
 //!    line; after a quoted (JSON-style) name it is written as `"[redacted]"` so JSON text stays
 //!    JSON. After a quoted name a value starting with `{` or `[` is left to the nested names
@@ -82,8 +82,9 @@
 //!    (letters, one case after the first), so `Session 2: Opening` and `la clave del éxito:
 //!    practicar` stay. A stream-ID name
 //!    keeps a UUID. Settings pairs written as text (`name=Stream key value=…`, `"label":
-//!    "Password", "value": …`) mask the value of a record whose label names a secret; a record
-//!    ends at a line break or a brace, or where a label follows a labelled value. A mask
+//!    "Password", "value": …`, `- name: Stream key` over `  value: …`) mask the value of a
+//!    record whose label names a secret; a record ends at a brace, a blank line, a new list
+//!    item, or where a label follows a labelled value. A mask
 //!    standing where a name was (`[redacted]: …`) makes the value a secret's.
 //! 3. Tables (`tables`): Markdown, CSV, TSV and `;` tables whose header names a secret column
 //!    have that column masked in every row; `key | value` style headers mask the values of

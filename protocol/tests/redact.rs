@@ -1281,7 +1281,7 @@ impl Form {
     fn variants(self) -> usize {
         match self {
             Form::JsonText => 10,
-            Form::KeyValue => 12,
+            Form::KeyValue => 15,
             Form::TableCell => 11,
             Form::UrlPath => 13,
             Form::EscapedUrl => 11,
@@ -1338,7 +1338,10 @@ impl Form {
             (Form::KeyValue, 8) => format!("value={bare}; name={label}"),
             (Form::KeyValue, 9) => format!("{text_name}={bare}"),
             (Form::KeyValue, 10) => format!("\"{text_name}\": \"{secret}\""),
-            (Form::KeyValue, _) => format!("a=1&{name}={bare}&b=2"),
+            (Form::KeyValue, 11) => format!("a=1&{name}={bare}&b=2"),
+            (Form::KeyValue, 12) => format!("**{name}:** {bare}"),
+            (Form::KeyValue, 13) => format!("`{name}`: `{secret}`"),
+            (Form::KeyValue, _) => format!("- name: {label}\n  value: {bare}\n- name: Bitrate"),
             (Form::TableCell, 0) => format!("| Room | {name} |\n|---|---|\n| Aula 1 | {secret} |"),
             (Form::TableCell, 1) => format!(
                 "| Room | {name} | State |\n| --- | :---: | --- |\n| A | other | ok |\n| B | {secret} | ok |"

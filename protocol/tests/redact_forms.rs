@@ -165,6 +165,26 @@ const KEY_VALUE: &[Row] = &[
         r#"Clave de transmisión: [redacted]"#,
     ),
     (r#"contraseña=Kx81main"#, r#"contraseña=[redacted]"#),
+    (
+        r#"**Stream key:** Kx81-main"#,
+        r#"**Stream key:** [redacted]"#,
+    ),
+    (
+        r#"**Stream key**: Kx81-main"#,
+        r#"**Stream key**: [redacted]"#,
+    ),
+    (
+        r#"`stream_key`: `Kx81 main`"#,
+        r#"`stream_key`: `[redacted]`"#,
+    ),
+    (
+        "- name: Stream key\n  value: Kx81-main\n- name: Bitrate\n  value: 6000",
+        "- name: Stream key\n  value: [redacted]\n- name: Bitrate\n  value: 6000",
+    ),
+    (
+        "settings:\n  - label: Password\n    value: Kx81-main",
+        "settings:\n  - label: Password\n    value: [redacted]",
+    ),
     (r#"mot de passe: Kx81-main"#, r#"mot de passe: [redacted]"#),
     (r#"key=planted-key-001"#, r#"key=[redacted]"#),
     (

@@ -9,10 +9,45 @@ use super::{
     starts_with_at, text_of, words_of,
 };
 
-/// Characters that end a settings record written as text: a label pairs only with values of
-/// its own record.
-fn is_record_boundary(c: char) -> bool {
-    matches!(c, '\n' | '\r' | '{' | '}')
+/// Quotes a value can be written in: JSON escaped inside a string, double, single, and
+/// Markdown code.
+const QUOTES: [&str; 4] = ["\\\"", "\"", "'", "`"];
+
+/// Whether the text between two assignments ends a settings record: a brace, a blank line or
+/// a new list item (`- name: …`). A record may span lines (`- name: Stream key` then
+/// `  value: …`, as YAML writes it); a label pairs only with values of its own record.
+fn breaks_record(between: &[char]) -> bool {
+    if between.iter().any(|&c| c == '{' || c == '}') {
+        return true;
+    }
+    let lines: Vec<&[char]> = between.split(|&c| c == '\n').collect();
+    let Some((name_line, before)) = lines.split_last() else {
+        return false;
+    };
+    if before.is_empty() {
+        return false;
+    }
+    let blank = |line: &&[char]| line.iter().all(|c| c.is_whitespace());
+    let item = name_line
+        .iter()
+        .copied()
+        .skip_while(|c| c.is_whitespace())
+        .take(2)
+        .collect::<Vec<char>>();
+    before.iter().skip(1).any(blank) || item == ['-', ' '] || item == ['*', ' ']
+}
+
+/// Where a value starts after its separator: blanks and Markdown emphasis around a label
+/// (`**Stream key:** abc`) are passed over.
+fn value_start(chars: &[char], from: usize) -> usize {
+    let start = run_end(chars, from, |c| c == ' ' || c == '\t');
+    let marks = run_end(chars, start, |c| c == '*' || c == '_');
+    let after = run_end(chars, marks, |c| c == ' ' || c == '\t');
+    if marks > start && marks.saturating_sub(start) <= 3 && after > marks {
+        after
+    } else {
+        start
+    }
 }
 
 fn is_name_char(c: char) -> bool {
@@ -82,6 +117,17 @@ fn name_before(chars: &[char], sep: usize) -> Option<NameBefore> {
         return None;
     }
     let mut k = skip_blanks_back(chars, sep);
+    // `**Stream key**: …`, `` `stream_key`: … ``: Markdown around the name.
+    let marks = {
+        let mut m = k;
+        while prev_char(chars, m).is_some_and(|c| c == '*' || c == '`') && k.saturating_sub(m) < 3 {
+            m = m.saturating_sub(1);
+        }
+        m
+    };
+    if marks < k && prev_char(chars, marks).is_some_and(|c| is_name_char(c) || c == '"') {
+        k = marks;
+    }
     if let Some(mask_start) = k.checked_sub(MASK.chars().count())
         && starts_with_at(chars, mask_start, MASK)
     {
@@ -192,13 +238,10 @@ fn assignments_of(chars: &[char]) -> Vec<Assignment> {
 /// The text of a settings label whose separator is at `sep`; an unquoted label runs to a stop
 /// or to where the next name starts (`name=Stream key value=abc` gives `Stream key`).
 fn label_text(chars: &[char], sep: usize, next_name: Option<usize>) -> String {
-    let from = sep.saturating_add(1);
-    let start = run_end(chars, from, |c| c == ' ' || c == '\t');
+    let start = value_start(chars, sep.saturating_add(1));
     // A label is a short name: reading at most this far keeps a text of many labels linear.
     let limit = start.saturating_add(LABEL_MAX).min(chars.len());
-    let opener = ["\\\"", "\"", "'"]
-        .into_iter()
-        .find(|o| starts_with_at(chars, start, o));
+    let opener = QUOTES.into_iter().find(|o| starts_with_at(chars, start, o));
     if let Some(opener) = opener {
         let content = start.saturating_add(opener.chars().count());
         let mut j = content;
@@ -260,10 +303,7 @@ fn pair_values(chars: &[char], found: &[Assignment]) -> Vec<usize> {
     let mut last = 0_usize;
     for (idx, assignment) in found.iter().enumerate() {
         let name = &assignment.name;
-        if span(chars, last, name.start)
-            .iter()
-            .any(|&c| is_record_boundary(c))
-        {
+        if breaks_record(span(chars, last, name.start)) {
             close(&mut record);
         }
         last = assignment.sep;
@@ -335,10 +375,10 @@ fn verdict(name: &NameBefore, pair_value: bool) -> Verdict {
 /// The value starting at `from` (after its separator), as it would be masked: quotes set
 /// aside, up to an unquoted value's stop.
 fn value_span(chars: &[char], from: usize) -> (usize, usize) {
-    let start = run_end(chars, from, |c| c == ' ' || c == '\t');
+    let start = value_start(chars, from);
     // Bounded: a value left in place is read again at every separator inside it.
     let limit = start.saturating_add(VALUE_SCAN_MAX).min(chars.len());
-    for opener in ["\\\"", "\"", "'"] {
+    for opener in QUOTES {
         if starts_with_at(chars, start, opener) {
             let content = start.saturating_add(opener.chars().count());
             let mut j = content;
@@ -437,22 +477,13 @@ fn mask_value_at(
     key_alone: bool,
     to_line_end: bool,
 ) -> usize {
-    let start = run_end(chars, from, |c| c == ' ' || c == '\t');
+    let start = value_start(chars, from);
     out.extend_from_slice(span(chars, from, start));
     if starts_with_at(chars, start, MASK) {
         push_str(out, MASK);
         return masked_value_end(chars, start);
     }
-    let opener: Option<&str> = if starts_with_at(chars, start, "\\\"") {
-        Some("\\\"")
-    } else if starts_with_at(chars, start, "\"") {
-        Some("\"")
-    } else if starts_with_at(chars, start, "'") {
-        Some("'")
-    } else {
-        None
-    };
-    if let Some(opener) = opener {
+    if let Some(opener) = QUOTES.into_iter().find(|o| starts_with_at(chars, start, o)) {
         return mask_quoted_value(chars, start, opener, out, key_alone);
     }
     let first = at(chars, start);
