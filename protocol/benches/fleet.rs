@@ -73,6 +73,38 @@ fn team(n: usize) -> (Value, Value, Value) {
     )
 }
 
+/// The same team with secrets written as text in one name and one warning of every tenth
+/// device (embedded JSON, a settings pair, a table, an escaped URL, a webhook) and prose with
+/// colons, commas and braces everywhere else: the cost of the text-form rules at fleet size.
+fn team_with_text_forms(n: usize) -> Value {
+    let (mut list, _, _) = team(n);
+    let forms = [
+        r#"Aula {"name":"Stream key","value":"Kx81-main"}"#,
+        "Sala 2: name=Stream key value=Kx81-main",
+        "| Room | Stream key |\n|---|---|\n| A | Kx81-main |",
+        r"backup rtmp:\/\/a.rtmp.example.com\/live2\/Kx81-main",
+        "alerts https://hooks.chat.example/services/T0ABCDEFG/B0HIJKLMN/Kx81main",
+    ];
+    let devices = list
+        .get_mut("devices")
+        .and_then(Value::as_array_mut)
+        .expect("devices");
+    for (i, device) in devices.iter_mut().enumerate() {
+        let (name, message) = if i.is_multiple_of(10) {
+            let form = forms.get(i / 10 % forms.len()).copied().unwrap_or_default();
+            (format!("Room {i} {form}"), format!("publisher: {form}"))
+        } else {
+            (
+                format!("Room {i}: Main hall, {{level 2}}"),
+                "Disk almost full: 12% left, {see the guide}".to_owned(),
+            )
+        };
+        device["Name"] = json!(name);
+        device["Warnings"] = json!([{"id": "disk_space_error", "message": message}]);
+    }
+    list
+}
+
 fn benches(c: &mut Criterion) {
     let (list, status, events) = team(DEVICES);
     let texts = [list.to_string(), status.to_string(), events.to_string()];
@@ -95,6 +127,17 @@ fn benches(c: &mut Criterion) {
             |mut values| {
                 values.iter_mut().for_each(redact::redact_value);
                 values
+            },
+            BatchSize::LargeInput,
+        )
+    });
+    let forms = team_with_text_forms(DEVICES);
+    c.bench_function("fleet 10k: redact names and warnings in text forms", |b| {
+        b.iter_batched(
+            || forms.clone(),
+            |mut value| {
+                redact::redact_value(&mut value);
+                value
             },
             BatchSize::LargeInput,
         )

@@ -3,7 +3,12 @@
 //! row, and a property test covers arbitrary JSON.
 
 // Test code: a panic is the failure report.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
 
 use fleetwatch_protocol::redact::{MASK, is_secret_key, redact_text, redact_value};
 use proptest::prelude::*;
@@ -179,9 +184,9 @@ const TEXT_ROWS: &[TextRow] = &[
         r#"{"token": null}"#,
     ),
     (
-        "json_text_nested_object_left_to_members",
+        "json_text_nested_object_under_secret_replaced_whole",
         r#"{"credentials": {"user": "a", "pass": "b"}}"#,
-        r#"{"credentials": {"user": "a", "pass": "[redacted]"}}"#,
+        r#"{"credentials":"[redacted]"}"#,
     ),
     (
         "escaped_json_inside_string",
@@ -635,6 +640,21 @@ const NAME_ROWS: &[(&str, bool)] = &[
     ("credentials", true),
     ("basic_auth", true),
     ("session_cookie", true),
+    ("pin", true),
+    ("device_pin", true),
+    ("passcode", true),
+    ("playpath", true),
+    ("sig", true),
+    ("otp", true),
+    ("Contraseña", true),
+    ("contrasena_admin", true),
+    ("clave de transmisión", true),
+    ("Clave", true),
+    ("clé de flux", true),
+    ("mot de passe", true),
+    ("Passwort", true),
+    ("Kennwort", true),
+    ("senha", true),
     ("Id", false),
     ("id", false),
     ("device_id", false),
@@ -662,6 +682,17 @@ const NAME_ROWS: &[(&str, bool)] = &[
     ("name", false),
     ("url", false),
     ("unauthorized", false),
+    ("spin", false),
+    ("pinned", false),
+    ("signal", false),
+    ("passenger", false),
+    ("compass", false),
+    ("enclave", false),
+    ("clavel", false),
+    ("la clave del éxito en la sala", false),
+    ("stream", false),
+    ("session", false),
+    ("sidebar", false),
     ("", false),
 ];
 
@@ -767,6 +798,40 @@ fn long_repetitive_inputs() {
     }
 }
 
+/// The text forms at length: units that once made a rule read to the end of the text from
+/// every label, brace or separator. Each must come out a fixed point; a rule gone quadratic
+/// shows up as this test taking minutes.
+#[test]
+fn long_repetitive_text_forms() {
+    let units: &[(&str, usize)] = &[
+        ("{\"a\":", 20_000),
+        ("{\"a\":{\"b\":", 20_000),
+        ("{\"", 20_000),
+        ("[{\"name\":\"Stream key\",\"value\":\"x\"},", 2_000),
+        ("name=Stream key value=", 20_000),
+        ("key: ", 20_000),
+        ("stream: x ", 20_000),
+        ("label=\"", 20_000),
+        ("stream_id='", 20_000),
+        ("| a | key |\n|---|---|\n", 20_000),
+        ("a,key\n", 20_000),
+        ("\\/", 20_000),
+        ("%2F", 20_000),
+        ("&amp;", 20_000),
+        ("hooks.a/", 20_000),
+        ("rtmp:\\/\\/", 20_000),
+        ("[redacted]:", 20_000),
+        ("password=[redacted] ", 20_000),
+        ("https://h/[redacted]/", 20_000),
+        ("clave de ", 20_000),
+        ("(a) ", 20_000),
+    ];
+    for (unit, times) in units {
+        let once = redact_text(&unit.repeat(*times));
+        assert_eq!(redact_text(&once), once, "{unit}");
+    }
+}
+
 /// Strings built from fragments that exercise every rule and the seams between them.
 fn tricky_string() -> impl Strategy<Value = String> {
     let fragment = prop_oneof![
@@ -802,6 +867,26 @@ fn tricky_string() -> impl Strategy<Value = String> {
         Just("{".to_owned()),
         Just("null".to_owned()),
         Just("ñ会\u{202E}\u{200B}".to_owned()),
+        Just("{\"".to_owned()),
+        Just("\":\"".to_owned()),
+        Just("\"}".to_owned()),
+        Just("|".to_owned()),
+        Just(",".to_owned()),
+        Just("\t".to_owned()),
+        Just("\\n".to_owned()),
+        Just("\\/".to_owned()),
+        Just("%2F".to_owned()),
+        Just("&#x2F;".to_owned()),
+        Just("\\u002F".to_owned()),
+        Just("name".to_owned()),
+        Just("value".to_owned()),
+        Just("label".to_owned()),
+        Just("pin".to_owned()),
+        Just("stream".to_owned()),
+        Just("session".to_owned()),
+        Just("hooks.".to_owned()),
+        Just("webhooks".to_owned()),
+        Just("aB3dE5fG7hJ9kL1mN2pQ".to_owned()),
         "[a-zA-Z0-9:/@?#=._ -]{0,6}",
         any::<String>().prop_map(|s| s.chars().take(6).collect()),
     ];
@@ -958,4 +1043,645 @@ fn injection_corpus_shape() {
         let doc = format!("{{\"Name\": \"{body}\"}}");
         assert!(serde_json::from_str::<Value>(&doc).is_err(), "{body}");
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Every secret of the tables above, in every text form
+//
+// Secrets reach redaction written as text as often as under a member name: JSON text inside a
+// name, `key=value` text, a table cell, a URL path, an escaped URL, behind a mask already
+// there. Each form below is tried with every secret the rows above plant, inside generated
+// surrounding text, as text and as a JSON string; the secret must be gone verbatim, escaped
+// and with the escaping undone, and redacting twice must equal redacting once.
+
+/// The secrets the rows above (and the hostile-name corpus) plant and expect masked. The two
+/// tests after the list hold it to the rows: every entry is planted in a row and masked there,
+/// and every token a row's redaction removes is either here or in [`NOT_SECRETS`].
+const SECRETS: &[&str] = &[
+    "0123abcd",
+    "12345",
+    "4f9a8b7c6d5e",
+    "KEY123",
+    "9f8e-7d6c",
+    "AIzaXYZ",
+    "YWxpY2U6czNjcmV0",
+    "abc.def.ghi",
+    "abc123",
+    "abcd-1234-efgh",
+    "abcd-efgh-ijkl",
+    "abcd1234",
+    "correct horse",
+    "dXNlcjpwYXNz",
+    "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.sig-abc",
+    "eyJhbGciOiJIUzI1NiJ9.h.example.comhttps",
+    "hunter2",
+    "hunter22",
+    "live_9f8e7d6c5b4a",
+    "live_abc123",
+    "longsecret99",
+    "planted-key-001",
+    "pw123",
+    "room7",
+    "s3cr3t",
+    "sk-ant-abc",
+    "sk-ant-api03-AbC_dEf-123",
+    "sk-ant-api03-XYZ",
+    "sk_9f8e7d",
+    "xxxx-yyyy",
+];
+
+/// Tokens a row's redaction removes that are not secrets themselves, and why they go.
+const NOT_SECRETS: &[(&str, &str)] = &[
+    (
+        "Bearer",
+        "the scheme word of an Authorization value masked whole",
+    ),
+    ("admin", "the user name of masked user info"),
+    ("alice", "the user name of dropped user info"),
+    ("endpoint", "a word of an ingest path masked whole"),
+    ("publish", "a word of an SRT stream ID masked whole"),
+    ("live2", "a word of an ingest path masked whole"),
+    ("stream1", "a word of a stream path masked whole"),
+    ("streamid", "the parameter name of a masked query"),
+    ("ticket", "the parameter name of a masked query"),
+    ("system_prompt", "a template word in a masked query"),
+    ("passphrase", "the parameter name of a masked query"),
+    ("secret", "the parameter name of a masked query"),
+    ("token", "the parameter name of a masked query"),
+    ("access_token", "the parameter name of a masked fragment"),
+    (
+        "correct",
+        "part of the passphrase `correct horse`, listed whole",
+    ),
+    (
+        "horse",
+        "part of the passphrase `correct horse`, listed whole",
+    ),
+];
+
+/// The parts a row's text falls into when its secrets are read out of it.
+fn row_tokens(text: &str) -> impl Iterator<Item = &str> {
+    text.split(|c: char| c.is_whitespace() || "/?#&=:,'\"@{}()[];|".contains(c))
+        .filter(|t| t.chars().count() >= 5)
+}
+
+fn string_leaves(value: &Value, out: &mut Vec<String>) {
+    match value {
+        Value::String(s) => out.push(s.clone()),
+        Value::Array(items) => items.iter().for_each(|v| string_leaves(v, out)),
+        Value::Object(map) => map.values().for_each(|v| string_leaves(v, out)),
+        Value::Null | Value::Bool(_) | Value::Number(_) => {}
+    }
+}
+
+/// Every row as (input text, expected output): text rows, the string values of JSON rows
+/// against the whole expected document, and the corpus names that change.
+fn all_rows() -> Vec<(String, String)> {
+    let mut rows: Vec<(String, String)> = TEXT_ROWS
+        .iter()
+        .map(|(_, input, expected)| ((*input).to_owned(), (*expected).to_owned()))
+        .collect();
+    for (_, input, expected) in json_rows() {
+        let mut leaves = Vec::new();
+        string_leaves(&input, &mut leaves);
+        let expected = expected.to_string();
+        rows.extend(leaves.into_iter().map(|leaf| (leaf, expected.clone())));
+    }
+    let corpus = injection_corpus();
+    for (id, want) in CORPUS_CHANGES {
+        let text = corpus
+            .iter()
+            .find(|e| e.get("id").and_then(Value::as_str) == Some(id))
+            .and_then(|e| e.get("text"))
+            .and_then(Value::as_str)
+            .expect("corpus entry");
+        rows.push((text.to_owned(), (*want).to_owned()));
+    }
+    rows
+}
+
+#[test]
+fn every_token_the_rows_mask_is_a_listed_secret_or_explained() {
+    let mut unlisted = Vec::new();
+    for (input, output) in all_rows() {
+        for token in row_tokens(&input).filter(|t| !output.contains(t)) {
+            let listed = SECRETS
+                .iter()
+                .any(|s| *s == token || s.split_whitespace().any(|part| part == token));
+            if !listed && !NOT_SECRETS.iter().any(|(word, _)| *word == token) {
+                unlisted.push(format!("{token:?} (from {input:?})"));
+            }
+        }
+    }
+    assert!(unlisted.is_empty(), "\n{}", unlisted.join("\n"));
+}
+
+#[test]
+fn every_listed_secret_is_planted_in_a_row_and_masked_there() {
+    let rows = all_rows();
+    for secret in SECRETS {
+        assert!(
+            rows.iter()
+                .any(|(input, output)| input.contains(secret) && !output.contains(secret)),
+            "{secret:?} is planted and masked in no row"
+        );
+    }
+}
+
+/// Every name of the name table that is secret, and the names only text forms use.
+fn form_secret_names() -> Vec<&'static str> {
+    NAME_ROWS
+        .iter()
+        .filter(|(_, secret)| *secret)
+        .map(|(name, _)| *name)
+        .chain([
+            "pin",
+            "PIN",
+            "passcode",
+            "playpath",
+            "sig",
+            "otp",
+            "Set-Cookie",
+        ])
+        .collect()
+}
+
+/// Names that are secret in text only: not JSON members, and not before a bare word.
+const TEXT_ONLY_NAMES: &[&str] = &["stream", "Stream", "session", "sid", "sessionid"];
+
+/// Settings labels that name a secret.
+const SECRET_LABELS: &[&str] = &[
+    "Stream key",
+    "Password",
+    "API token",
+    "Passphrase",
+    "Secret",
+    "Stream key (optional)",
+    "streamkey",
+    "PIN",
+    "RTMP key",
+];
+
+/// Words and phrases around a planted form: look-alikes, IDs, masks, punctuation.
+const AROUND: &[&str] = &[
+    "Room 4",
+    "Aula Magna ñ",
+    "Sala 3 — cámara 2",
+    "keyboard",
+    "monkey",
+    "hotkey: F5",
+    "a bearer of good news",
+    "All checks passed",
+    "key points",
+    "Keynote Hall",
+    "note",
+    "status ok",
+    "会议室",
+    "🎥",
+    "[redacted]",
+    "(",
+    ")",
+    "—",
+    "Error: 401 Unauthorized",
+    "see",
+    "Pearl-2",
+    "19012341234",
+    "-",
+    ".",
+    "!",
+];
+
+#[derive(Clone, Copy, Debug)]
+enum Form {
+    JsonText,
+    KeyValue,
+    TableCell,
+    UrlPath,
+    EscapedUrl,
+    AfterMarker,
+}
+
+const FORMS: &[Form] = &[
+    Form::JsonText,
+    Form::KeyValue,
+    Form::TableCell,
+    Form::UrlPath,
+    Form::EscapedUrl,
+    Form::AfterMarker,
+];
+
+/// What a form is written with: a secret name, a text-only name and a settings label.
+struct Names<'a> {
+    name: &'a str,
+    text_name: &'a str,
+    label: &'a str,
+}
+
+impl Form {
+    fn variants(self) -> usize {
+        match self {
+            Form::JsonText => 10,
+            Form::KeyValue => 15,
+            Form::TableCell => 11,
+            Form::UrlPath => 13,
+            Form::EscapedUrl => 11,
+            Form::AfterMarker => 11,
+        }
+    }
+
+    /// Tables need their own lines; every other form sits inside a line of text.
+    fn joiner(self, variant: usize) -> &'static str {
+        match (self, variant) {
+            (Form::TableCell, 7) => "\\n",
+            (Form::TableCell, _) => "\n",
+            (Form::AfterMarker, 9) => "\n",
+            _ => " ",
+        }
+    }
+
+    fn render(self, variant: usize, secret: &str, n: &Names<'_>) -> String {
+        let (name, text_name, label) = (n.name, n.text_name, n.label);
+        let js = json_string(secret);
+        let jn = json_string(name);
+        let jl = json_string(label);
+        // A secret with a space is quoted wherever text is cut at spaces, as writers do.
+        let bare = if secret.contains(char::is_whitespace) {
+            format!("\"{secret}\"")
+        } else {
+            secret.to_owned()
+        };
+        let p = percent_path(secret);
+        let hook = "hooks.chat.example/services/T0ABCDEFG/B0HIJKLMN";
+        match (self, variant) {
+            (Form::JsonText, 0) => format!("{{{jn}:{js}}}"),
+            (Form::JsonText, 1) => format!(r#"[{{"name":{jl},"value":{js}}}]"#),
+            (Form::JsonText, 2) => {
+                format!(r#"{{"id":"opt7","type":{{"name":"string"}},"title":{jl},"value":{js}}}"#)
+            }
+            (Form::JsonText, 3) => format!(r#"{{{jn}: {{"primary": {js}, "backup": "none"}}}}"#),
+            (Form::JsonText, 4) => format!("{{{jn}: [{js}]}}"),
+            (Form::JsonText, 5) => format!(r#"{{"streamId": {js}, "state": "started"}}"#),
+            (Form::JsonText, 6) => {
+                format!(r#"{{"settings":[{{"label":{jl},"value":{js}}}],"count":1}}"#)
+            }
+            (Form::JsonText, 7) => format!(r#"{{"value": {js}, "label": {jl}}}"#),
+            (Form::JsonText, 8) => json_inner(&format!("{{{jn}:{js}}}")),
+            (Form::JsonText, _) => json_inner(&format!(r#"[{{"name":{jl},"value":{js}}}]"#)),
+            (Form::KeyValue, 0) => format!("{name}={bare}"),
+            (Form::KeyValue, 1) => format!("{name}: {bare}"),
+            (Form::KeyValue, 2) => format!("{name} = \"{secret}\""),
+            (Form::KeyValue, 3) => format!("{name}: '{secret}'"),
+            (Form::KeyValue, 4) => format!("\"{name}\": \"{secret}\""),
+            (Form::KeyValue, 5) => format!("name={label} value={bare}"),
+            (Form::KeyValue, 6) => format!("title: {label}, value: {bare}"),
+            (Form::KeyValue, 7) => format!("\"label\": \"{label}\", \"value\": \"{secret}\""),
+            (Form::KeyValue, 8) => format!("value={bare}; name={label}"),
+            (Form::KeyValue, 9) => format!("{text_name}={bare}"),
+            (Form::KeyValue, 10) => format!("\"{text_name}\": \"{secret}\""),
+            (Form::KeyValue, 11) => format!("a=1&{name}={bare}&b=2"),
+            (Form::KeyValue, 12) => format!("**{name}:** {bare}"),
+            (Form::KeyValue, 13) => format!("`{name}`: `{secret}`"),
+            (Form::KeyValue, _) => format!("- name: {label}\n  value: {bare}\n- name: Bitrate"),
+            (Form::TableCell, 0) => format!("| Room | {name} |\n|---|---|\n| Aula 1 | {secret} |"),
+            (Form::TableCell, 1) => format!(
+                "| Room | {name} | State |\n| --- | :---: | --- |\n| A | other | ok |\n| B | {secret} | ok |"
+            ),
+            (Form::TableCell, 2) => format!("room,{name}\nAula 1,{}", csv_cell(secret)),
+            (Form::TableCell, 3) => format!("room\t{name}\nAula 1\t{secret}"),
+            (Form::TableCell, 4) => format!("room;{name};state\nAula 1;{secret};ok"),
+            (Form::TableCell, 5) => format!(
+                "| Setting | Value |\n|---|---|\n| Bitrate | 6000 |\n| {label} | {secret} |"
+            ),
+            (Form::TableCell, 6) => {
+                format!("name,value\nbitrate,6000\n{label},{}", csv_cell(secret))
+            }
+            (Form::TableCell, 7) => format!("| Room | {name} |\\n|---|---|\\n| A | {secret} |"),
+            (Form::TableCell, 8) => format!("| Room | **{name}** |\n|---|---|\n| A | {secret} |"),
+            (Form::TableCell, 9) => {
+                format!("+---+---+\n| Room | {name} |\n+===+===+\n| A | {secret} |\n+---+---+")
+            }
+            (Form::TableCell, _) => format!("\"room\",\"{name}\"\n\"A\",\"{secret}\""),
+            (Form::UrlPath, 0) => format!("rtmp://live.example.com/app/{p}"),
+            (Form::UrlPath, 1) => format!("rtmps://ingest.example.net:443/live/{p}?x=1"),
+            (Form::UrlPath, 2) => format!("srt://srt.example.org:9000?streamid={p}"),
+            (Form::UrlPath, 3) => format!("https://ingest.example.com/live/{p}"),
+            (Form::UrlPath, 4) => format!("https://{hook}/{p}"),
+            (Form::UrlPath, 5) => format!("https://chat.example.com/api/webhooks/987654321/{p}"),
+            (Form::UrlPath, 6) => format!("https://automation.example.com/webhook/{p}"),
+            (Form::UrlPath, 7) => format!("https://h.example.com/files/[redacted]/{p}"),
+            (Form::UrlPath, 8) => format!("https://h.example.com/cb?token={p}"),
+            (Form::UrlPath, 9) => format!("rtsp://ops:{p}@10.0.0.5:554/cam"),
+            (Form::UrlPath, 10) => format!("{hook}/{p}"),
+            (Form::UrlPath, 11) => format!("https://hook.eu1.automation.example/{p}"),
+            (Form::UrlPath, _) => format!("https://h.example.com/api/token/{p}"),
+            (Form::EscapedUrl, 0) => format!(r"rtmp:\/\/a.rtmp.example.com\/live\/{p}"),
+            (Form::EscapedUrl, 1) => format!("rtmp%3A%2F%2Fa.rtmp.example.com%2Flive%2F{p}"),
+            (Form::EscapedUrl, 2) => format!(r"rtmp:\u002F\u002Fa.example.com\u002Flive\u002F{p}"),
+            (Form::EscapedUrl, 3) => format!("rtmp:&#x2F;&#x2F;a.example.com&#x2F;live&#x2F;{p}"),
+            (Form::EscapedUrl, 4) => format!(r"rtmp:\\\/\\\/a.example.com\\\/live\\\/{p}"),
+            (Form::EscapedUrl, 5) => format!(r"https:\/\/{}\/{p}", hook.replace('/', r"\/")),
+            (Form::EscapedUrl, 6) => format!("rtmp%253A%252F%252Fh.example.com%252Flive%252F{p}"),
+            (Form::EscapedUrl, 7) => format!(r"https://ingest.example.com\/live\/{p}"),
+            (Form::EscapedUrl, 8) => format!("rtmps:&#47;&#47;h.example.com&#47;app&#47;{p}"),
+            (Form::EscapedUrl, 9) => {
+                format!(r"srt\u003a\u002f\u002fh.example.org:9000?streamid={p}")
+            }
+            (Form::EscapedUrl, _) => {
+                format!(r#"{{\"url\":\"rtmp:\/\/h.example.com\/live\/{p}\"}}"#)
+            }
+            (Form::AfterMarker, 0) => format!("{name}={}", glued(secret)),
+            (Form::AfterMarker, 1) => format!("{name}: {}", glued(secret)),
+            (Form::AfterMarker, 2) => format!("[redacted] {name}={bare}"),
+            (Form::AfterMarker, 3) => format!("{name}=[redacted], {name}: {bare}"),
+            (Form::AfterMarker, 4) => format!("\"{name}\": \"[redacted]{secret}\""),
+            (Form::AfterMarker, 5) => format!("[redacted]={bare}"),
+            (Form::AfterMarker, 6) => format!("[redacted]: {bare}"),
+            (Form::AfterMarker, 7) if secret.contains(char::is_whitespace) => {
+                format!("Authorization: \"Bearer [redacted]{secret}\"")
+            }
+            (Form::AfterMarker, 7) => format!("Authorization: Bearer [redacted]{secret}"),
+            (Form::AfterMarker, 8) => format!("name={label} value={}", glued(secret)),
+            (Form::AfterMarker, 9) => {
+                format!("| Room | {name} |\n|---|---|\n| A | [redacted]{secret} |")
+            }
+            (Form::AfterMarker, _) => format!("https://h.example.com/[redacted]/{p}"),
+        }
+    }
+}
+
+fn json_string(s: &str) -> String {
+    serde_json::to_string(s).expect("a string serializes")
+}
+
+/// JSON text as it sits inside a JSON string that was not decoded: `{\"name\":…}`.
+fn json_inner(text: &str) -> String {
+    let quoted = json_string(text);
+    quoted
+        .strip_prefix('"')
+        .and_then(|s| s.strip_suffix('"'))
+        .expect("quoted")
+        .to_owned()
+}
+
+/// A secret glued to a mask already in front of it; quoted when it holds a space.
+fn glued(secret: &str) -> String {
+    if secret.contains(char::is_whitespace) {
+        format!("\"[redacted]{secret}\"")
+    } else {
+        format!("[redacted]{secret}")
+    }
+}
+
+fn csv_cell(secret: &str) -> String {
+    if secret.contains([',', '"']) {
+        format!("\"{}\"", secret.replace('"', "\"\""))
+    } else {
+        secret.to_owned()
+    }
+}
+
+/// A secret as a URL path segment: everything but unreserved characters percent-encoded.
+fn percent_path(secret: &str) -> String {
+    secret
+        .bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+                char::from(b).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
+/// The text with every escaping a reader might undo undone, repeatedly: JSON (`\/`, `\"`,
+/// `\\`, `\uXXXX`), percent-encoding and HTML entities.
+fn undo_escapes(text: &str) -> String {
+    let mut current = text.to_owned();
+    for _ in 0..4 {
+        let next = undo_once(&current);
+        if next == current {
+            break;
+        }
+        current = next;
+    }
+    current
+}
+
+fn undo_once(text: &str) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    let hex = |from: usize, len: usize| -> Option<u32> {
+        let digits: String = chars.get(from..from + len)?.iter().collect();
+        u32::from_str_radix(&digits, 16).ok()
+    };
+    let mut bytes: Vec<u8> = Vec::new();
+    let push = |c: char, bytes: &mut Vec<u8>| {
+        let mut buf = [0u8; 4];
+        bytes.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
+    };
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        let next = chars.get(i + 1).copied();
+        if c == '\\' && matches!(next, Some('/' | '"' | '\\')) {
+            push(next.expect("checked"), &mut bytes);
+            i += 2;
+        } else if c == '\\' && next == Some('u') && hex(i + 2, 4).is_some() {
+            let code = hex(i + 2, 4).expect("checked");
+            push(char::from_u32(code).unwrap_or('\u{FFFD}'), &mut bytes);
+            i += 6;
+        } else if c == '%' && hex(i + 1, 2).is_some() {
+            bytes.push(u8::try_from(hex(i + 1, 2).expect("checked")).expect("two hex digits"));
+            i += 3;
+        } else if c == '&' {
+            let rest: String = chars[i..].iter().take(12).collect();
+            let entity = rest.find(';').map(|end| &rest[1..end]);
+            let decoded = entity.and_then(|e| match e {
+                "amp" => Some('&'),
+                "sol" => Some('/'),
+                "colon" => Some(':'),
+                "quot" => Some('"'),
+                _ if e.starts_with("#x") || e.starts_with("#X") => u32::from_str_radix(&e[2..], 16)
+                    .ok()
+                    .and_then(char::from_u32),
+                _ if e.starts_with('#') => e[1..].parse().ok().and_then(char::from_u32),
+                _ => None,
+            });
+            match (decoded, entity) {
+                (Some(d), Some(e)) => {
+                    push(d, &mut bytes);
+                    i += e.chars().count() + 2;
+                }
+                _ => {
+                    push(c, &mut bytes);
+                    i += 1;
+                }
+            }
+        } else {
+            push(c, &mut bytes);
+            i += 1;
+        }
+    }
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+/// Parts of a secret that must not survive on their own: the whole secret and each run of
+/// five or more letters and digits in it.
+fn secret_parts(secret: &str) -> Vec<&str> {
+    let mut parts = vec![secret];
+    parts.extend(
+        secret
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|p| p.chars().count() >= 5 && *p != secret),
+    );
+    parts
+}
+
+/// A stand-in for the secret with no part in common with any secret, used to count how often a
+/// part occurs in the form's own text.
+const PLACEHOLDER: &str = "Qz9Xw8Vy7Ut6";
+
+/// Checks that no part of `secret` survives redaction of `text` as text and as a JSON name,
+/// counting a part only beyond what the same form around [`PLACEHOLDER`] leaves, and that
+/// redaction is idempotent on both.
+fn check_gone(text: &str, baseline: &str, secret: &str) -> Result<(), TestCaseError> {
+    let as_text = |t: &str| {
+        let once = redact_text(t);
+        (once.clone(), redact_text(&once))
+    };
+    let as_json = |t: &str| {
+        let mut value = json!([{"Id": "19012341234", "Name": t, "message": {"text": t}}]);
+        redact_value(&mut value);
+        let once = value.clone();
+        redact_value(&mut value);
+        (once.to_string(), value.to_string())
+    };
+    for (how, redact) in [
+        ("text", &as_text as &dyn Fn(&str) -> (String, String)),
+        ("json", &as_json),
+    ] {
+        let (once, twice) = redact(text);
+        prop_assert_eq!(&twice, &once, "{} not idempotent for {:?}", how, text);
+        let (base, _) = redact(baseline);
+        let (out, base) = (undo_escapes(&once), undo_escapes(&base));
+        for part in secret_parts(secret) {
+            let leaked = out.matches(part).count() > base.matches(part).count();
+            prop_assert!(
+                !leaked,
+                "{} of {:?}: {:?} survived\n in: {:?}\nout: {:?}",
+                how,
+                secret,
+                part,
+                text,
+                once
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Plants every secret of [`SECRETS`] in one variant of a form, written with the names
+/// `names_for` gives for the secret's index, between `before` and `after`.
+fn check_form<'a>(
+    form: Form,
+    variant: usize,
+    names_for: impl Fn(usize) -> Names<'a>,
+    before: &str,
+    after: &str,
+) -> Result<(), TestCaseError> {
+    let join = form.joiner(variant);
+    let place = |secret: &str, names: &Names<'_>| {
+        let body = form.render(variant, secret, names);
+        match (before.is_empty(), after.is_empty()) {
+            (true, true) => body,
+            (true, false) => format!("{body}{join}{after}"),
+            (false, true) => format!("{before}{join}{body}"),
+            (false, false) => format!("{before}{join}{body}{join}{after}"),
+        }
+    };
+    for (idx, secret) in SECRETS.iter().enumerate() {
+        let names = names_for(idx);
+        let baseline = place(PLACEHOLDER, &names);
+        check_gone(&place(secret, &names), &baseline, secret)
+            .map_err(|e| TestCaseError::fail(format!("{form:?} variant {variant}: {e}")))?;
+    }
+    Ok(())
+}
+
+fn around() -> impl Strategy<Value = String> {
+    prop::collection::vec(prop::sample::select(AROUND), 0..4).prop_map(|words| words.join(" "))
+}
+
+fn form_names() -> impl Strategy<Value = (&'static str, &'static str, &'static str)> {
+    (
+        prop::sample::select(form_secret_names()),
+        prop::sample::select(TEXT_ONLY_NAMES),
+        prop::sample::select(SECRET_LABELS),
+    )
+}
+
+/// One proptest per form: the variant, the names and the surrounding text are generated;
+/// every secret of [`SECRETS`] is planted in each generated case.
+macro_rules! form_property {
+    ($test:ident, $form:expr) => {
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(48))]
+
+            #[test]
+            fn $test(
+                variant in 0..$form.variants(),
+                (name, text_name, label) in form_names(),
+                before in around(),
+                after in around(),
+            ) {
+                let names = |_| Names { name, text_name, label };
+                check_form($form, variant, names, &before, &after)?;
+            }
+        }
+    };
+}
+
+form_property!(secrets_in_json_text_never_survive, Form::JsonText);
+form_property!(secrets_in_key_value_text_never_survive, Form::KeyValue);
+form_property!(secrets_in_table_cells_never_survive, Form::TableCell);
+form_property!(secrets_in_url_paths_never_survive, Form::UrlPath);
+form_property!(secrets_in_escaped_urls_never_survive, Form::EscapedUrl);
+form_property!(secrets_after_a_mask_never_survive, Form::AfterMarker);
+
+/// Every secret in every variant of every form, the names turning over from one secret and
+/// variant to the next so each secret name, text-only name and label is used: the proptests
+/// above sample, this covers the whole product once.
+#[test]
+fn every_secret_in_every_variant_of_every_form() {
+    let names = form_secret_names();
+    let mut failures = Vec::new();
+    let mut turn = 0_usize;
+    for form in FORMS {
+        for variant in 0..form.variants() {
+            turn += SECRETS.len();
+            let names_for = |idx: usize| Names {
+                name: names[(turn + idx) % names.len()],
+                text_name: TEXT_ONLY_NAMES[(turn + idx) % TEXT_ONLY_NAMES.len()],
+                label: SECRET_LABELS[(turn + idx) % SECRET_LABELS.len()],
+            };
+            if let Err(e) = check_form(*form, variant, names_for, "Room 4", "ok") {
+                failures.push(e.to_string());
+            }
+        }
+    }
+    assert!(
+        turn >= 2 * form_secret_names().len(),
+        "the turns cover every name twice"
+    );
+    assert!(
+        failures.is_empty(),
+        "{} failures, first ones:\n{}",
+        failures.len(),
+        failures
+            .iter()
+            .take(12)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
 }
