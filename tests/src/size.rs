@@ -7,8 +7,8 @@
 //! * **crates**: distinct package names in `cargo tree -p fleetwatch-executor -e normal` (this
 //!   platform, resolved features), workspace members left out; `versions` counts name and
 //!   version pairs, which is larger when two versions of one crate are linked.
-//! * **lines**: the source files compiled into the executor from `executor/`, `protocol/` and
-//!   `signin/` — found by following `mod` declarations from each crate's root, leaving out
+//! * **lines**: the source files compiled into the executor from `executor/`, `protocol/`,
+//!   `signin/` and `epiphan/` (the MCP core both processes share) — found by following `mod` declarations from each crate's root, leaving out
 //!   modules under `#[cfg(test)]` or a cargo feature the executor does not enable — counting
 //!   lines that are not blank, not comments (`//…`, `/* … */`) and not inside a
 //!   `#[cfg(test)]` item.
@@ -116,7 +116,7 @@ pub struct FileLines {
     pub lines: usize,
 }
 
-/// The executor's own code and the protocol and signin modules it links, file by file.
+/// The executor's own code and the protocol, signin and epiphan modules it links, file by file.
 pub fn linked_lines(root: &Path) -> Result<Vec<FileLines>, String> {
     let mut out = Vec::new();
     let enabled = executor_features(root);
@@ -124,6 +124,7 @@ pub fn linked_lines(root: &Path) -> Result<Vec<FileLines>, String> {
         ("executor", vec!["src/lib.rs", "src/main.rs"]),
         ("protocol", vec!["src/lib.rs"]),
         ("signin", vec!["src/lib.rs"]),
+        ("epiphan", vec!["src/lib.rs"]),
     ] {
         let features = enabled.get(krate).cloned().unwrap_or_default();
         let base = root.join(krate);
@@ -148,7 +149,7 @@ pub fn linked_lines(root: &Path) -> Result<Vec<FileLines>, String> {
     Ok(out)
 }
 
-/// The cargo features the executor's manifest turns on for `protocol` and `signin`
+/// The cargo features the executor's manifest turns on for `protocol`, `signin` and `epiphan`
 /// (`fleetwatch-protocol = { …, features = [...] }`), and none for itself.
 fn executor_features(root: &Path) -> BTreeMap<&'static str, BTreeSet<String>> {
     let manifest = std::fs::read_to_string(root.join("executor/Cargo.toml")).unwrap_or_default();
@@ -156,6 +157,7 @@ fn executor_features(root: &Path) -> BTreeMap<&'static str, BTreeSet<String>> {
     for (krate, package) in [
         ("protocol", "fleetwatch-protocol"),
         ("signin", "fleetwatch-signin"),
+        ("epiphan", "fleetwatch-epiphan"),
     ] {
         let features = manifest
             .lines()
