@@ -195,6 +195,8 @@ async fn serve_executor(socket: &Path, world: Arc<Mutex<World>>, policy: Arc<Pol
                                 key_ids: w.trusted.key_ids(),
                                 policy_digest: policy.whole_digest(),
                                 chain_head: [0; 32],
+                                passkeys_enrolled: 0,
+                                quorums: Vec::new(),
                             }),
                             false,
                         ),

@@ -2,8 +2,8 @@
 //! value only that check can construct (private fields, neither `Clone` nor `Copy`), and each
 //! consumes the previous one, so the write cannot be reached with a check skipped.
 //!
-//! `PeerChecked` → `VerifiedBytes` → `Claims` → `Fresh` → `NonceStored` → `PolicyChecked` →
-//! `Fenced` → `LiveState` → `WriteTicket` → [`write`].
+//! `PeerChecked` → `VerifiedBytes` → `PersonChecked` → `Claims` → `Fresh` → `Quorate` →
+//! `NonceStored` → `PolicyChecked` → `Fenced` → `LiveState` → `WriteTicket` → [`write`].
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -14,12 +14,15 @@ use fleetwatch_protocol::claims::{
     SignatureError, SignedApproval, TrustedKeys,
 };
 use fleetwatch_protocol::fleet::{self, DeviceList, RoomBlock};
+use fleetwatch_protocol::passkey::{
+    self, Approvers, CredentialUse, RelyingParty, VerifiedPasskeys,
+};
 use fleetwatch_protocol::policy::{Policy, Validated};
 use serde_json::{Map, Value};
 
-use crate::config::Fence;
+use crate::config::{Fence, PasskeyConfig};
 use crate::epiphan::{Epiphan, WriteAnswer};
-use crate::store::{NonceError, Store};
+use crate::store::{Approved, NonceError, Store};
 use crate::{reads, state};
 
 /// Where the executor gets the time. Injected so tests can stand exactly at a boundary.
@@ -54,8 +57,32 @@ pub fn signature(
     }
 }
 
+/// Claims bytes whose every passkey assertion verified over exactly these bytes, with the
+/// distinct enrolled passkeys that signed (possibly none; the quorum judges that later).
+pub struct PersonChecked {
+    bytes: Vec<u8>,
+    passkeys: VerifiedPasskeys,
+}
+
+/// Verifies every passkey assertion the approval carries against the bytes the assistant's
+/// signature verified, still undecoded (DESIGN §9), with the executor's own RP ID and
+/// origins. One bad assertion refuses the approval, each failure with its own code.
+pub fn person(
+    verified: VerifiedBytes,
+    approval: &SignedApproval,
+    approvers: &Approvers,
+    rp: &RelyingParty,
+) -> Result<PersonChecked, Refusal> {
+    let passkeys = passkey::verify_assertions(&approval.passkeys, &verified.0, approvers, rp)
+        .map_err(passkey::PasskeyError::refusal)?;
+    Ok(PersonChecked {
+        bytes: verified.0,
+        passkeys,
+    })
+}
+
 /// Decoded claims of a version this build speaks.
-pub struct Claims(ApprovalClaims);
+pub struct Claims(ApprovalClaims, VerifiedPasskeys);
 
 impl Claims {
     /// The approval nonce (for the audit row of a refusal).
@@ -73,8 +100,8 @@ impl Claims {
 }
 
 /// Decodes the verified bytes (never re-encoded), requiring every byte consumed.
-pub fn claims(bytes: VerifiedBytes) -> Result<Claims, Refusal> {
-    let claims = ApprovalClaims::decode(&bytes.0).map_err(|e| match e {
+pub fn claims(checked: PersonChecked) -> Result<Claims, Refusal> {
+    let claims = ApprovalClaims::decode(&checked.bytes).map_err(|e| match e {
         ClaimsError::UnknownVersion => Refusal::UnknownClaimsVersion,
         ClaimsError::Malformed => Refusal::ClaimsMalformed,
         ClaimsError::TrailingBytes => Refusal::TrailingBytes,
@@ -82,17 +109,17 @@ pub fn claims(bytes: VerifiedBytes) -> Result<Claims, Refusal> {
     if claims.version != CLAIMS_VERSION {
         return Err(Refusal::UnknownClaimsVersion);
     }
-    Ok(Claims(claims))
+    Ok(Claims(claims, checked.passkeys))
 }
 
 /// Claims inside their validity window on the executor's own clock.
-pub struct Fresh(ApprovalClaims);
+pub struct Fresh(ApprovalClaims, VerifiedPasskeys);
 
 /// Expiry is strict (`now < expires_at`); the lifetime may not exceed five minutes plus the
 /// skew; the approval may not be issued later than `now` plus the skew. Arithmetic is checked
 /// because the values come from a peer.
 pub fn fresh(claims: Claims, now: i64) -> Result<Fresh, Refusal> {
-    let c = claims.0;
+    let Claims(c, passkeys) = claims;
     if now >= c.expires_at {
         return Err(Refusal::Expired);
     }
@@ -109,7 +136,48 @@ pub fn fresh(claims: Claims, now: i64) -> Result<Fresh, Refusal> {
     if c.approved_at > latest {
         return Err(Refusal::NotYetValid);
     }
-    Ok(Fresh(c))
+    Ok(Fresh(c, passkeys))
+}
+
+/// Enough distinct enrolled passkeys approved this change; the ones to store counters for.
+pub struct Quorate {
+    claims: ApprovalClaims,
+    uses: Vec<CredentialUse>,
+}
+
+/// How many distinct passkeys this change needs, from the executor's own configuration and
+/// policy: whether the change is disruptive comes from its policy and the signed arguments,
+/// never from anything else in the request. Arguments that do not parse count as disruptive
+/// (the policy check refuses them after the nonce anyway).
+pub fn needed(
+    config: &PasskeyConfig,
+    enrolled: usize,
+    policy: &Policy,
+    c: &ApprovalClaims,
+) -> usize {
+    let arguments = fleetwatch_protocol::canonical::from_str(&c.arguments)
+        .and_then(|canonical| canonical.to_value())
+        .unwrap_or(Value::Null);
+    config.needed(enrolled, &c.tool, policy.is_disruptive(&c.tool, &arguments))
+}
+
+/// Refuses unless the distinct enrolled passkeys that verified meet this change's quorum. The
+/// same passkey twice is one person.
+pub fn quorum(
+    fresh: Fresh,
+    config: &PasskeyConfig,
+    approvers: &Approvers,
+    policy: &Policy,
+) -> Result<Quorate, Refusal> {
+    let Fresh(c, passkeys) = fresh;
+    let need = needed(config, approvers.len(), policy, &c);
+    passkeys
+        .require(need)
+        .map_err(passkey::PasskeyError::refusal)?;
+    Ok(Quorate {
+        claims: c,
+        uses: passkeys.uses(),
+    })
 }
 
 /// The nonce is durably stored and the execution is open (`in_flight`).
@@ -122,22 +190,27 @@ impl NonceStored {
     }
 }
 
-/// Inserts the nonce before any read: a second presentation is a primary-key violation, and
-/// a crash from here on leaves an `in_flight` row that start-up marks unknown, never re-runs.
+/// Inserts the nonce before any read, with the passkeys' counters in the same transaction: a
+/// second presentation is a primary-key violation, a counter that did not increase stores
+/// nothing, and a crash from here on leaves an `in_flight` row that start-up marks unknown,
+/// never re-runs.
 pub fn nonce(
-    fresh: Fresh,
+    quorate: Quorate,
     store: &Store,
     assistant_head: &[u8; 32],
 ) -> Result<NonceStored, Refusal> {
-    let c = fresh.0;
-    match store.store_nonce(
-        &c.approval_id,
-        &c.tool,
-        &c.targets.join(","),
+    let Quorate { claims: c, uses } = quorate;
+    let targets = c.targets.join(",");
+    let approved = Approved {
+        tool: &c.tool,
+        targets: &targets,
         assistant_head,
-    ) {
+        passkeys: &uses,
+    };
+    match store.store_nonce(&c.approval_id, &approved) {
         Ok(()) => Ok(NonceStored(c)),
         Err(NonceError::Replayed) => Err(Refusal::Replayed),
+        Err(NonceError::CounterNotIncreased) => Err(Refusal::PasskeyCounterNotIncreased),
         Err(NonceError::NotStored) => Err(Refusal::NonceNotStored),
     }
 }
@@ -354,21 +427,31 @@ mod tests {
     const NOW: i64 = 1_800_000_000;
 
     fn claims(approved_at: i64, expires_at: i64) -> Claims {
-        Claims(ApprovalClaims {
-            version: CLAIMS_VERSION,
-            approval_id: [1; 16],
-            proposal_id: 1,
-            tool: "batch_reboot".into(),
-            arguments: "{}".into(),
-            targets: vec![],
-            fingerprint: "{}".into(),
-            schema_version: 1,
-            policy_digest: [0; 32],
-            slot: Slot::Sandbox,
-            approved_at,
-            expires_at,
-            page_session: [0; 16],
-        })
+        let none = passkey::verify_assertions(
+            &[],
+            b"",
+            &Approvers::default(),
+            &RelyingParty::new("localhost", ["http://localhost:8767"]),
+        )
+        .unwrap();
+        Claims(
+            ApprovalClaims {
+                version: CLAIMS_VERSION,
+                approval_id: [1; 16],
+                proposal_id: 1,
+                tool: "batch_reboot".into(),
+                arguments: "{}".into(),
+                targets: vec![],
+                fingerprint: "{}".into(),
+                schema_version: 1,
+                policy_digest: [0; 32],
+                slot: Slot::Sandbox,
+                approved_at,
+                expires_at,
+                page_session: [0; 16],
+            },
+            none,
+        )
     }
 
     fn verdict(approved_at: i64, expires_at: i64) -> Result<(), Refusal> {

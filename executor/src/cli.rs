@@ -34,6 +34,18 @@ pub enum Command {
     AuditHeads,
     /// `keys list`
     KeysList,
+    /// `approvers list`
+    ApproversList,
+    /// `approvers add LINE…`
+    ApproversAdd {
+        /// The words of the line, joined by one space (`-`: read one line from standard input).
+        line: String,
+    },
+    /// `approvers remove WHO…`
+    ApproversRemove {
+        /// A fingerprint or an operator name, its words joined by one space.
+        who: String,
+    },
 }
 
 /// A parsed command line.
@@ -72,6 +84,8 @@ struct Node {
     /// In the order help lists them; `--config` (global) is one of them.
     flags: &'static [&'static Flag],
     children: &'static [&'static Node],
+    /// The words a command takes after its name (required when present), and their help.
+    operand: Option<(&'static str, &'static str)>,
 }
 
 static CONFIG: Flag = Flag {
@@ -131,6 +145,7 @@ static SERVE: Node = Node {
             restart it into the same refusal",
     flags: &[&CONFIG],
     children: &[],
+    operand: None,
 };
 
 static LOGIN: Node = Node {
@@ -145,6 +160,7 @@ static LOGIN: Node = Node {
             again",
     flags: &[&CONFIG, &SANDBOX_LOGIN, &TOKEN_FILE, &KNOWN_DEVICES],
     children: &[],
+    operand: None,
 };
 
 static LOGOUT: Node = Node {
@@ -153,6 +169,7 @@ static LOGOUT: Node = Node {
             until the next login",
     flags: &[&CONFIG, &SANDBOX_LOGOUT],
     children: &[],
+    operand: None,
 };
 
 static DOCTOR: Node = Node {
@@ -162,6 +179,7 @@ static DOCTOR: Node = Node {
             each. Exits 1 if any check fails",
     flags: &[&CONFIG],
     children: &[],
+    operand: None,
 };
 
 static AUDIT_VERIFY: Node = Node {
@@ -170,6 +188,7 @@ static AUDIT_VERIFY: Node = Node {
             row that was edited, removed or inserted behind the program's back",
     flags: &[&AGAINST, &CONFIG],
     children: &[],
+    operand: None,
 };
 
 static AUDIT_HEADS: Node = Node {
@@ -178,6 +197,7 @@ static AUDIT_HEADS: Node = Node {
             `fleetwatch audit verify --against`. Hashes only, no row content",
     flags: &[&CONFIG],
     children: &[],
+    operand: None,
 };
 
 static AUDIT: Node = Node {
@@ -185,6 +205,7 @@ static AUDIT: Node = Node {
     about: "The executor's audit log",
     flags: &[&CONFIG],
     children: &[&AUDIT_VERIFY, &AUDIT_HEADS],
+    operand: None,
 };
 
 static KEYS_LIST: Node = Node {
@@ -192,6 +213,7 @@ static KEYS_LIST: Node = Node {
     about: "Print the ID of every key in the approver key file",
     flags: &[&CONFIG],
     children: &[],
+    operand: None,
 };
 
 static KEYS: Node = Node {
@@ -199,6 +221,56 @@ static KEYS: Node = Node {
     about: "The installed approver public keys",
     flags: &[&CONFIG],
     children: &[&KEYS_LIST],
+    operand: None,
+};
+
+static APPROVERS_LIST: Node = Node {
+    name: "list",
+    about: "Show every approver in the approver file: kind (passkey or assistant key), \
+            algorithm, fingerprint, the last signature counter the executor stored, when \
+            `approvers add` added it, and the operator's name. Reads the executor's database \
+            without writing to it",
+    flags: &[&CONFIG],
+    children: &[],
+    operand: None,
+};
+
+static APPROVERS_ADD: Node = Node {
+    name: "add",
+    about: "Add one approver line to the approver file, as root: the operator's passkey line \
+            exactly as the approval page shows it after enrolment, or an assistant key line. \
+            Prints the fingerprint to compare with the operator's screen. Refuses a malformed \
+            line, an unsupported algorithm, and a credential ID or key already in the file, \
+            leaving the file unchanged; otherwise replaces the file atomically (mode 0644, owner \
+            kept). The running executor uses it from the next request",
+    flags: &[&CONFIG],
+    children: &[],
+    operand: Some((
+        "LINE",
+        "`passkey es256|ed25519 <credential ID> <SPKI base64> <operator name>` or `ed25519 \
+         <base64 key> [comment]`, quoted or as separate words; `-` reads one line from standard \
+         input",
+    )),
+};
+
+static APPROVERS_REMOVE: Node = Node {
+    name: "remove",
+    about: "Remove one approver, found by its fingerprint (as `approvers list` shows it; spaces \
+            optional) or by its operator name, and say what was removed. Refuses when nothing or \
+            more than one approver matches, and the last assistant key. Atomic like `add`; the \
+            removed passkey approves nothing from the next request on",
+    flags: &[&CONFIG],
+    children: &[],
+    operand: Some(("WHO", "A fingerprint or an operator name")),
+};
+
+static APPROVERS: Node = Node {
+    name: "approvers",
+    about: "Who may approve: the operators' passkeys and the assistant's key, in the approver \
+            file",
+    flags: &[&CONFIG],
+    children: &[&APPROVERS_LIST, &APPROVERS_ADD, &APPROVERS_REMOVE],
+    operand: None,
 };
 
 static TOP: Node = Node {
@@ -208,7 +280,8 @@ static TOP: Node = Node {
             approval's signature, freshness and single use, its own policy, the write fence and \
             the devices' live state",
     flags: &[&CONFIG],
-    children: &[&SERVE, &LOGIN, &LOGOUT, &DOCTOR, &AUDIT, &KEYS],
+    children: &[&SERVE, &LOGIN, &LOGOUT, &DOCTOR, &AUDIT, &KEYS, &APPROVERS],
+    operand: None,
 };
 
 const HELP_COMMAND: &str = "Print this message or the help of the given subcommand(s)";
@@ -237,6 +310,9 @@ fn usage(path: &[&Node], with_options: bool) -> String {
     if !node.children.is_empty() {
         line.push_str(" <COMMAND>");
     }
+    if let Some((name, _)) = node.operand {
+        line.push_str(&format!(" <{name}>..."));
+    }
     format!("Usage: {line}")
 }
 
@@ -257,6 +333,9 @@ fn help(path: &[&Node]) -> String {
             out.push_str(&format!("  {:width$}  {}\n", child.name, child.about));
         }
         out.push_str(&format!("  {:width$}  {HELP_COMMAND}\n", "help"));
+    }
+    if let Some((name, text)) = node.operand {
+        out.push_str(&format!("\nArguments:\n  <{name}>...  {text}\n"));
     }
     let mut rows: Vec<(String, &str)> = node
         .flags
@@ -292,6 +371,7 @@ where
     let mut path: Vec<&'static Node> = Vec::new();
     let mut config: Option<PathBuf> = None;
     let mut given: Vec<(&'static str, Option<OsString>)> = Vec::new();
+    let mut operands: Vec<String> = Vec::new();
     loop {
         let node = path.last().copied().unwrap_or(&TOP);
         let arg = match parser.next() {
@@ -350,6 +430,13 @@ where
                 return usage_error(&format!("unexpected argument '-{c}' found"), &path);
             }
             lexopt::Arg::Value(word) => {
+                if node.operand.is_some() {
+                    match word.into_string() {
+                        Ok(text) => operands.push(text),
+                        Err(_) => return usage_error("an argument is not valid UTF-8", &path),
+                    }
+                    continue;
+                }
                 let text = word.to_string_lossy();
                 if node.children.is_empty() {
                     return usage_error(&format!("unexpected argument '{text}' found"), &path);
@@ -366,7 +453,7 @@ where
             }
         }
     }
-    finish(path, config, given)
+    finish(path, config, given, operands)
 }
 
 /// `help [COMMAND…]`: the help of that command.
@@ -386,6 +473,7 @@ fn finish(
     path: Vec<&'static Node>,
     config: Option<PathBuf>,
     given: Vec<(&'static str, Option<OsString>)>,
+    operands: Vec<String>,
 ) -> Parsed {
     let node = path.last().copied().unwrap_or(&TOP);
     if !node.children.is_empty() {
@@ -398,6 +486,11 @@ fn finish(
         .filter(|f| f.required && !given.iter().any(|(l, _)| *l == f.long))
         .map(|f| format!("  {}", flag_spec(f)))
         .collect();
+    if let Some((name, _)) = node.operand
+        && operands.iter().all(|w| w.trim().is_empty())
+    {
+        return usage_error(&format!("the argument <{name}> is required"), &path);
+    }
     if !missing.is_empty() {
         return Parsed::Usage(format!(
             "error: the following required arguments were not provided:\n{}\n\n{}\n\nFor more \
@@ -430,6 +523,13 @@ fn finish(
         },
         ["audit", "heads"] => Command::AuditHeads,
         ["keys", "list"] => Command::KeysList,
+        ["approvers", "list"] => Command::ApproversList,
+        ["approvers", "add"] => Command::ApproversAdd {
+            line: operands.join(" "),
+        },
+        ["approvers", "remove"] => Command::ApproversRemove {
+            who: operands.join(" "),
+        },
         _ => return Parsed::Usage(help(&path)),
     };
     Parsed::Run(Cli { config, command })
@@ -481,6 +581,32 @@ mod tests {
         );
         assert!(matches!(run(&["keys", "list"]), Parsed::Run(_)));
         assert!(matches!(run(&["logout", "--sandbox"]), Parsed::Run(_)));
+        assert_eq!(
+            run(&[
+                "approvers",
+                "add",
+                "passkey es256 AAAA",
+                "Ana",
+                "--config",
+                "c"
+            ]),
+            Parsed::Run(Cli {
+                config: Some("c".into()),
+                command: Command::ApproversAdd {
+                    line: "passkey es256 AAAA Ana".into()
+                }
+            })
+        );
+        assert_eq!(
+            run(&["approvers", "remove", "3fa2 9c01"]),
+            Parsed::Run(Cli {
+                config: None,
+                command: Command::ApproversRemove {
+                    who: "3fa2 9c01".into()
+                }
+            })
+        );
+        assert!(matches!(run(&["approvers", "list"]), Parsed::Run(_)));
     }
 
     #[test]
@@ -499,6 +625,10 @@ mod tests {
             &["--config", "a", "serve", "--config", "b"],
             &["logout", "--sandbox=yes"],
             &["serve", "-x"],
+            &["approvers"],
+            &["approvers", "add"],
+            &["approvers", "remove", " "],
+            &["approvers", "list", "extra"],
         ] {
             assert!(matches!(run(args), Parsed::Usage(_)), "{args:?}");
         }
@@ -509,7 +639,7 @@ mod tests {
         let Parsed::Print(top) = run(&["--help"]) else {
             panic!("no help")
         };
-        assert!(top.contains("\nCommands:\n  serve   Listen on the Unix socket"));
+        assert!(top.contains("\nCommands:\n  serve      Listen on the Unix socket"));
         assert!(top.contains("      --config <CONFIG>  Configuration file"));
         assert!(top.contains("  -V, --version          Print version\n"));
         let Parsed::Print(login) = run(&["login", "-h"]) else {

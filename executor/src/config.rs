@@ -1,7 +1,7 @@
 //! Configuration: a YAML file (`FLEETWATCH_EXECUTOR_CONFIG` or `--config`) overridden by the
 //! environment names both processes share. Paths come only from here, never from the wire.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -28,6 +28,85 @@ struct FileConfig {
     max_connections: Option<usize>,
     write_device_ids: Option<Vec<String>>,
     write_team_id: Option<String>,
+    passkeys: Option<FilePasskeys>,
+}
+
+/// The `passkeys:` section as written.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FilePasskeys {
+    rp_id: Option<String>,
+    origins: Option<Vec<String>>,
+    quorum: Option<u32>,
+    quorum_disruptive: Option<u32>,
+    tools: Option<BTreeMap<String, u32>>,
+}
+
+/// The approval page's default address, where passkeys are used when no origin is configured.
+pub const DEFAULT_ORIGIN: &str = "http://localhost:8767";
+
+/// Who must approve: where passkey assertions must come from and how many distinct enrolled
+/// passkeys a change needs (DESIGN §9). Read only from the executor's configuration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PasskeyConfig {
+    /// The RP ID passkeys are bound to (`localhost`).
+    pub rp_id: String,
+    /// The page origins an assertion may come from (`http://localhost:<page port>`).
+    pub origins: Vec<String>,
+    /// `passkeys.quorum`: every change; `None` is 1 once a passkey is enrolled.
+    pub quorum: Option<u32>,
+    /// `passkeys.quorum_disruptive`: a disruptive change; `None` is 1 once a passkey is
+    /// enrolled.
+    pub quorum_disruptive: Option<u32>,
+    /// `passkeys.tools`: per tool.
+    pub tools: BTreeMap<String, u32>,
+}
+
+impl Default for PasskeyConfig {
+    /// What an executor with no `passkeys:` section uses.
+    fn default() -> PasskeyConfig {
+        PasskeyConfig {
+            rp_id: fleetwatch_protocol::passkey::PRODUCTION_RP_ID.to_owned(),
+            origins: vec![DEFAULT_ORIGIN.to_owned()],
+            quorum: None,
+            quorum_disruptive: None,
+            tools: BTreeMap::new(),
+        }
+    }
+}
+
+impl PasskeyConfig {
+    /// Whether any quorum is written in the configuration. A written quorum holds even with no
+    /// passkey enrolled (every change is then refused), so deleting the approver file's
+    /// passkeys cannot silently unbind approvals from people.
+    pub fn explicit(&self) -> bool {
+        self.quorum.is_some() || self.quorum_disruptive.is_some() || !self.tools.is_empty()
+    }
+
+    /// How many distinct enrolled passkeys a change of `tool` needs, given how many are
+    /// enrolled and whether the executor's policy calls this change disruptive. Zero only when
+    /// none is enrolled and none is configured: the assistant's signature alone, as before
+    /// passkeys. Otherwise the largest of `quorum`, `quorum_disruptive` (disruptive changes)
+    /// and the tool's own entry, each 1 when unset: a setting can raise what a change needs,
+    /// never lower it below another.
+    pub fn needed(&self, enrolled: usize, tool: &str, disruptive: bool) -> usize {
+        if enrolled == 0 && !self.explicit() {
+            return 0;
+        }
+        let mut need = self.quorum.unwrap_or(1);
+        if disruptive {
+            need = need.max(self.quorum_disruptive.unwrap_or(1));
+        }
+        if let Some(n) = self.tools.get(tool) {
+            need = need.max(*n);
+        }
+        usize::try_from(need).unwrap_or(usize::MAX)
+    }
+
+    /// The relying party the verifier checks assertions against.
+    pub fn relying_party(&self) -> fleetwatch_protocol::passkey::RelyingParty {
+        fleetwatch_protocol::passkey::RelyingParty::new(&self.rp_id, self.origins.iter().cloned())
+    }
 }
 
 /// Where writes may go. At least one of the two must be set, or nothing is written.
@@ -75,6 +154,8 @@ pub struct Config {
     pub max_connections: usize,
     /// The write fence.
     pub fence: Fence,
+    /// Passkeys: relying party and quorum.
+    pub passkeys: PasskeyConfig,
 }
 
 /// Why the configuration was refused.
@@ -125,6 +206,79 @@ fn secs(
         });
     }
     Ok(Duration::from_secs(n))
+}
+
+/// Checks the `passkeys:` section. A quorum is 1 to [`MAX_ASSERTIONS`] (0 would mean "no
+/// person", which no setting may say); an origin is `http://` or `https://` with a host and
+/// no path, as browsers write it in client data.
+///
+/// [`MAX_ASSERTIONS`]: fleetwatch_protocol::passkey::MAX_ASSERTIONS
+fn passkeys(file: FilePasskeys) -> Result<PasskeyConfig, ConfigError> {
+    use fleetwatch_protocol::passkey::MAX_ASSERTIONS;
+    let most = u32::try_from(MAX_ASSERTIONS).unwrap_or(u32::MAX);
+    let quorum = |name: &'static str, n: Option<u32>| -> Result<Option<u32>, ConfigError> {
+        match n {
+            Some(n) if !(1..=most).contains(&n) => Err(ConfigError::Value {
+                name,
+                problem: format!("{n} is not between 1 and {most}"),
+            }),
+            other => Ok(other),
+        }
+    };
+    let rp_id = file
+        .rp_id
+        .map(|r| r.trim().to_owned())
+        .unwrap_or_else(|| fleetwatch_protocol::passkey::PRODUCTION_RP_ID.to_owned());
+    if rp_id.is_empty()
+        || !rp_id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '-')
+    {
+        return Err(ConfigError::Value {
+            name: "passkeys.rp_id",
+            problem: format!("{rp_id:?} is not a host name"),
+        });
+    }
+    let origins = file
+        .origins
+        .unwrap_or_else(|| vec![DEFAULT_ORIGIN.to_owned()]);
+    if origins.is_empty() {
+        return Err(ConfigError::Value {
+            name: "passkeys.origins",
+            problem: "lists no origin; no passkey could approve anything".into(),
+        });
+    }
+    for origin in &origins {
+        let rest = origin
+            .strip_prefix("http://")
+            .or_else(|| origin.strip_prefix("https://"));
+        let ok = rest.is_some_and(|host| {
+            !host.is_empty()
+                && !host.contains(['/', '?', '#', '@'])
+                && !host.chars().any(char::is_whitespace)
+        });
+        if !ok {
+            return Err(ConfigError::Value {
+                name: "passkeys.origins",
+                problem: format!(
+                    "{origin:?} is not an origin (`http://localhost:8767`: scheme, host and port, no path)"
+                ),
+            });
+        }
+    }
+    let mut tools = BTreeMap::new();
+    for (tool, n) in file.tools.unwrap_or_default() {
+        if let Some(n) = quorum("passkeys.tools", Some(n))? {
+            tools.insert(tool, n);
+        }
+    }
+    Ok(PasskeyConfig {
+        rp_id,
+        origins,
+        quorum: quorum("passkeys.quorum", file.quorum)?,
+        quorum_disruptive: quorum("passkeys.quorum_disruptive", file.quorum_disruptive)?,
+        tools,
+    })
 }
 
 impl Config {
@@ -194,7 +348,9 @@ impl Config {
                 problem: "must be between 1 and 1024".into(),
             });
         }
+        let passkeys = passkeys(file.passkeys.unwrap_or_default())?;
         Ok(Config {
+            passkeys,
             socket: env("FLEETWATCH_EXECUTOR_SOCKET")
                 .map(PathBuf::from)
                 .or(file.socket)
@@ -263,6 +419,41 @@ mod tests {
         assert_eq!(config.allowed_uids, BTreeSet::from([1000]));
         assert!(config.fence.configured());
         assert!(yaml_serde::from_str::<FileConfig>("sockett: /x\n").is_err());
+    }
+
+    #[test]
+    fn passkey_quorum_defaults_and_settings() {
+        let none = passkeys(FilePasskeys::default()).unwrap();
+        assert_eq!(none.rp_id, "localhost");
+        assert_eq!(none.origins, vec![DEFAULT_ORIGIN.to_owned()]);
+        // Nothing enrolled, nothing written: the assistant's signature alone.
+        assert_eq!(none.needed(0, "batch_reboot", true), 0);
+        // Once a passkey is enrolled: one, calm or disruptive.
+        assert_eq!(none.needed(1, "batch_reboot", true), 1);
+        assert_eq!(none.needed(1, "batch_recording", false), 1);
+        let two: FilePasskeys = yaml_serde::from_str(
+            "quorum_disruptive: 2\ntools: {batch_firmware_update: 3}\norigins: [\"http://localhost:9000\"]\n",
+        )
+        .unwrap();
+        let two = passkeys(two).unwrap();
+        assert_eq!(two.needed(2, "batch_recording", false), 1);
+        assert_eq!(two.needed(2, "batch_reboot", true), 2);
+        assert_eq!(two.needed(2, "batch_firmware_update", false), 3);
+        // Written, but nothing enrolled: still required, so everything is refused.
+        assert_eq!(two.needed(0, "batch_recording", false), 1);
+        for bad in [
+            "quorum: 0\n",
+            "quorum_disruptive: 9\n",
+            "tools: {batch_reboot: 0}\n",
+            "origins: []\n",
+            "origins: [\"localhost:8767\"]\n",
+            "origins: [\"http://localhost:8767/\"]\n",
+            "rp_id: \"local host\"\n",
+        ] {
+            let file: FilePasskeys = yaml_serde::from_str(bad).unwrap();
+            assert!(passkeys(file).is_err(), "{bad}");
+        }
+        assert!(yaml_serde::from_str::<FilePasskeys>("quorom: 2\n").is_err());
     }
 
     #[test]

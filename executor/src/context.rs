@@ -1,12 +1,15 @@
-//! Everything a running executor loads once at start: configuration, approver keys, its own
-//! policy and the store. Each trusted file is checked for owner and mode before it is read.
+//! Everything a running executor loads once at start: configuration, its own policy and the
+//! store; and the approver file, checked at start and read again for every request that needs
+//! it (see [`crate::approvers`]). Each trusted file is checked for owner and mode before it is
+//! read.
 
 use std::path::Path;
 
 use fleetwatch_protocol::Refusal;
-use fleetwatch_protocol::claims::TrustedKeys;
+use fleetwatch_protocol::passkey::RelyingParty;
 use fleetwatch_protocol::policy::Policy;
 
+use crate::approvers::{self, ApproverFile, FileError};
 use crate::checks::Clock;
 use crate::config::Config;
 use crate::os::{self, TrustError, Trusted};
@@ -18,16 +21,12 @@ pub enum StartError {
     /// A trusted file or folder was refused.
     #[error("{0}")]
     Trust(#[from] TrustError),
-    /// The approver key file is invalid.
-    #[error(
-        "approver key file {path}: {problem}; each line must read `ed25519 <base64 key> [comment]`"
-    )]
-    Keys {
-        /// The file.
-        path: String,
-        /// What is wrong.
-        problem: String,
-    },
+    /// The approver file is invalid.
+    #[error("{0}")]
+    Approvers(#[from] FileError),
+    /// The configuration names something the policy does not know.
+    #[error("{0}")]
+    Config(String),
     /// The policy is invalid.
     #[error("policy file {path}: {problem}")]
     Policy {
@@ -59,8 +58,8 @@ pub enum StartError {
 pub struct Context {
     /// Configuration.
     pub config: Config,
-    /// Installed approver keys.
-    pub keys: TrustedKeys,
+    /// Where passkey assertions must come from (from the configuration).
+    pub relying_party: RelyingParty,
     /// The executor's own policy.
     pub policy: Policy,
     /// `executor.db`.
@@ -73,13 +72,18 @@ pub struct Context {
     _lock: std::fs::File,
 }
 
-/// Reads and parses the approver key file.
-pub fn load_keys(path: &Path) -> Result<TrustedKeys, StartError> {
-    let text = os::read_trusted(path, Trusted::File, 1 << 20)?;
-    TrustedKeys::parse(&text).map_err(|e| StartError::Keys {
-        path: path.display().to_string(),
-        problem: e.to_string(),
-    })
+/// Every tool named under `passkeys.tools` must be proposable in the executor's policy: a
+/// misspelt tool would silently keep its quorum lower than the administrator meant.
+pub fn check_quorum_tools(config: &Config, policy: &Policy) -> Result<(), StartError> {
+    for tool in config.passkeys.tools.keys() {
+        if policy.propose_entry(tool).is_none() {
+            return Err(StartError::Config(format!(
+                "passkeys.tools names {tool:?}, which is not a proposable tool in {}",
+                config.policy.display()
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Reads and parses the executor's policy file.
@@ -122,8 +126,14 @@ impl Context {
     /// Loads everything `serve` needs, and marks interrupted executions unknown.
     pub fn load(config: Config) -> Result<Context, StartError> {
         crate::epiphan::check_url(&config.epiphan_url, config.allow_loopback_http)?;
-        let keys = load_keys(&config.approver_keys)?;
+        let approvers = approvers::load(&config.approver_keys)?;
         let policy = load_policy(&config.policy)?;
+        check_quorum_tools(&config, &policy)?;
+        if approvers.passkeys.is_empty() && !config.passkeys.explicit() {
+            tracing::warn!(
+                "no passkey enrolled: approvals are not bound to a person (enrol one on the approval page, then `fleetwatch-executor approvers add`)"
+            );
+        }
         state_dir(&config)?;
         // Before recovery: recovery marks in-flight executions unknown, which is right only
         // when no other executor is running them.
@@ -145,14 +155,20 @@ impl Context {
             config.read_timeout,
         ));
         Ok(Context {
+            relying_party: config.passkeys.relying_party(),
             config,
-            keys,
             policy,
             store,
             clock: jiff::Timestamp::now,
             sessions,
             _lock: lock,
         })
+    }
+
+    /// The approver file as it is now: read for every request that needs it, so a passkey
+    /// removed with `approvers remove` stops verifying at once.
+    pub fn approvers(&self) -> Result<ApproverFile, FileError> {
+        approvers::load(&self.config.approver_keys)
     }
 
     /// An MCP session signed in as the sandbox with the slot's current token (renewed when

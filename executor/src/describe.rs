@@ -6,6 +6,7 @@ use fleetwatch_protocol::Refusal;
 use fleetwatch_protocol::fleet::{self, RoomBlock};
 use fleetwatch_protocol::wire::{
     ChannelFacts, DescribeRequest, Description, DeviceFacts, EventFacts, StatusReport, StreamFacts,
+    ToolQuorum,
 };
 
 use crate::context::Context;
@@ -169,7 +170,17 @@ fn value_of(
 
 /// Version and configuration facts.
 pub fn status(ctx: &Context) -> StatusReport {
+    // An approver file that no longer loads enrols nobody and verifies nothing; say so.
+    let (key_ids, enrolled) = match ctx.approvers() {
+        Ok(file) => (file.keys.key_ids(), file.passkeys.len()),
+        Err(e) => {
+            tracing::error!(error = %e, "the approver file does not load");
+            (Vec::new(), 0)
+        }
+    };
     StatusReport {
+        passkeys_enrolled: u32::try_from(enrolled).unwrap_or(u32::MAX),
+        quorums: quorums(&ctx.config.passkeys, enrolled, &ctx.policy),
         version: env!("CARGO_PKG_VERSION").to_string(),
         fence_configured: ctx.config.fence.configured(),
         sandbox_sign_in: matches!(
@@ -177,8 +188,33 @@ pub fn status(ctx: &Context) -> StatusReport {
             Ok(fleetwatch_signin::SlotStatus::Static
                 | fleetwatch_signin::SlotStatus::SignedIn { .. })
         ),
-        key_ids: ctx.keys.key_ids(),
+        key_ids,
         policy_digest: ctx.policy.whole_digest(),
         chain_head: ctx.store.head().unwrap_or(crate::audit::GENESIS),
     }
+}
+
+/// The passkeys each proposable tool needs, for a calm and for a disruptive change, as the
+/// quorum check computes them.
+pub fn quorums(
+    config: &crate::config::PasskeyConfig,
+    enrolled: usize,
+    policy: &fleetwatch_protocol::policy::Policy,
+) -> Vec<ToolQuorum> {
+    let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+    policy
+        .propose_entries()
+        .filter(|e| e.schema.is_some())
+        .map(|e| ToolQuorum {
+            tool: e.name.clone(),
+            // A tool that is always disruptive has no calm change, and one that never is has
+            // no disruptive change: each reports what its changes need either way.
+            calm: count(config.needed(
+                enrolled,
+                &e.name,
+                e.disruptive && e.disruptive_when.is_none(),
+            )),
+            disruptive: count(config.needed(enrolled, &e.name, e.disruptive)),
+        })
+        .collect()
 }

@@ -5,7 +5,7 @@ use std::os::unix::fs::MetadataExt;
 
 use crate::config::Config;
 use crate::epiphan::Epiphan;
-use crate::{audit, context, epiphan, os, reads, slot, store};
+use crate::{approvers, audit, context, describe, epiphan, os, reads, slot, store};
 use fleetwatch_signin::SlotStatus;
 
 /// A check's verdict.
@@ -78,19 +78,22 @@ pub async fn doctor(config: &Config) -> Vec<Line> {
             ),
         ),
     });
-    lines.push(match context::load_keys(&config.approver_keys) {
-        Ok(keys) => line(
+    let approvers = approvers::load(&config.approver_keys);
+    lines.push(match &approvers {
+        Ok(file) => line(
             Level::Ok,
-            "key file",
+            "approver file",
             format!(
-                "{}: {} key(s)",
+                "{}: {} assistant key(s), {} passkey(s)",
                 config.approver_keys.display(),
-                keys.key_ids().len()
+                file.keys.key_ids().len(),
+                file.passkeys.len()
             ),
         ),
-        Err(e) => line(Level::Fail, "key file", e.to_string()),
+        Err(e) => line(Level::Fail, "approver file", e.to_string()),
     });
-    lines.push(match context::load_policy(&config.policy) {
+    let policy = context::load_policy(&config.policy);
+    lines.push(match &policy {
         Ok(policy) => line(
             Level::Ok,
             "policy",
@@ -103,6 +106,9 @@ pub async fn doctor(config: &Config) -> Vec<Line> {
         ),
         Err(e) => line(Level::Fail, "policy", e.to_string()),
     });
+    if let Ok(file) = &approvers {
+        lines.extend(person(config, &file.passkeys, policy.as_ref().ok()));
+    }
     lines.push(
         match epiphan::check_url(&config.epiphan_url, config.allow_loopback_http) {
             Ok(()) => line(Level::Ok, "Epiphan URL", config.epiphan_url.clone()),
@@ -123,6 +129,102 @@ pub async fn doctor(config: &Config) -> Vec<Line> {
             lines.extend(database(config));
         }
     }
+    lines
+}
+
+/// Whether approvals are bound to a person: the enrolled passkeys, where their assertions must
+/// come from, and how many each tool needs (DESIGN §9).
+fn person(
+    config: &Config,
+    passkeys: &fleetwatch_protocol::passkey::Approvers,
+    policy: Option<&fleetwatch_protocol::policy::Policy>,
+) -> Vec<Line> {
+    const CHECK: &str = "approved by a person";
+    let settings = &config.passkeys;
+    let mut lines = Vec::new();
+    lines.push(if passkeys.is_empty() && !settings.explicit() {
+        line(
+            Level::Warn,
+            CHECK,
+            "no passkey enrolled: approvals are not bound to a person (the assistant's \
+             signature alone is accepted); enrol one on the approval page and install it with \
+             `fleetwatch-executor approvers add`",
+        )
+    } else if passkeys.is_empty() {
+        line(
+            Level::Fail,
+            CHECK,
+            "a quorum is configured (passkeys:) but no passkey is enrolled: every change is \
+             refused; install one with `fleetwatch-executor approvers add`",
+        )
+    } else {
+        let names: Vec<String> = passkeys
+            .records()
+            .iter()
+            .map(|r| format!("{} ({}, {})", r.name(), r.algorithm(), r.fingerprint()))
+            .collect();
+        line(
+            Level::Ok,
+            CHECK,
+            format!(
+                "{} passkey(s) enrolled: {}",
+                passkeys.len(),
+                names.join("; ")
+            ),
+        )
+    });
+    lines.push(line(
+        Level::Ok,
+        "passkey origins",
+        format!(
+            "RP ID {}, assertions accepted from {}",
+            settings.rp_id,
+            settings.origins.join(", ")
+        ),
+    ));
+    let Some(policy) = policy else {
+        return lines;
+    };
+    if let Err(e) = context::check_quorum_tools(config, policy) {
+        lines.push(line(Level::Fail, "quorum", e.to_string()));
+        return lines;
+    }
+    let quorums = describe::quorums(settings, passkeys.len(), policy);
+    let shown: Vec<String> = quorums
+        .iter()
+        .map(|q| {
+            if q.calm == q.disruptive {
+                format!("{} {}", q.tool, q.calm)
+            } else {
+                format!("{} {} ({} when disruptive)", q.tool, q.calm, q.disruptive)
+            }
+        })
+        .collect();
+    let enrolled = u32::try_from(passkeys.len()).unwrap_or(u32::MAX);
+    let unreachable: Vec<&str> = quorums
+        .iter()
+        .filter(|q| q.calm.max(q.disruptive) > enrolled && enrolled > 0)
+        .map(|q| q.tool.as_str())
+        .collect();
+    lines.push(if unreachable.is_empty() {
+        line(
+            Level::Ok,
+            "quorum",
+            format!("passkeys per change: {}", shown.join(", ")),
+        )
+    } else {
+        line(
+            Level::Fail,
+            "quorum",
+            format!(
+                "passkeys per change: {}; {} enrolled, so {} can never be approved: enrol more \
+                 passkeys or lower the quorum",
+                shown.join(", "),
+                enrolled,
+                unreachable.join(", ")
+            ),
+        )
+    });
     lines
 }
 

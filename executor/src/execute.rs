@@ -14,11 +14,27 @@ use crate::store::Final;
 /// Runs an approved change, or refuses it saying which check failed.
 pub async fn execute(ctx: &Context, peer: PeerChecked, request: ExecuteRequest) -> Response {
     // Before the nonce: a refusal here leaves no execution row, only an audit row.
-    let verified = match checks::signature(&peer, &request.approval, &ctx.keys) {
+    let approvers = match ctx.approvers() {
+        Ok(a) => a,
+        Err(e) => {
+            tracing::error!(error = %e, "the approver file does not load; every Execute is refused until it is fixed");
+            return refused_early(ctx, Refusal::Internal, None, &request.assistant_chain_head);
+        }
+    };
+    let verified = match checks::signature(&peer, &request.approval, &approvers.keys) {
         Ok(v) => v,
         Err(r) => return refused_early(ctx, r, None, &request.assistant_chain_head),
     };
-    let claims = match checks::claims(verified) {
+    let person = match checks::person(
+        verified,
+        &request.approval,
+        &approvers.passkeys,
+        &ctx.relying_party,
+    ) {
+        Ok(p) => p,
+        Err(r) => return refused_early(ctx, r, None, &request.assistant_chain_head),
+    };
+    let claims = match checks::claims(person) {
         Ok(c) => c,
         Err(r) => return refused_early(ctx, r, None, &request.assistant_chain_head),
     };
@@ -33,7 +49,16 @@ pub async fn execute(ctx: &Context, peer: PeerChecked, request: ExecuteRequest) 
         Ok(f) => f,
         Err(r) => return refused_early(ctx, r, Some(&described), &request.assistant_chain_head),
     };
-    let stored = match checks::nonce(fresh, &ctx.store, &request.assistant_chain_head) {
+    let quorate = match checks::quorum(
+        fresh,
+        &ctx.config.passkeys,
+        &approvers.passkeys,
+        &ctx.policy,
+    ) {
+        Ok(q) => q,
+        Err(r) => return refused_early(ctx, r, Some(&described), &request.assistant_chain_head),
+    };
+    let stored = match checks::nonce(quorate, &ctx.store, &request.assistant_chain_head) {
         Ok(s) => s,
         Err(r) => return refused_early(ctx, r, Some(&described), &request.assistant_chain_head),
     };

@@ -6,6 +6,7 @@
 //! policy and fence, and makes the one write. Start reading at [`execute::execute`].
 #![forbid(unsafe_code)]
 
+pub mod approvers;
 pub mod audit;
 pub mod checks;
 pub mod config;
@@ -102,13 +103,115 @@ pub fn audit_heads(config: &Config) -> Result<String, String> {
         .join("\n"))
 }
 
-/// `keys list`: the installed approver key IDs, one per line.
+/// `keys list`: the installed assistant key IDs, one per line.
 pub fn keys_list(config: &Config) -> Result<String, String> {
-    let keys = context::load_keys(&config.approver_keys).map_err(|e| e.to_string())?;
-    Ok(keys
+    let file = approvers::load(&config.approver_keys).map_err(|e| e.to_string())?;
+    Ok(file
+        .keys
         .key_ids()
         .iter()
         .map(|k| format!("ed25519 {}", k.to_hex()))
         .collect::<Vec<_>>()
         .join("\n"))
+}
+
+/// `approvers list`: every approver in the file, with the passkeys' last counter seen.
+pub fn approvers_list(config: &Config) -> Result<String, String> {
+    let path = &config.approver_keys;
+    let text = os::read_trusted(path, os::Trusted::File, 1 << 20).map_err(|e| e.to_string())?;
+    let file = approvers::parse(&text, path).map_err(|e| e.to_string())?;
+    // The counters are a convenience here: a database that cannot be read says so in the
+    // column rather than hiding the list.
+    let counters = store::counters_read_only(&config.database());
+    let mut out = vec![format!(
+        "{} ({} assistant key(s), {} passkey(s))",
+        path.display(),
+        file.keys.key_ids().len(),
+        file.passkeys.len()
+    )];
+    for a in approvers::list(&text) {
+        let counter = match (&a.credential_id, &counters) {
+            (None, _) => "-".to_owned(),
+            (Some(id), Ok(map)) => map
+                .get(id)
+                .map(u32::to_string)
+                .unwrap_or_else(|| "none yet".into()),
+            (Some(_), Err(_)) => "unreadable".to_owned(),
+        };
+        out.push(format!(
+            "{:<13}  {:<7}  {}  counter {counter}  added {}  {}",
+            a.kind,
+            a.algorithm,
+            a.fingerprint,
+            a.added.as_deref().unwrap_or("(not by approvers add)"),
+            if a.name.is_empty() { "-" } else { &a.name },
+        ));
+    }
+    if file.passkeys.is_empty() {
+        out.push(
+            "no passkey enrolled: approvals are not bound to a person (the assistant's signature \
+             alone is accepted)"
+                .into(),
+        );
+    }
+    Ok(out.join("\n"))
+}
+
+/// `approvers add LINE`: checks the line with the whole file, writes the file atomically and
+/// returns what to tell the administrator, fingerprint first.
+pub fn approvers_add(config: &Config, line: &str) -> Result<String, String> {
+    let path = &config.approver_keys;
+    let existing = if path.exists() {
+        os::read_trusted(path, os::Trusted::File, 1 << 20).map_err(|e| e.to_string())?
+    } else {
+        String::new()
+    };
+    let now = jiff::Timestamp::from_second(jiff::Timestamp::now().as_second())
+        .map(|t| t.to_string())
+        .unwrap_or_default();
+    let (text, added) = approvers::add(&existing, line, &now, path)
+        .map_err(|e| format!("refused, {} unchanged: {e}", path.display()))?;
+    approvers::write_atomically(path, &text)?;
+    let who = if added.name.is_empty() {
+        String::new()
+    } else {
+        format!(" for {}", added.name)
+    };
+    let mut message = format!(
+        "added {} ({}){who} to {}\nfingerprint: {}\n",
+        added.kind,
+        added.algorithm,
+        path.display(),
+        added.fingerprint
+    );
+    if added.kind == "passkey" {
+        message.push_str(
+            "Compare the fingerprint with the one on the operator's screen; if they differ, run \
+             `fleetwatch-executor approvers remove` with it now.\n",
+        );
+    }
+    message.push_str("The running executor reads the file for every request: no restart needed.");
+    Ok(message)
+}
+
+/// `approvers remove WHO`: by fingerprint or name, writing the file atomically.
+pub fn approvers_remove(config: &Config, who: &str) -> Result<String, String> {
+    let path = &config.approver_keys;
+    let existing = os::read_trusted(path, os::Trusted::File, 1 << 20).map_err(|e| e.to_string())?;
+    approvers::parse(&existing, path).map_err(|e| format!("refused, fix the file first: {e}"))?;
+    let (text, removed) = approvers::remove(&existing, who)
+        .map_err(|e| format!("refused, {} unchanged: {e}", path.display()))?;
+    approvers::write_atomically(path, &text)?;
+    Ok(format!(
+        "removed {} ({}) {} with fingerprint {} from {}; it approves nothing from now on",
+        removed.kind,
+        removed.algorithm,
+        if removed.name.is_empty() {
+            "-"
+        } else {
+            &removed.name
+        },
+        removed.fingerprint,
+        path.display()
+    ))
 }

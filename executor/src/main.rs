@@ -32,6 +32,26 @@ fn read_listing(path: &std::path::Path) -> Result<String, String> {
     }
 }
 
+/// The line itself, or for `-` the first line of standard input (the line a person pasted).
+fn one_line(line: String) -> Result<String, String> {
+    if line != "-" {
+        return Ok(line);
+    }
+    let mut text = String::new();
+    std::io::stdin()
+        .take(64 * 1024)
+        .read_to_string(&mut text)
+        .map_err(|e| format!("standard input: {e}"))?;
+    let mut lines = text.lines().filter(|l| !l.trim().is_empty());
+    match (lines.next(), lines.next()) {
+        (Some(first), None) => Ok(first.to_owned()),
+        (None, _) => Err("standard input holds no line".into()),
+        (Some(_), Some(_)) => {
+            Err("standard input holds more than one line; add one at a time".into())
+        }
+    }
+}
+
 /// `--token-file`, else a token piped on standard input, else (a terminal, or nothing piped)
 /// the OAuth sign-in.
 fn token_source(file: Option<PathBuf>) -> Result<Source, String> {
@@ -120,6 +140,12 @@ async fn main() -> ExitCode {
         }
         Command::AuditHeads => fleetwatch_executor::audit_heads(&config),
         Command::KeysList => fleetwatch_executor::keys_list(&config),
+        Command::ApproversList => fleetwatch_executor::approvers_list(&config),
+        Command::ApproversAdd { line } => match one_line(line) {
+            Ok(line) => fleetwatch_executor::approvers_add(&config, &line),
+            Err(e) => Err(e),
+        },
+        Command::ApproversRemove { who } => fleetwatch_executor::approvers_remove(&config, &who),
     };
     match result {
         Ok(text) => {

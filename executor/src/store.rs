@@ -4,7 +4,10 @@
 use std::path::Path;
 use std::sync::Mutex;
 
-use rusqlite::{Connection, ErrorCode, params};
+use std::collections::BTreeMap;
+
+use fleetwatch_protocol::passkey::CredentialUse;
+use rusqlite::{Connection, ErrorCode, OptionalExtension as _, params};
 
 use crate::audit::{self, Entry};
 
@@ -24,6 +27,11 @@ CREATE TABLE IF NOT EXISTS executions (
     reason TEXT NOT NULL DEFAULT '',
     started_at INTEGER NOT NULL,
     finished_at INTEGER
+);
+CREATE TABLE IF NOT EXISTS passkey_counters (
+    credential_id BLOB PRIMARY KEY,
+    counter INTEGER NOT NULL CHECK (counter BETWEEN 0 AND 4294967295),
+    updated_at INTEGER NOT NULL
 );
 ";
 
@@ -56,8 +64,23 @@ impl Final {
 pub enum NonceError {
     /// The primary key already holds it.
     Replayed,
+    /// A passkey's signature counter did not increase; nothing was stored.
+    CounterNotIncreased,
     /// The insert failed for another reason (disk full, read-only, locked).
     NotStored,
+}
+
+/// What one approval asks the nonce's transaction to store besides the nonce.
+#[derive(Debug)]
+pub struct Approved<'a> {
+    /// The tool.
+    pub tool: &'a str,
+    /// The signed targets, comma-separated.
+    pub targets: &'a str,
+    /// The assistant's audit chain head it sent.
+    pub assistant_head: &'a [u8; 32],
+    /// One entry per distinct passkey that verified.
+    pub passkeys: &'a [CredentialUse],
 }
 
 /// The open database. One connection behind a mutex: every statement is short and the
@@ -146,22 +169,43 @@ impl Store {
         })
     }
 
-    /// Stores the nonce, opens the execution as `in_flight` and audits both, in one durable
-    /// transaction. Runs before any read so a crash after this point can never re-run.
+    /// Stores the nonce, the passkeys' new signature counters, the open `in_flight` execution
+    /// and their audit row, in one durable transaction. Runs before any read so a crash after
+    /// this point can never re-run. A counter that did not increase rolls everything back, so
+    /// no nonce is spent on a refused counter and no counter moves for a replayed nonce.
     pub fn store_nonce(
         &self,
         approval_id: &[u8; 16],
-        tool: &str,
-        targets: &str,
-        assistant_head: &[u8; 32],
+        approved: &Approved<'_>,
     ) -> Result<(), NonceError> {
         let result = self.with(|conn| {
             let tx = conn.transaction()?;
             let t = now();
+            // The nonce first: a second presentation of one approval is a replay, whatever its
+            // counters say.
             tx.execute("INSERT INTO nonces (approval_id, stored_at) VALUES (?1, ?2)", params![approval_id.to_vec(), t])?;
+            for used in approved.passkeys {
+                let stored: Option<i64> = tx
+                    .query_row(
+                        "SELECT counter FROM passkey_counters WHERE credential_id = ?1",
+                        params![used.credential_id()],
+                        |r| r.get(0),
+                    )
+                    .optional()?;
+                let stored = stored.and_then(|c| u32::try_from(c).ok()).unwrap_or(0);
+                let Ok(next) = used.next_counter(stored) else {
+                    // Dropping the transaction rolls it back, the nonce with it.
+                    return Ok(Err(NonceError::CounterNotIncreased));
+                };
+                tx.execute(
+                    "INSERT INTO passkey_counters (credential_id, counter, updated_at) VALUES (?1, ?2, ?3)
+                     ON CONFLICT (credential_id) DO UPDATE SET counter = excluded.counter, updated_at = excluded.updated_at",
+                    params![used.credential_id(), i64::from(next), t],
+                )?;
+            }
             tx.execute(
                 "INSERT INTO executions (approval_id, tool, targets, state, started_at) VALUES (?1, ?2, ?3, 'in_flight', ?4)",
-                params![approval_id.to_vec(), tool, targets, t],
+                params![approval_id.to_vec(), approved.tool, approved.targets, t],
             )?;
             audit::append(
                 &tx,
@@ -170,16 +214,16 @@ impl Store {
                     kind: "accepted",
                     reason: "nonce_stored".into(),
                     approval_id: fleetwatch_protocol::hex::encode(approval_id),
-                    tool: tool.into(),
-                    targets: targets.into(),
-                    assistant_head: fleetwatch_protocol::hex::encode(assistant_head),
-                    detail: String::new(),
+                    tool: approved.tool.into(),
+                    targets: approved.targets.into(),
+                    assistant_head: fleetwatch_protocol::hex::encode(approved.assistant_head),
+                    detail: approved_by(approved.passkeys),
                 },
             )?;
-            tx.commit()
+            tx.commit().map(Ok)
         });
         match result {
-            Ok(()) => Ok(()),
+            Ok(verdict) => verdict,
             Err(rusqlite::Error::SqliteFailure(e, _))
                 if e.code == ErrorCode::ConstraintViolation && is_primary_key(e.extended_code) =>
             {
@@ -190,6 +234,11 @@ impl Store {
                 Err(NonceError::NotStored)
             }
         }
+    }
+
+    /// The stored signature counter of every passkey that has approved here.
+    pub fn counters(&self) -> rusqlite::Result<BTreeMap<Vec<u8>, u32>> {
+        self.with(|conn| read_counters(conn))
     }
 
     /// Records an execution's final state with its audit row; returns the new chain head.
@@ -253,6 +302,73 @@ impl Store {
     }
 }
 
+/// The audit detail naming who approved: each passkey's operator name and fingerprint, from
+/// the approver file (never from the request). Empty when no passkey took part.
+fn approved_by(passkeys: &[CredentialUse]) -> String {
+    if passkeys.is_empty() {
+        return String::new();
+    }
+    let names: Vec<String> = passkeys
+        .iter()
+        .map(|p| format!("{} [{}]", p.name(), p.fingerprint()))
+        .collect();
+    format!("approved by {}", names.join("; "))
+}
+
+fn read_counters(conn: &Connection) -> rusqlite::Result<BTreeMap<Vec<u8>, u32>> {
+    let mut stmt = conn.prepare("SELECT credential_id, counter FROM passkey_counters")?;
+    let rows = stmt.query_map([], |r| Ok((r.get::<_, Vec<u8>>(0)?, r.get::<_, i64>(1)?)))?;
+    let mut out = BTreeMap::new();
+    for row in rows {
+        let (id, counter) = row?;
+        out.insert(id, u32::try_from(counter).unwrap_or(0));
+    }
+    Ok(out)
+}
+
+/// The stored counters, read without writing anything beside the database: `approvers list`
+/// runs as root in the executor's state folder, where a file root created (a `-shm` or `-wal`)
+/// would lock the executor out. With no write-ahead log present nobody is writing, and the
+/// file is opened as immutable (SQLite then creates nothing); otherwise read-only, beside the
+/// running executor's own files. An absent database has no counters yet.
+pub fn counters_read_only(path: &Path) -> rusqlite::Result<BTreeMap<Vec<u8>, u32>> {
+    use rusqlite::OpenFlags;
+    if !path.exists() {
+        return Ok(BTreeMap::new());
+    }
+    let mut wal = path.as_os_str().to_owned();
+    wal.push("-wal");
+    let immutable = !Path::new(&wal).exists();
+    let mut uri = String::from("file:");
+    for c in path.to_string_lossy().chars() {
+        match c {
+            '%' | '?' | '#' => uri.push_str(&format!("%{:02X}", u32::from(c))),
+            c => uri.push(c),
+        }
+    }
+    uri.push_str(if immutable {
+        "?mode=ro&immutable=1"
+    } else {
+        "?mode=ro"
+    });
+    let conn = Connection::open_with_flags(
+        uri,
+        OpenFlags::SQLITE_OPEN_READ_ONLY
+            | OpenFlags::SQLITE_OPEN_URI
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )?;
+    conn.busy_timeout(std::time::Duration::from_millis(u64::from(BUSY_TIMEOUT_MS)))?;
+    let exists: bool = conn.query_row(
+        "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'passkey_counters')",
+        [],
+        |r| r.get(0),
+    )?;
+    if !exists {
+        return Ok(BTreeMap::new());
+    }
+    read_counters(&conn)
+}
+
 fn is_primary_key(extended: std::os::raw::c_int) -> bool {
     extended == rusqlite::ffi::SQLITE_CONSTRAINT_PRIMARYKEY
         || extended == rusqlite::ffi::SQLITE_CONSTRAINT_UNIQUE
@@ -274,13 +390,14 @@ mod tests {
         let path = dir.path().join("executor.db");
         let store = Store::open(&path).unwrap();
         let id = [7u8; 16];
-        store
-            .store_nonce(&id, "batch_reboot", "abcdef0123", &[1; 32])
-            .unwrap();
-        assert_eq!(
-            store.store_nonce(&id, "batch_reboot", "abcdef0123", &[1; 32]),
-            Err(NonceError::Replayed)
-        );
+        let approved = Approved {
+            tool: "batch_reboot",
+            targets: "abcdef0123",
+            assistant_head: &[1; 32],
+            passkeys: &[],
+        };
+        store.store_nonce(&id, &approved).unwrap();
+        assert_eq!(store.store_nonce(&id, &approved), Err(NonceError::Replayed));
         drop(store);
         let store = Store::open(&path).unwrap();
         assert_eq!(store.recover().unwrap(), 1);

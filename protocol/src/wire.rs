@@ -13,9 +13,10 @@ use crate::fleet::RoomBlock;
 use crate::refusal::Refusal;
 
 /// The only wire version this build speaks. Version 2 added the passkey assertions to
-/// [`SignedApproval`]; a peer of another version is told "unknown version", never "malformed",
+/// [`SignedApproval`]; version 3 added the enrolled passkeys and the quorum per tool to
+/// [`StatusReport`]. A peer of another version is told "unknown version", never "malformed",
 /// because the version is decoded alone before anything else.
-pub const WIRE_VERSION: u16 = 2;
+pub const WIRE_VERSION: u16 = 3;
 
 /// Largest frame either side accepts, in bytes (the length prefix excluded).
 pub const MAX_FRAME: usize = 64 * 1024;
@@ -202,6 +203,22 @@ pub struct StatusReport {
     pub policy_digest: [u8; 32],
     /// The executor's audit chain head.
     pub chain_head: [u8; 32],
+    /// Operator passkeys enrolled in the executor's approver file.
+    pub passkeys_enrolled: u32,
+    /// How many distinct passkeys each proposable tool needs, from the executor's
+    /// configuration; 0 means the assistant's signature alone (no passkey enrolled).
+    pub quorums: Vec<ToolQuorum>,
+}
+
+/// The passkeys one tool's changes need on this executor.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolQuorum {
+    /// The write tool.
+    pub tool: String,
+    /// For a change the executor's policy calls calm.
+    pub calm: u32,
+    /// For a change the executor's policy calls disruptive ([`Description::disruptive`]).
+    pub disruptive: u32,
 }
 
 /// Why a frame body did not decode.

@@ -29,7 +29,7 @@ use fleetwatch_protocol::policy::Policy;
 use fleetwatch_protocol::refusal::Refusal;
 use fleetwatch_protocol::wire::{
     self, ChannelFacts, DescribeRequest, Description, DeviceFacts, EventFacts, ExecuteRequest,
-    Outcome, OutcomeKind, Request, Response, StatusReport, StreamFacts,
+    Outcome, OutcomeKind, Request, Response, StatusReport, StreamFacts, ToolQuorum,
 };
 use proptest::prelude::*;
 
@@ -225,6 +225,12 @@ fn frame_seeds() -> Vec<(&'static str, Vec<u8>)> {
                 key_ids: vec![KeyId::of(&test_key().verifying_key())],
                 policy_digest: [0x55; 32],
                 chain_head: [0x44; 32],
+                passkeys_enrolled: 2,
+                quorums: vec![ToolQuorum {
+                    tool: "batch_reboot".to_owned(),
+                    calm: 1,
+                    disruptive: 2,
+                }],
             })),
         ),
         (

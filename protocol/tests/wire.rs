@@ -17,7 +17,7 @@ use fleetwatch_protocol::refusal::Refusal;
 use fleetwatch_protocol::wire::{
     self, ChannelFacts, DecodeError, DescribeRequest, Description, DeviceFacts, EventFacts,
     ExecuteRequest, MAX_FRAME, Outcome, OutcomeKind, Request, RequestEnvelope, Response,
-    ResponseEnvelope, StatusReport, StreamFacts, WIRE_VERSION,
+    ResponseEnvelope, StatusReport, StreamFacts, ToolQuorum, WIRE_VERSION,
 };
 use proptest::prelude::*;
 
@@ -208,7 +208,18 @@ fn arb_response() -> impl Strategy<Value = Response> {
             any::<[bool; 2]>(),
             proptest::collection::vec(any::<[u8; 8]>().prop_map(KeyId), 0..3),
             any::<[u8; 32]>(),
-            any::<[u8; 32]>()
+            any::<[u8; 32]>(),
+            any::<u32>(),
+            proptest::collection::vec(
+                (text(), any::<u32>(), any::<u32>()).prop_map(|(tool, calm, disruptive)| {
+                    ToolQuorum {
+                        tool,
+                        calm,
+                        disruptive,
+                    }
+                }),
+                0..4
+            )
         )
             .prop_map(
                 |(
@@ -217,6 +228,8 @@ fn arb_response() -> impl Strategy<Value = Response> {
                     key_ids,
                     policy_digest,
                     chain_head,
+                    passkeys_enrolled,
+                    quorums,
                 )| {
                     Response::Status(StatusReport {
                         version,
@@ -225,6 +238,8 @@ fn arb_response() -> impl Strategy<Value = Response> {
                         key_ids,
                         policy_digest,
                         chain_head,
+                        passkeys_enrolled,
+                        quorums,
                     })
                 }
             ),

@@ -3,6 +3,10 @@
 //! approvals with a key installed in the executor's key file.
 #![forbid(unsafe_code)]
 
+// The protocol tests' software passkey, said once: what a browser and an authenticator hand
+// the page, for the executor tests that need a person's assertion.
+#[path = "../../protocol/tests/support/authenticator.rs"]
+pub mod authenticator;
 pub mod binaries;
 pub mod browser;
 pub mod faults;
@@ -98,6 +102,8 @@ pub struct Setup {
     pub extra_key_lines: Vec<String>,
     /// Connection limit.
     pub max_connections: usize,
+    /// More YAML for `executor.yaml` (for example a `passkeys:` section).
+    pub config_extra: String,
 }
 
 impl Default for Setup {
@@ -112,6 +118,7 @@ impl Default for Setup {
             key_seeds: vec![7],
             extra_key_lines: Vec::new(),
             max_connections: 32,
+            config_extra: String::new(),
         }
     }
 }
@@ -190,7 +197,7 @@ impl Harness {
             policy.display(),
             state.display(),
             setup.max_connections
-        );
+        ) + &setup.config_extra;
         std::fs::write(&config, yaml).expect("config");
         std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o644)).expect("chmod");
         std::fs::create_dir(&state).expect("state");
@@ -459,6 +466,18 @@ pub async fn send(socket: &Path, request: &Request) -> Option<Response> {
 /// Signs claims with a seed key.
 pub fn sign(claims: &ApprovalClaims, seed: u8) -> SignedApproval {
     claims::sign(claims.encode().expect("claims encode"), &test_key(seed))
+}
+
+/// Signs claims with a seed key and adds an assertion over the same bytes from each passkey,
+/// as the page will send them.
+pub fn sign_with_passkeys(
+    claims: &ApprovalClaims,
+    seed: u8,
+    passkeys: &mut [&mut authenticator::SoftPasskey],
+) -> SignedApproval {
+    let bytes = claims.encode().expect("claims encode");
+    let assertions = passkeys.iter_mut().map(|p| p.assert(&bytes)).collect();
+    claims::sign(bytes, &test_key(seed)).with_passkeys(assertions)
 }
 
 /// Decodes a length-prefixed response, `None` for no answer.

@@ -198,7 +198,7 @@ async fn doctor_passes_when_complete_and_fails_on_each_missing_piece() {
     let keys = h.dir.path().join("etc/approvers.pub");
     let saved = std::fs::read_to_string(&keys).unwrap();
     std::fs::remove_file(&keys).unwrap();
-    fails_on(&h.cli(&["doctor"], None), "key file");
+    fails_on(&h.cli(&["doctor"], None), "approver file");
     std::fs::write(&keys, &saved).unwrap();
 
     let policy = h.dir.path().join("etc/tool_policy.yaml");
@@ -365,7 +365,7 @@ async fn a_small_order_key_in_the_key_file_stops_the_executor() {
     let out = h.cli(&["serve"], None);
     assert!(!out.status.success());
     assert!(text(&out).contains("approvers.pub"), "{}", text(&out));
-    fails_on(&h.cli(&["doctor"], None), "key file");
+    fails_on(&h.cli(&["doctor"], None), "approver file");
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -11,8 +11,9 @@
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+use fleetwatch_e2e::authenticator::SoftPasskey;
 use fleetwatch_e2e::faults::{self, Tmpfs};
-use fleetwatch_e2e::{Harness, Setup, frame, sandbox_devices, sign};
+use fleetwatch_e2e::{Harness, Setup, frame, sandbox_devices, sign, sign_with_passkeys};
 use fleetwatch_protocol::Refusal;
 use fleetwatch_protocol::claims::ApprovalClaims;
 use fleetwatch_protocol::hex::encode as hex;
@@ -139,12 +140,44 @@ async fn execute_on_signal(
 
 #[tokio::test(flavor = "multi_thread")]
 async fn sixteen_simultaneous_executes_of_one_approval_make_one_write() {
-    let h = started(Setup::default()).await;
+    sixteen_at_once(false).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sixteen_simultaneous_executes_with_a_passkey_required_make_one_write() {
+    sixteen_at_once(true).await;
+}
+
+/// Sixteen presentations of one approval at once; with `passkey`, an operator's passkey is
+/// enrolled and every copy carries its one assertion, so the counter is stored once too.
+async fn sixteen_at_once(passkey: bool) {
+    let mut key = SoftPasskey::es256(1);
+    let setup = Setup {
+        extra_key_lines: if passkey {
+            vec![key.line("Ana")]
+        } else {
+            Vec::new()
+        },
+        ..Setup::default()
+    };
+    let h = started(setup).await;
     let claims = h
         .claims("batch_recording", &start_recording(&device(&h, 0)))
         .await;
+    let approval = if passkey {
+        sign_with_passkeys(&claims, 7, &mut [&mut key])
+    } else {
+        sign(&claims, 7)
+    };
+    if passkey {
+        // Without the assertion the same claims are refused, before the nonce.
+        assert_eq!(
+            h.execute(sign(&claims, 7)).await,
+            Some(Response::Refused(Refusal::PasskeyRequired))
+        );
+    }
     let body = wire::encode_request(&Request::Execute(ExecuteRequest {
-        approval: sign(&claims, 7),
+        approval,
         assistant_chain_head: [0x11; 32],
     }))
     .expect("encode");

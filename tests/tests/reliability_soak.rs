@@ -14,7 +14,10 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use fleetwatch::store::{ChainCheck, NewProposal, Status, Store};
-use fleetwatch_e2e::{Harness, Setup, binary, sandbox_devices, send, sign, workspace_root};
+use fleetwatch_e2e::authenticator::SoftPasskey;
+use fleetwatch_e2e::{
+    Harness, Setup, binary, sandbox_devices, send, sign_with_passkeys, workspace_root,
+};
 use fleetwatch_protocol::Refusal;
 use fleetwatch_protocol::wire::{ExecuteRequest, Request, Response};
 use serde_json::json;
@@ -60,7 +63,14 @@ fn executor_chain_verifies(h: &Harness) -> Result<i64, String> {
 #[tokio::test(flavor = "multi_thread")]
 async fn sigkill_the_executor_at_random_points_never_runs_an_approval_twice() {
     let mut rng = Rng::new();
-    let mut h = Harness::prepare(Setup::default()).await;
+    // An operator's passkey is required: every approval carries its assertion, whose counter
+    // is stored with the nonce, so a kill between them must leave both or neither.
+    let mut key = SoftPasskey::es256(1);
+    let mut h = Harness::prepare(Setup {
+        extra_key_lines: vec![key.line("Ana")],
+        ..Setup::default()
+    })
+    .await;
     h.setup.allowlist = Some(sandbox_devices(&h.sim));
     h.spawn();
     h.wait_ready().await;
@@ -70,7 +80,7 @@ async fn sigkill_the_executor_at_random_points_never_runs_an_approval_twice() {
         let device = &devices[i % 3];
         let args = json!({"action": "start", "device_ids": [format!("{device}-1")]});
         let claims = h.claims("batch_recording", &args).await;
-        let signed = sign(&claims, 7);
+        let signed = sign_with_passkeys(&claims, 7, &mut [&mut key]);
         let writes_before = h.writes();
         // Send, and SIGKILL the executor somewhere between "before it read the frame" and
         // "after it answered", depending on the draw.

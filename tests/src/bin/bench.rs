@@ -729,8 +729,10 @@ struct InProcess {
 }
 
 fn in_process_checks(rig: &Rig, approvals: &[ApprovalClaims]) -> InProcess {
-    use fleetwatch_executor::{checks, config::Fence, context, store};
-    let keys = context::load_keys(&rig.keys).expect("keys");
+    use fleetwatch_executor::{approvers, checks, config::Fence, context, store};
+    let file = approvers::load(&rig.keys).expect("approver file");
+    let passkeys = fleetwatch_executor::config::PasskeyConfig::default();
+    let rp = passkeys.relying_party();
     let policy = context::load_policy(&rig.policy).expect("policy");
     let store = store::Store::open(&rig.state.join("bench-checks.db")).expect("store");
     let fence = Fence {
@@ -749,14 +751,16 @@ fn in_process_checks(rig: &Rig, approvals: &[ApprovalClaims]) -> InProcess {
         let signed = sign(&c, 7);
         let peer = checks::peer(uid, &allowed).expect("peer");
         let t = Instant::now();
-        let verified = checks::signature(&peer, &signed, &keys).expect("signature");
+        let verified = checks::signature(&peer, &signed, &file.keys).expect("signature");
+        let person = checks::person(verified, &signed, &file.passkeys, &rp).expect("person");
         out.signature.push(us(t.elapsed()));
         let t = Instant::now();
-        let decoded = checks::claims(verified).expect("claims");
+        let decoded = checks::claims(person).expect("claims");
         let fresh = checks::fresh(decoded, now()).expect("fresh");
+        let quorate = checks::quorum(fresh, &passkeys, &file.passkeys, &policy).expect("quorum");
         out.claims.push(us(t.elapsed()));
         let t = Instant::now();
-        let stored = checks::nonce(fresh, &store, &[0xab; 32]).expect("nonce");
+        let stored = checks::nonce(quorate, &store, &[0xab; 32]).expect("nonce");
         out.nonce.push(us(t.elapsed()));
         let id = stored.approval_id();
         let t = Instant::now();
@@ -1160,7 +1164,7 @@ async fn trusted_base(root: PathBuf, executor: Option<PathBuf>) {
 
     println!();
     println!("linked lines by crate and file:");
-    for krate in ["executor", "protocol", "signin"] {
+    for krate in ["executor", "protocol", "signin", "epiphan"] {
         let mine: Vec<&size::FileLines> = files
             .iter()
             .filter(|f| f.path.starts_with(&format!("{krate}/")))

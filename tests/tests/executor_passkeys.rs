@@ -1,0 +1,550 @@
+//! The operator's passkey, required by the real executor binary on its socket: with a passkey
+//! enrolled, the assistant's signature alone writes nothing; every bad assertion is refused
+//! with its own code, one audit row and no write; counters only go up; the quorum counts
+//! distinct enrolled passkeys; and `approvers add | list | remove` change who that is, at
+//! once, without ever leaving a half-written file.
+
+use std::os::unix::fs::PermissionsExt;
+
+use fleetwatch_e2e::authenticator::{Ceremony, ORIGIN, SoftPasskey, client_data};
+use fleetwatch_e2e::{Harness, Setup, sandbox_devices, sign, sign_with_passkeys};
+use fleetwatch_protocol::Refusal;
+use fleetwatch_protocol::claims::{self, ApprovalClaims};
+use fleetwatch_protocol::passkey::{self, PasskeyAssertion};
+use fleetwatch_protocol::wire::{OutcomeKind, Request, Response};
+use serde_json::{Value, json};
+
+/// An executor fenced to the sandbox with these passkeys enrolled and this configuration.
+async fn harness(passkeys: &[&SoftPasskey], config_extra: &str) -> Harness {
+    let mut h = Harness::prepare(Setup {
+        extra_key_lines: passkeys
+            .iter()
+            .enumerate()
+            .map(|(i, p)| p.line(&format!("Operator {i}")))
+            .collect(),
+        config_extra: config_extra.to_owned(),
+        ..Setup::default()
+    })
+    .await;
+    h.setup.allowlist = Some(sandbox_devices(&h.sim));
+    h.spawn();
+    h.wait_ready().await;
+    h
+}
+
+fn device(h: &Harness, i: usize) -> String {
+    sandbox_devices(&h.sim)[i].clone()
+}
+
+fn start_recording(device: &str) -> Value {
+    json!({"action": "start", "device_ids": [format!("{device}-1")]})
+}
+
+fn reboot(device: &str) -> Value {
+    json!({"device_ids": [device]})
+}
+
+fn refusal_rows(h: &Harness, code: &str) -> usize {
+    h.audit_rows()
+        .iter()
+        .filter(|r| r.1 == "refused" && r.2 == code)
+        .count()
+}
+
+/// Asserts the refusal, that nothing was written, and exactly one audit row for it.
+async fn refused(h: &Harness, approval: claims::SignedApproval, expected: Refusal, case: &str) {
+    let writes = h.writes();
+    let rows = h.audit_rows().len();
+    let before = refusal_rows(h, expected.code());
+    let response = h.execute(approval).await;
+    assert_eq!(
+        response,
+        Some(Response::Refused(expected.clone())),
+        "{case}\n{}",
+        h.log_text()
+    );
+    assert_eq!(h.writes(), writes, "{case}: nothing written");
+    assert_eq!(
+        refusal_rows(h, expected.code()),
+        before + 1,
+        "{case}: one audit row with reason {}",
+        expected.code()
+    );
+    assert_eq!(
+        h.audit_rows().len(),
+        rows + 1,
+        "{case}: one audit row in all"
+    );
+}
+
+async fn done(h: &Harness, approval: claims::SignedApproval, case: &str) {
+    let writes = h.writes();
+    let response = h.execute(approval).await;
+    let Some(Response::Executed(outcome)) = &response else {
+        panic!("{case}: {response:?}\n{}", h.log_text())
+    };
+    assert_eq!(outcome.kind, OutcomeKind::Done, "{case}");
+    assert_eq!(h.writes(), writes + 1, "{case}: one write");
+}
+
+/// The approval with these assertions in place of the page's.
+fn with(claims: &ApprovalClaims, assertions: Vec<PasskeyAssertion>) -> claims::SignedApproval {
+    sign(claims, 7).with_passkeys(assertions)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn with_a_passkey_enrolled_the_assistant_alone_writes_nothing() {
+    let mut key = SoftPasskey::es256(1);
+    let h = harness(&[&key], "").await;
+    let c = h
+        .claims("batch_recording", &start_recording(&device(&h, 0)))
+        .await;
+    refused(&h, sign(&c, 7), Refusal::PasskeyRequired, "assistant alone").await;
+    // The refusal came before the nonce: the same claims, now with the person, go through.
+    assert_eq!(h.execution_state(&c.approval_id), None);
+    done(
+        &h,
+        sign_with_passkeys(&c, 7, &mut [&mut key]),
+        "with the passkey",
+    )
+    .await;
+    let accepted = h
+        .audit_rows()
+        .into_iter()
+        .find(|r| r.1 == "accepted")
+        .expect("accepted row");
+    assert!(
+        accepted.4.contains("Operator 0")
+            && accepted
+                .4
+                .contains(&key.record("x").fingerprint().to_string()),
+        "the audit names who approved: {accepted:?}"
+    );
+    // Status says a person is required.
+    let Some(Response::Status(status)) = h.request(&Request::Status).await else {
+        panic!("status")
+    };
+    assert_eq!(status.passkeys_enrolled, 1);
+    assert!(
+        status
+            .quorums
+            .iter()
+            .any(|q| q.tool == "batch_reboot" && q.calm == 1 && q.disruptive == 1),
+        "{:?}",
+        status.quorums
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn every_bad_assertion_is_refused_with_its_own_code() {
+    let mut key = SoftPasskey::es256(1);
+    let other = SoftPasskey::es256(2);
+    let h = harness(&[&key], "").await;
+    let args = start_recording(&device(&h, 0));
+    let c = h.claims("batch_recording", &args).await;
+    let bytes = c.encode().unwrap();
+    let good = |counter: u32| Ceremony::for_claims(&bytes, counter);
+    let challenge = passkey::challenge(&bytes);
+
+    let mut other_claims = c.clone();
+    other_claims.proposal_id += 1;
+    let over_other = key.assert(&other_claims.encode().unwrap());
+
+    let mut wrong_origin = good(10);
+    wrong_origin.client_data_json = client_data("webauthn.get", &challenge, "http://localhost:9");
+    let mut wrong_rp = good(11);
+    wrong_rp.rp_id = "fleetwatch.example".into();
+    let mut no_up = good(12);
+    no_up.flags = 0x04;
+    let mut no_uv = good(13);
+    no_uv.flags = 0x01;
+    let mut cross = good(14);
+    cross.client_data_json = format!(
+        r#"{{"type":"webauthn.get","challenge":"{}","origin":"{ORIGIN}","crossOrigin":true}}"#,
+        passkey::challenge_base64url(&bytes)
+    )
+    .into_bytes();
+    let mut create = good(15);
+    create.client_data_json = client_data("webauthn.create", &challenge, ORIGIN);
+
+    let mut malformed = key.assert_with(&good(16));
+    malformed.signature = vec![0x30, 0x03, 0x02, 0x01];
+    // Another key's signature over a correct ceremony, under the enrolled credential's ID.
+    let mut forged = other.assert_with(&good(17));
+    forged.credential_id = key.credential_id.clone();
+    let unknown = other.assert_with(&good(18));
+
+    let cases: Vec<(&str, PasskeyAssertion, Refusal)> = vec![
+        (
+            "over other claims",
+            over_other,
+            Refusal::PasskeyChallengeMismatch,
+        ),
+        (
+            "wrong origin",
+            key.assert_with(&wrong_origin),
+            Refusal::PasskeyOriginNotAllowed,
+        ),
+        (
+            "wrong RP ID hash",
+            key.assert_with(&wrong_rp),
+            Refusal::PasskeyRpIdMismatch,
+        ),
+        (
+            "UP clear",
+            key.assert_with(&no_up),
+            Refusal::PasskeyUserNotPresent,
+        ),
+        (
+            "UV clear",
+            key.assert_with(&no_uv),
+            Refusal::PasskeyUserNotVerified,
+        ),
+        (
+            "unknown credential ID",
+            unknown,
+            Refusal::PasskeyUnknownCredential,
+        ),
+        (
+            "malformed DER",
+            malformed,
+            Refusal::PasskeySignatureMalformed,
+        ),
+        (
+            "another key's signature",
+            forged,
+            Refusal::PasskeyBadSignature,
+        ),
+        (
+            "cross-origin",
+            key.assert_with(&cross),
+            Refusal::PasskeyCrossOrigin,
+        ),
+        (
+            "wrong type",
+            key.assert_with(&create),
+            Refusal::PasskeyWrongType,
+        ),
+    ];
+    for (case, assertion, expected) in cases {
+        refused(&h, with(&c, vec![assertion]), expected, case).await;
+        assert_eq!(h.execution_state(&c.approval_id), None, "{case}: no nonce");
+    }
+    // One bad assertion beside a good one still refuses.
+    let good_one = key.assert_with(&good(20));
+    let mut bad_one = key.assert_with(&good(21));
+    bad_one.signature = vec![0x30, 0x00];
+    refused(
+        &h,
+        with(&c, vec![good_one.clone(), bad_one]),
+        Refusal::PasskeySignatureMalformed,
+        "one bad among good",
+    )
+    .await;
+    done(&h, with(&c, vec![good_one]), "the good one alone").await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_counter_that_does_not_increase_is_refused_and_spends_no_nonce() {
+    let mut key = SoftPasskey::ed25519(3);
+    let h = harness(&[&key], "").await;
+    key.counter = 4;
+    let first = h
+        .claims("batch_recording", &start_recording(&device(&h, 0)))
+        .await;
+    done(
+        &h,
+        sign_with_passkeys(&first, 7, &mut [&mut key]),
+        "counter 5",
+    )
+    .await;
+    // A second approval whose assertion reports the stored counter again (a cloned passkey,
+    // or an assertion kept and replayed over other claims bytes).
+    key.counter = 4;
+    let second = h
+        .claims("batch_recording", &start_recording(&device(&h, 2)))
+        .await;
+    refused(
+        &h,
+        sign_with_passkeys(&second, 7, &mut [&mut key]),
+        Refusal::PasskeyCounterNotIncreased,
+        "counter 5 again",
+    )
+    .await;
+    assert_eq!(
+        h.execution_state(&second.approval_id),
+        None,
+        "a refused counter writes no nonce"
+    );
+    // The same claims with a counter that did advance go through: nothing was spent.
+    done(
+        &h,
+        sign_with_passkeys(&second, 7, &mut [&mut key]),
+        "counter 6",
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn two_people_for_a_disruptive_change() {
+    let mut ana = SoftPasskey::es256(4);
+    let mut bo = SoftPasskey::ed25519(5);
+    let h = harness(&[&ana, &bo], "passkeys:\n  quorum_disruptive: 2\n").await;
+    let target = device(&h, 0);
+
+    let c = h.claims("batch_reboot", &reboot(&target)).await;
+    refused(
+        &h,
+        sign_with_passkeys(&c, 7, &mut [&mut ana]),
+        Refusal::PasskeyQuorumNotMet { have: 1, need: 2 },
+        "one person",
+    )
+    .await;
+    // The same passkey twice is one person.
+    let bytes = c.encode().unwrap();
+    let twice = vec![ana.assert(&bytes), ana.assert(&bytes)];
+    refused(
+        &h,
+        with(&c, twice),
+        Refusal::PasskeyQuorumNotMet { have: 1, need: 2 },
+        "the same passkey twice",
+    )
+    .await;
+    refused(&h, sign(&c, 7), Refusal::PasskeyRequired, "nobody").await;
+    done(
+        &h,
+        sign_with_passkeys(&c, 7, &mut [&mut ana, &mut bo]),
+        "two enrolled passkeys",
+    )
+    .await;
+
+    // A calm change needs one.
+    let calm = h
+        .claims("batch_recording", &start_recording(&device(&h, 2)))
+        .await;
+    done(
+        &h,
+        sign_with_passkeys(&calm, 7, &mut [&mut bo]),
+        "calm, one person",
+    )
+    .await;
+
+    let Some(Response::Status(status)) = h.request(&Request::Status).await else {
+        panic!("status")
+    };
+    let recording = status
+        .quorums
+        .iter()
+        .find(|q| q.tool == "batch_recording")
+        .expect("batch_recording");
+    assert_eq!((recording.calm, recording.disruptive), (1, 2));
+    let reboot = status
+        .quorums
+        .iter()
+        .find(|q| q.tool == "batch_reboot")
+        .expect("batch_reboot");
+    assert_eq!((reboot.calm, reboot.disruptive), (2, 2));
+}
+
+fn file_bytes(h: &Harness) -> Vec<u8> {
+    std::fs::read(h.dir.path().join("etc/approvers.pub")).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn approvers_add_list_and_remove_change_who_approves_at_once() {
+    let mut ana = SoftPasskey::es256(6);
+    let bo = SoftPasskey::ed25519(17);
+    // Seed 7 is the assistant's signing key in these tests.
+    let assistant_as_passkey = SoftPasskey::ed25519(7).line("Not a person");
+    let h = harness(&[&ana], "").await;
+    let path = h.dir.path().join("etc/approvers.pub");
+
+    // Refusals leave the file byte for byte.
+    let before = file_bytes(&h);
+    let ana_line = ana.line("Operator 0");
+    let bo_line = bo.line("Bo Díaz");
+    let mut fields: Vec<&str> = bo_line.splitn(5, ' ').collect();
+    let rs256 = {
+        fields[1] = "rs256";
+        fields.join(" ")
+    };
+    let bad_key = {
+        let mut f: Vec<&str> = bo_line.splitn(5, ' ').collect();
+        f[3] = "not-base64!";
+        f.join(" ")
+    };
+    for (case, line, says) in [
+        ("malformed", bad_key.as_str(), "base64"),
+        ("unknown algorithm", rs256.as_str(), "algorithm"),
+        ("duplicate", ana_line.as_str(), "twice"),
+        ("not a line", "hello there", "unknown kind"),
+        (
+            "the assistant's own key",
+            assistant_as_passkey.as_str(),
+            "assistant's key",
+        ),
+    ] {
+        let out = h.cli(&["approvers", "add", line], None);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{case}: refused");
+        assert!(err.contains(says), "{case}: {err}");
+        assert!(err.contains("unchanged"), "{case}: {err}");
+        assert_eq!(file_bytes(&h), before, "{case}: file unchanged");
+    }
+
+    // A good line: the fingerprint to compare, the file replaced with mode 0644.
+    let out = h.cli(&["approvers", "add", &bo_line], None);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let print = bo.record("Bo Díaz").fingerprint().to_string();
+    assert!(said.contains(&format!("fingerprint: {print}")), "{said}");
+    let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o644);
+    assert!(
+        file_bytes(&h).starts_with(&before),
+        "what was there is kept as it was"
+    );
+    // From standard input too, one line; a second copy is refused.
+    let out = h.cli(&["approvers", "add", "-"], Some(&format!("{bo_line}\n")));
+    assert!(!out.status.success());
+
+    let list = h.cli(&["approvers", "list"], None);
+    let listed = String::from_utf8_lossy(&list.stdout);
+    assert!(list.status.success(), "{listed}");
+    assert!(
+        listed.contains("Bo Díaz") && listed.contains(&print),
+        "{listed}"
+    );
+    assert!(
+        listed.contains("assistant key") && listed.contains("Operator 0"),
+        "{listed}"
+    );
+    assert!(
+        listed.contains("added 20"),
+        "the time it was added: {listed}"
+    );
+
+    // Ana approves; the list shows her last counter.
+    let c = h
+        .claims("batch_recording", &start_recording(&device(&h, 0)))
+        .await;
+    done(
+        &h,
+        sign_with_passkeys(&c, 7, &mut [&mut ana]),
+        "Ana approves",
+    )
+    .await;
+    let listed = String::from_utf8_lossy(&h.cli(&["approvers", "list"], None).stdout).into_owned();
+    let ana_row = listed
+        .lines()
+        .find(|l| l.contains("Operator 0") && l.starts_with("passkey"))
+        .expect("Ana's row")
+        .to_owned();
+    assert!(
+        ana_row.contains(&format!("counter {}", ana.counter)),
+        "{ana_row}"
+    );
+
+    // Removed by name: her next approval is from an unknown passkey, with no restart.
+    let out = h.cli(&["approvers", "remove", "Operator 0"], None);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        said.contains("removed passkey") && said.contains("Operator 0"),
+        "{said}"
+    );
+    let c = h
+        .claims("batch_recording", &start_recording(&device(&h, 2)))
+        .await;
+    refused(
+        &h,
+        sign_with_passkeys(&c, 7, &mut [&mut ana]),
+        Refusal::PasskeyUnknownCredential,
+        "removed passkey",
+    )
+    .await;
+    // Bo, removed by fingerprint typed without spaces; then nobody is left, and the
+    // assistant's signature alone is accepted again (no quorum is configured).
+    let out = h.cli(&["approvers", "remove", &print.replace(' ', "")], None);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = h.cli(&["approvers", "remove", "nobody"], None);
+    assert!(!out.status.success());
+    done(&h, sign(&c, 7), "no passkey enrolled").await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_bad_approver_line_stops_start_up_naming_its_line() {
+    let key = SoftPasskey::es256(8);
+    let mut line = key.line("Ana");
+    line.push('\u{202e}');
+    let mut h = Harness::prepare(Setup {
+        extra_key_lines: vec!["# operators".into(), line],
+        ..Setup::default()
+    })
+    .await;
+    h.setup.allowlist = Some(sandbox_devices(&h.sim));
+    let out = h.cli(&["serve"], None);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    // Line 1 is the assistant's key, line 2 the comment.
+    assert!(err.contains("line 3") && err.contains("invisible"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_quorum_written_with_no_passkey_enrolled_refuses_everything() {
+    let h = harness(&[], "passkeys:\n  quorum: 1\n").await;
+    let c = h
+        .claims("batch_recording", &start_recording(&device(&h, 0)))
+        .await;
+    refused(
+        &h,
+        sign(&c, 7),
+        Refusal::PasskeyRequired,
+        "no passkey, quorum 1",
+    )
+    .await;
+    let doctor = h.cli(&["doctor"], None);
+    let text = String::from_utf8_lossy(&doctor.stdout);
+    assert!(
+        text.contains("FAIL approved by a person") && text.contains("no passkey is enrolled"),
+        "{text}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn doctor_says_whether_approvals_are_bound_to_a_person() {
+    let h = harness(&[], "").await;
+    let text = String::from_utf8_lossy(&h.cli(&["doctor"], None).stdout).into_owned();
+    assert!(
+        text.contains(
+            "WARN approved by a person: no passkey enrolled: approvals are not bound to a person"
+        ),
+        "{text}"
+    );
+    drop(h);
+    let ana = SoftPasskey::es256(9);
+    let h = harness(&[&ana], "passkeys:\n  tools: {batch_firmware_update: 2}\n").await;
+    let text = String::from_utf8_lossy(&h.cli(&["doctor"], None).stdout).into_owned();
+    assert!(
+        text.contains("OK   approved by a person: 1 passkey(s) enrolled: Operator 0"),
+        "{text}"
+    );
+    assert!(
+        text.contains("FAIL quorum")
+            && text.contains("batch_firmware_update can never be approved"),
+        "{text}"
+    );
+    assert!(text.contains("batch_recording 1"), "{text}");
+}
