@@ -423,10 +423,20 @@ if [[ -e $P_ETC/executor.yaml ]]; then
 elif has_user "$ASSISTANT_USER"; then
     uid=$(user_id "$ASSISTANT_USER")
     [[ $uid =~ ^[0-9]+$ ]] || die "cannot find the uid of $ASSISTANT_USER"
-    sed "s/^allowed_uids: .*/allowed_uids: [$uid]   # $ASSISTANT_USER/" \
+    # Passkeys are accepted only from the approval page's own origin.
+    page_port=8767
+    if [[ -f $P_ETC/fleetwatch.env ]]; then
+        set_port=$(sed -n 's/^FLEETWATCH_APPROVE_PORT=\([0-9][0-9]*\)[[:space:]]*$/\1/p' \
+            "$P_ETC/fleetwatch.env" | tail -n 1)
+        [[ -z $set_port ]] || page_port=$set_port
+    fi
+    sed -e "s/^allowed_uids: .*/allowed_uids: [$uid]   # $ASSISTANT_USER/" \
+        -e "s|^  origins: .*|  origins: [\"http://localhost:$page_port\"]|" \
         "$SCRIPT_DIR/executor.yaml.example" >"$WORK/executor.yaml"
     grep -q "^allowed_uids: \[$uid\]" "$WORK/executor.yaml" ||
         die "executor.yaml.example has no allowed_uids line to fill in"
+    grep -q "^  origins: \[\"http://localhost:$page_port\"\]" "$WORK/executor.yaml" ||
+        die "executor.yaml.example has no passkey origins line to fill in"
     install_file "$WORK/executor.yaml" "$P_ETC/executor.yaml" 0640 "root:$EXECUTOR_USER"
 else
     changed "install $P_ETC/executor.yaml (0640 root:$EXECUTOR_USER) with allowed_uids: [uid of $ASSISTANT_USER]"

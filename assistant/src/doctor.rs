@@ -112,7 +112,7 @@ pub async fn run(config: &Config) -> Vec<Check> {
     } else {
         check(Level::Ok, "autonomy", "read-only: the assistant cannot propose (set `autonomy: propose` in settings.yaml to change)")
     });
-    out.push(executor(config).await);
+    out.extend(executor(config).await);
     out.push(match ModelConfig::from_env() {
         Err(problem) => check(Level::Fail, "model", problem),
         Ok(Some(cfg)) => match cfg.base_url_problem() {
@@ -269,16 +269,69 @@ fn state_files(config: &Config) -> Vec<Check> {
     out
 }
 
-async fn executor(config: &Config) -> Check {
+/// The executor's answer, and whether it binds approvals to a person (DESIGN §9).
+async fn executor(config: &Config) -> Vec<Check> {
     let client = ExecutorClient::new(&config.executor_socket)
         .with_timeout(std::time::Duration::from_secs(10));
+    let status = client.status().await;
+    let mut out = vec![executor_reachable(config, &status)];
+    if let Ok(status) = &status {
+        out.push(person(status));
+    }
+    out
+}
+
+/// Whether the executor requires an operator's passkey, as its `Status` reports it.
+fn person(status: &fleetwatch_protocol::wire::StatusReport) -> Check {
+    const NAME: &str = "approved by a person";
+    if status.passkeys_enrolled == 0 {
+        let required = status
+            .quorums
+            .iter()
+            .any(|q| q.calm > 0 || q.disruptive > 0);
+        return if required {
+            check(
+                Level::Fail,
+                NAME,
+                "the executor requires a passkey but none is enrolled there: every change is \
+                 refused",
+            )
+        } else {
+            check(
+                Level::Warn,
+                NAME,
+                "no passkey enrolled on the executor: approvals are not bound to a person (the \
+                 assistant's signature alone is accepted)",
+            )
+        };
+    }
+    let most = status
+        .quorums
+        .iter()
+        .map(|q| q.calm.max(q.disruptive))
+        .max()
+        .unwrap_or(0);
+    check(
+        Level::Ok,
+        NAME,
+        format!(
+            "{} passkey(s) enrolled on the executor; a change needs up to {most}",
+            status.passkeys_enrolled
+        ),
+    )
+}
+
+fn executor_reachable(
+    config: &Config,
+    status: &Result<fleetwatch_protocol::wire::StatusReport, impl std::fmt::Display>,
+) -> Check {
     // Without proposing an absent executor costs nothing; with it, nothing can be approved.
     let missing = if config.proposing() {
         Level::Fail
     } else {
         Level::Warn
     };
-    match client.status().await {
+    match status {
         Ok(status) => {
             let ours = ApproverKey::load(&config.state_dir.join(keys::KEY_FILE))
                 .ok()
@@ -361,5 +414,41 @@ fn grants(config: &Config, _policy: &Policy) -> Check {
             }
         }
         Err(e) => check(Level::Fail, "grants", e.to_string()),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod tests {
+    use super::*;
+    use fleetwatch_protocol::wire::{StatusReport, ToolQuorum};
+
+    fn status(enrolled: u32, need: u32) -> StatusReport {
+        StatusReport {
+            version: "test".into(),
+            fence_configured: true,
+            sandbox_sign_in: true,
+            key_ids: Vec::new(),
+            policy_digest: [0; 32],
+            chain_head: [0; 32],
+            passkeys_enrolled: enrolled,
+            quorums: vec![ToolQuorum {
+                tool: "batch_reboot".into(),
+                calm: need,
+                disruptive: need,
+            }],
+        }
+    }
+
+    #[test]
+    fn says_whether_the_executor_binds_approvals_to_a_person() {
+        let none = person(&status(0, 0));
+        assert_eq!(none.level, Level::Warn);
+        assert!(none.message.contains("not bound to a person"), "{none}");
+        let refused = person(&status(0, 1));
+        assert_eq!(refused.level, Level::Fail);
+        let two = person(&status(2, 2));
+        assert_eq!(two.level, Level::Ok);
+        assert!(two.message.contains("2 passkey(s)"), "{two}");
     }
 }

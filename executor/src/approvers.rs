@@ -383,9 +383,11 @@ pub fn remove(existing: &str, who: &str) -> Result<(String, Listed), String> {
     Ok((text, found))
 }
 
-/// Writes the approver file atomically: a temporary file beside it, written and synced, mode
-/// 0644, the old file's owner and group kept, renamed over the old one, and the folder synced.
-/// A reader sees the old file or the new one, never a mix.
+/// Writes the approver file atomically: a temporary file beside it, written and synced, renamed
+/// over the old one, and the folder synced; a reader sees the old file or the new one, never a
+/// mix. The old file's owner, group and read bits are kept (a deployment's 0640
+/// root:fleetwatch-exec stays so), never a write bit for group or others; a new file is 0644,
+/// since it holds only public keys.
 pub fn write_atomically(path: &Path, text: &str) -> Result<(), String> {
     let fail = |what: &str, e: &dyn std::fmt::Display| format!("{}: {what}: {e}", path.display());
     let dir = match path.parent() {
@@ -397,9 +399,12 @@ pub fn write_atomically(path: &Path, text: &str) -> Result<(), String> {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "approvers".into());
     let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-    let owner = std::fs::symlink_metadata(path)
-        .ok()
-        .map(|m| (m.uid(), m.gid()));
+    let old = std::fs::symlink_metadata(path).ok();
+    let owner = old.as_ref().map(|m| (m.uid(), m.gid()));
+    let mode = old
+        .as_ref()
+        .map(|m| m.permissions().mode() & 0o755)
+        .unwrap_or(0o644);
     let result = (|| {
         let mut file = std::fs::OpenOptions::new()
             .write(true)
@@ -410,7 +415,7 @@ pub fn write_atomically(path: &Path, text: &str) -> Result<(), String> {
         file.write_all(text.as_bytes())
             .map_err(|e| fail("cannot write", &e))?;
         // The umask may have narrowed the mode given at creation.
-        file.set_permissions(std::fs::Permissions::from_mode(0o644))
+        file.set_permissions(std::fs::Permissions::from_mode(mode))
             .map_err(|e| fail("cannot set the mode", &e))?;
         if let Some((uid, gid)) = owner {
             rustix::fs::fchown(

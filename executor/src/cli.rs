@@ -241,8 +241,8 @@ static APPROVERS_ADD: Node = Node {
             exactly as the approval page shows it after enrolment, or an assistant key line. \
             Prints the fingerprint to compare with the operator's screen. Refuses a malformed \
             line, an unsupported algorithm, and a credential ID or key already in the file, \
-            leaving the file unchanged; otherwise replaces the file atomically (mode 0644, owner \
-            kept). The running executor uses it from the next request",
+            leaving the file unchanged; otherwise replaces the file atomically (owner, group and \
+            mode kept; 0644 for a new file). The running executor uses it from the next request",
     flags: &[&CONFIG],
     children: &[],
     operand: Some((

@@ -593,6 +593,13 @@ fn install_into_a_throwaway_root_is_complete_and_a_second_run_changes_nothing() 
         std::fs::read_to_string(s.etc("approvers.pub")).unwrap(),
         format!("{line}\n")
     );
+    // Passkey assertions are accepted from the approval page's origin only.
+    assert!(
+        config
+            .lines()
+            .any(|l| l == "  origins: [\"http://localhost:8767\"]"),
+        "{config}"
+    );
 
     let before = listing(&root);
     let second = s.install_ok(&[]);

@@ -1,8 +1,8 @@
 //! The documents match the code. Each check fails when the code grows without its docs:
 //!
-//! * every flag of every command of `fleetwatch`, `fleetwatch-executor`, `fleetwatch-sim` and
-//!   `fleetwatch-demo` (read from their own `--help`) has a row in the configuration table of
-//!   README.md and README.es.md;
+//! * every flag and every argument of every command of `fleetwatch`, `fleetwatch-executor`,
+//!   `fleetwatch-sim` and `fleetwatch-demo` (read from their own `--help`) has a row in the
+//!   configuration table of README.md and README.es.md;
 //! * every `FLEETWATCH_*` variable named in the Rust sources is in both tables;
 //! * the README's test command is the one `.ci/run` runs;
 //! * README.md and README.es.md give the same commands;
@@ -78,7 +78,21 @@ fn flags(help: &str) -> BTreeSet<String> {
         .collect()
 }
 
-/// Every command path of a binary with the flags it accepts. Flags of the top-level command
+/// Arguments listed under `Arguments:` (`<LINE>...`, `[NAME]`), each as `<NAME>`.
+fn arguments(help: &str) -> BTreeSet<String> {
+    section(help, "Arguments:")
+        .into_iter()
+        .map(str::trim_start)
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|w| w.starts_with(['<', '[']))
+        .map(|w| {
+            let name = w.trim_end_matches("...").trim_matches(['<', '>', '[', ']']);
+            format!("<{name}>")
+        })
+        .collect()
+}
+
+/// Every command path of a binary with the flags and arguments it accepts. Flags of the top-level command
 /// (global ones) are reported once, at the top.
 fn command_flags(package: &str, name: &str) -> Vec<(String, BTreeSet<String>)> {
     let program = binary(package, name);
@@ -88,7 +102,8 @@ fn command_flags(package: &str, name: &str) -> Vec<(String, BTreeSet<String>)> {
     let mut queue: Vec<Vec<String>> = subcommands(&top).into_iter().map(|s| vec![s]).collect();
     while let Some(path) = queue.pop() {
         let text = help(&program, &path);
-        let own: BTreeSet<String> = flags(&text).difference(&global).cloned().collect();
+        let mut own: BTreeSet<String> = flags(&text).difference(&global).cloned().collect();
+        own.extend(arguments(&text));
         out.push((format!("{name} {}", path.join(" ")), own));
         for sub in subcommands(&text) {
             let mut next = path.clone();
@@ -206,6 +221,12 @@ fn flag_parsing_reads_clap_help() {
         flags(text).into_iter().collect::<Vec<_>>(),
         vec!["--config", "--no-ai", "--port"]
     );
+    let with_args = "Usage: x add <LINE>...\n\nArguments:\n  <LINE>...  The line\n  [NAME]     A name\n\nOptions:\n  -h, --help  Print help\n";
+    assert_eq!(
+        arguments(with_args).into_iter().collect::<Vec<_>>(),
+        vec!["<LINE>", "<NAME>"]
+    );
+    assert!(names("| `<LINE>` |", "<LINE>"));
     assert!(names("| `--now TIME` |", "--now"));
     assert!(!names("| `--nowhere` |", "--now"));
     // Built at run time, so the source scan below does not take them for real variables.

@@ -392,7 +392,9 @@ async fn approvers_add_list_and_remove_change_who_approves_at_once() {
         assert_eq!(file_bytes(&h), before, "{case}: file unchanged");
     }
 
-    // A good line: the fingerprint to compare, the file replaced with mode 0644.
+    // A good line: the fingerprint to compare, the file replaced keeping its owner and mode
+    // (a deployment installs it 0640 root:fleetwatch-exec).
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o640)).unwrap();
     let out = h.cli(&["approvers", "add", &bo_line], None);
     let said = String::from_utf8_lossy(&out.stdout);
     assert!(
@@ -403,7 +405,7 @@ async fn approvers_add_list_and_remove_change_who_approves_at_once() {
     let print = bo.record("Bo Díaz").fingerprint().to_string();
     assert!(said.contains(&format!("fingerprint: {print}")), "{said}");
     let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
-    assert_eq!(mode, 0o644);
+    assert_eq!(mode, 0o640);
     assert!(
         file_bytes(&h).starts_with(&before),
         "what was there is kept as it was"

@@ -10,6 +10,9 @@
 //!   happen inside the executor where no clock can be read from outside, the executor's own
 //!   check functions (signature, claims, freshness, nonce commit, policy, fence) timed
 //!   in-process on the same approvals and the same disk.
+//! * the same path with operators' passkeys enrolled: approvals carrying one assertion (ES256)
+//!   and two (ES256 and Ed25519) in turn, next to the assistant-only figures of the same run;
+//!   each algorithm's verification and the approver file's per-request read, in-process;
 //! * the raw `fdatasync` of the same disk, in the same state folder, in the same run;
 //! * the executor's idle RSS and its cold start (spawn → a `Status` answered);
 //! * `fleetwatch serve`'s idle RSS;
@@ -29,6 +32,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use fleetwatch_e2e::authenticator::SoftPasskey;
 use fleetwatch_e2e::faults::proc_status_kib;
 use fleetwatch_e2e::size;
 use fleetwatch_e2e::{canonical, frame, now, random_id, send, sign, test_key, workspace_root};
@@ -393,9 +397,19 @@ impl Rig {
         fleetwatch_e2e::bound_claims("batch_recording", &arguments, d)
     }
 
-    async fn execute(&self, claims: &ApprovalClaims) -> (Duration, Option<Response>) {
+    /// Sends the approval, with an assertion from each passkey given; the client-side time.
+    async fn execute(
+        &self,
+        claims: &ApprovalClaims,
+        passkeys: &mut [&mut SoftPasskey],
+    ) -> (Duration, Option<Response>) {
+        let approval = if passkeys.is_empty() {
+            sign(claims, 7)
+        } else {
+            fleetwatch_e2e::sign_with_passkeys(claims, 7, passkeys)
+        };
         let request = Request::Execute(ExecuteRequest {
-            approval: sign(claims, 7),
+            approval,
             assistant_chain_head: [0xab; 32],
         });
         let t = Instant::now();
@@ -446,45 +460,42 @@ async fn run(approvals: usize, base: Option<PathBuf>) {
     let mut usable = Vec::new();
     for d in &devices {
         let c = rig.claims(d).await;
-        if done(&rig.execute(&c).await.1) {
+        if done(&rig.execute(&c, &mut []).await.1) {
             usable.push(d.clone());
         }
     }
     assert!(!usable.is_empty(), "no sandbox device accepts a start");
 
-    eprintln!("approve → write: {approvals} approvals…");
-    let mut wp = WritePath::default();
-    let mut kept = Vec::with_capacity(approvals);
+    eprintln!("approve → write: {approvals} approvals, the assistant's signature alone…");
+    let (wp, kept) = write_path(&rig, &usable, approvals, &mut []).await;
+
+    // The same path with operators' passkeys, right after, on the same executor: two enrolled
+    // in the approver file (the running executor reads it for every request), approvals with
+    // one and with two assertions taken in turn so both see the same machine. Every assertion
+    // an approval carries is verified whatever the quorum, so two assertions cost what a
+    // two-person approval costs. Then the file is put back for the rest of the run.
+    let mut ana = SoftPasskey::es256(11);
+    let mut bo = SoftPasskey::ed25519(12);
+    let original = std::fs::read_to_string(&rig.keys).expect("approver file");
+    std::fs::write(
+        &rig.keys,
+        format!("{original}{}\n{}\n", ana.line("Ana"), bo.line("Bo")),
+    )
+    .expect("approver file");
+    eprintln!(
+        "approve → write: {approvals} approvals with one passkey and {approvals} with two, in turn…"
+    );
+    let mut one_passkey = WritePath::default();
+    let mut two_passkeys = WritePath::default();
     for i in 0..approvals {
-        let device = &usable[i % usable.len()];
-        let c = rig.claims(device).await;
-        let before = rig.sim.calls().len();
-        let (total, response) = rig.execute(&c).await;
-        assert!(
-            done(&response),
-            "approval {i}: {response:?}\n{}",
-            std::fs::read_to_string(&rig.log).unwrap_or_default()
-        );
-        let calls = rig.sim.calls();
-        let ours = calls.get(before..).unwrap_or_default();
-        let Some(w) = ours.iter().position(|c| fleetwatch_sim::is_write(&c.tool)) else {
-            panic!("approval {i}: no write recorded")
-        };
-        let span =
-            |c: &fleetwatch_sim::CallRecord| c.answered_ns.unwrap_or(c.received_ns) - c.received_ns;
-        let reads_ns: u64 = ours[..w].iter().map(span).sum();
-        let write_ns = span(&ours[w]);
-        let last_read = ours[..w].last().and_then(|r| r.answered_ns).unwrap_or(0);
-        let gap_ns = ours[w].received_ns.saturating_sub(last_read);
-        let total_us = us(total);
-        wp.total.push(total_us);
-        wp.reads.push(reads_ns as f64 / 1e3);
-        wp.write.push(write_ns as f64 / 1e3);
-        wp.gap.push(gap_ns as f64 / 1e3);
-        wp.overhead
-            .push(total_us - (reads_ns + write_ns) as f64 / 1e3);
-        kept.push(c);
+        let from = &usable[i % usable.len()..];
+        let (one, _) = write_path(&rig, from, 1, &mut [&mut ana]).await;
+        one_passkey.extend(one);
+        let (two, _) = write_path(&rig, from, 1, &mut [&mut ana, &mut bo]).await;
+        two_passkeys.extend(two);
     }
+    let approver_file = approver_file_reads(&rig.keys, approvals);
+    std::fs::write(&rig.keys, original).expect("approver file");
     let after_rss = proc_status_kib(&rig.pid(), "VmRSS").unwrap_or(0) as f64 / 1024.0;
 
     // The executor's own checks, in-process, on the same approvals and the same disk.
@@ -510,6 +521,8 @@ async fn run(approvals: usize, base: Option<PathBuf>) {
 
     // A large team, in a child process of its own.
     let fleet = fleet_in_child();
+
+    let verify = passkey_verification(approvals);
 
     // ---- table
     let mut t = Table::new();
@@ -573,6 +586,36 @@ async fn run(approvals: usize, base: Option<PathBuf>) {
         &wp.overhead,
         Unit::Ms,
         Some((TARGET_OVERHEAD_P99_MS, "p99 ≤ 3 ms")),
+    );
+    t.dist(
+        "executor overhead, one passkey (ES256) verified",
+        &one_passkey.overhead,
+        Unit::Ms,
+        None,
+    );
+    t.dist(
+        "executor overhead, two passkeys (ES256 + Ed25519, both verified)",
+        &two_passkeys.overhead,
+        Unit::Ms,
+        Some((TARGET_OVERHEAD_P99_MS, "p99 ≤ 3 ms")),
+    );
+    t.dist(
+        "approver file read + parse per request (in-process: approvers::load)",
+        &approver_file,
+        Unit::Us,
+        None,
+    );
+    t.dist(
+        "passkey verification, ES256 (in-process: passkey::verify_assertions)",
+        &verify.es256,
+        Unit::Us,
+        None,
+    );
+    t.dist(
+        "passkey verification, Ed25519 (in-process: passkey::verify_assertions)",
+        &verify.ed25519,
+        Unit::Us,
+        None,
     );
     t.dist(
         "raw append 64 B + fdatasync, same folder",
@@ -680,6 +723,107 @@ async fn run(approvals: usize, base: Option<PathBuf>) {
     println!("state folder on: {}", filesystem_of(&rig.state));
     println!();
     t.print();
+}
+
+/// `n` approvals on the usable devices in turn, each carrying an assertion from every passkey
+/// given; the client-side total, the simulator's time, the gap and the executor's overhead.
+async fn write_path(
+    rig: &Rig,
+    usable: &[String],
+    n: usize,
+    passkeys: &mut [&mut SoftPasskey],
+) -> (WritePath, Vec<ApprovalClaims>) {
+    let mut wp = WritePath::default();
+    let mut kept = Vec::with_capacity(n);
+    for i in 0..n {
+        let device = &usable[i % usable.len()];
+        let c = rig.claims(device).await;
+        let before = rig.sim.calls().len();
+        let (total, response) = rig.execute(&c, passkeys).await;
+        assert!(
+            done(&response),
+            "approval {i}: {response:?}\n{}",
+            std::fs::read_to_string(&rig.log).unwrap_or_default()
+        );
+        let calls = rig.sim.calls();
+        let ours = calls.get(before..).unwrap_or_default();
+        let Some(w) = ours.iter().position(|c| fleetwatch_sim::is_write(&c.tool)) else {
+            panic!("approval {i}: no write recorded")
+        };
+        let span =
+            |c: &fleetwatch_sim::CallRecord| c.answered_ns.unwrap_or(c.received_ns) - c.received_ns;
+        let reads_ns: u64 = ours[..w].iter().map(span).sum();
+        let write_ns = span(&ours[w]);
+        let last_read = ours[..w].last().and_then(|r| r.answered_ns).unwrap_or(0);
+        let gap_ns = ours[w].received_ns.saturating_sub(last_read);
+        let total_us = us(total);
+        wp.total.push(total_us);
+        wp.reads.push(reads_ns as f64 / 1e3);
+        wp.write.push(write_ns as f64 / 1e3);
+        wp.gap.push(gap_ns as f64 / 1e3);
+        wp.overhead
+            .push(total_us - (reads_ns + write_ns) as f64 / 1e3);
+        kept.push(c);
+    }
+    (wp, kept)
+}
+
+impl WritePath {
+    fn extend(&mut self, other: WritePath) {
+        self.total.extend(other.total);
+        self.reads.extend(other.reads);
+        self.write.extend(other.write);
+        self.gap.extend(other.gap);
+        self.overhead.extend(other.overhead);
+    }
+}
+
+/// What reading the approver file for a request costs in-process: open, check, read, parse
+/// (one assistant key and two passkeys), as `Context::approvers` does for every `Execute`.
+fn approver_file_reads(path: &Path, n: usize) -> Vec<f64> {
+    (0..n)
+        .map(|_| {
+            let t = Instant::now();
+            let file = fleetwatch_executor::approvers::load(path).expect("approver file");
+            let took = us(t.elapsed());
+            assert_eq!(file.passkeys.len(), 2);
+            took
+        })
+        .collect()
+}
+
+struct Verification {
+    es256: Vec<f64>,
+    ed25519: Vec<f64>,
+}
+
+/// One assertion of each algorithm verified `n` times over fresh claims bytes, in-process,
+/// exactly as the executor's `checks::person` runs it.
+fn passkey_verification(n: usize) -> Verification {
+    use fleetwatch_protocol::passkey::{self, Approvers, RelyingParty};
+    let mut es = SoftPasskey::es256(21);
+    let mut ed = SoftPasskey::ed25519(22);
+    let approvers =
+        Approvers::parse(&format!("{}\n{}\n", es.line("Ana"), ed.line("Bo"))).expect("approvers");
+    let rp = RelyingParty::new(
+        fleetwatch_e2e::authenticator::RP_ID,
+        [fleetwatch_e2e::authenticator::ORIGIN],
+    );
+    let mut out = Verification {
+        es256: Vec::with_capacity(n),
+        ed25519: Vec::with_capacity(n),
+    };
+    for i in 0..n {
+        let bytes = format!("claims bytes of approval {i}").into_bytes();
+        for (key, times) in [(&mut es, &mut out.es256), (&mut ed, &mut out.ed25519)] {
+            let assertion = [key.assert(&bytes)];
+            let t = Instant::now();
+            let verified = passkey::verify_assertions(&assertion, &bytes, &approvers, &rp);
+            times.push(us(t.elapsed()));
+            assert!(verified.is_ok(), "a good assertion verifies");
+        }
+    }
+    out
 }
 
 fn cpu_model() -> String {
@@ -823,7 +967,7 @@ async fn flood(rig: &Rig, usable: &[String], _quiet: &[f64]) -> Flood {
         let device = &usable[i % usable.len()];
         i += 1;
         let c = rig.claims(device).await;
-        let (total, response) = rig.execute(&c).await;
+        let (total, response) = rig.execute(&c, &mut []).await;
         if matches!(child.try_wait(), Ok(None)) {
             assert!(done(&response), "approval during the flood: {response:?}");
             during.push(us(total));
