@@ -254,7 +254,7 @@ impl Config {
 
     /// The approval page address shown next to a proposal number.
     pub fn page_address(&self) -> String {
-        format!("http://127.0.0.1:{}/", self.approve_port)
+        format!("http://localhost:{}/", self.approve_port)
     }
 
     /// The chat socket path.

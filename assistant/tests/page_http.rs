@@ -4,7 +4,7 @@
 //! real wire protocol, verifies each approval's signature and counts every `Execute`.
 
 use std::collections::BTreeMap;
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -287,6 +287,7 @@ struct Options {
     autonomy: bool,
     fence: bool,
     executor_timeout: Duration,
+    port: u16,
 }
 
 impl Default for Options {
@@ -295,6 +296,7 @@ impl Default for Options {
             autonomy: true,
             fence: true,
             executor_timeout: Duration::from_secs(20),
+            port: 0,
         }
     }
 }
@@ -338,7 +340,7 @@ async fn start_page(
     clock: Arc<ManualClock>,
 ) -> Result<PageHandle, PageError> {
     let config = PageConfig {
-        port: 0,
+        port: options.port,
         state_dir: dir.path().join("state"),
         autonomy_propose: options.autonomy,
         fence_configured: options.fence,
@@ -647,7 +649,10 @@ async fn the_host_header_must_name_this_page() {
         (format!("127.0.0.1:{}", port.wrapping_add(1)), 403),
         (format!("evil.example:{port}"), 403),
         (format!("127.0.0.1.evil.example:{port}"), 403),
-        (format!("[::1]:{port}"), 403),
+        (format!("[::1]:{port}"), 200),
+        (format!("[::2]:{port}"), 403),
+        (format!("[::1]:{}", port.wrapping_add(1)), 403),
+        (format!("localhost.evil.example:{port}"), 403),
     ] {
         let r = e
             .client
@@ -864,6 +869,78 @@ async fn the_secret_file_is_private_replaced_and_removed() {
     // The secret never reached the audit table.
     let rows = store.lock().unwrap().audit_rows().unwrap();
     assert!(rows.iter().all(|r| !r.detail.contains(&secret)));
+}
+
+#[tokio::test]
+async fn the_page_holds_its_port_on_both_loopback_addresses() {
+    let e = env().await;
+    let page = e.page.as_ref().unwrap();
+    assert!(
+        page.announcement
+            .contains(&format!("http://localhost:{}/", e.port)),
+        "{}",
+        page.announcement
+    );
+    let v6 = std::net::SocketAddr::from((Ipv6Addr::LOCALHOST, e.port));
+    let taken = std::net::TcpListener::bind(v6);
+    if page.ipv6 {
+        // Nobody else can take localhost's other address, and the page answers there.
+        assert_eq!(
+            taken.err().map(|e| e.kind()),
+            Some(std::io::ErrorKind::AddrInUse)
+        );
+        let client = fleetwatch_signin::tls::client_builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .unwrap();
+        let r = client
+            .get(format!("http://[::1]:{}/", e.port))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200);
+        let r = client
+            .get(format!("http://localhost:{}/", e.port))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200);
+    } else {
+        // A host without IPv6 loopback: nobody can bind ::1 at all.
+        assert!(taken.is_err(), "::1 was free for someone else");
+    }
+}
+
+#[tokio::test]
+async fn a_port_someone_else_holds_on_either_loopback_address_refuses_the_start() {
+    let Ok(squatter) = std::net::TcpListener::bind((Ipv6Addr::LOCALHOST, 0)) else {
+        // No IPv6 loopback on this host: nobody can squat ::1 either.
+        return;
+    };
+    let port = squatter.local_addr().unwrap().port();
+    let dir = tempfile::tempdir().unwrap();
+    let (_world, policy, key, socket) = prepare(&dir).await;
+    let store = Arc::new(Mutex::new(Store::open(&dir.path().join("state")).unwrap()));
+    let result = start_page(
+        &dir,
+        Options {
+            port,
+            ..Options::default()
+        },
+        key,
+        &socket,
+        policy,
+        store,
+        Arc::new(ManualClock::new()),
+    )
+    .await;
+    let Err(err) = result else {
+        panic!("started although [::1]:{port} belongs to someone else")
+    };
+    let text = err.to_string();
+    assert!(text.contains(&format!("[::1]:{port}")), "{text}");
+    // And nothing of the page is left on 127.0.0.1.
+    assert!(std::net::TcpListener::bind((Ipv4Addr::LOCALHOST, port)).is_ok());
 }
 
 #[tokio::test]

@@ -221,15 +221,18 @@ impl Engine {
 /// taken. The page announces its address (and the secret, on a terminal) itself.
 async fn start_page(config: &Config, deps: PageDeps, script: bool) -> Result<PageHandle, String> {
     let mut page_config = PageConfig::from_config(config);
-    page_config.port = page_port(script);
+    let port = page_port(script);
+    page_config.port = port;
     if script {
         page_config.secret_delivery = SecretDelivery::File;
     }
     match page::start(page_config, deps.clone()).await {
         Ok(page) => Ok(page),
-        Err(PageError::Bind { port, source }) if port != 0 => {
+        Err(PageError::Bind { addr, source }) if port != 0 => {
             println!(
-                "  port {port} is busy ({source}); the approval page takes a free port instead"
+                "  port {port} is busy on {} ({source}); the approval page takes a free port \
+                 instead",
+                addr.ip()
             );
             let mut retry = PageConfig::from_config(config);
             retry.port = 0;

@@ -1,6 +1,9 @@
 //! The approval page: where a person approves one exact change.
 //!
-//! It listens on 127.0.0.1 only (there is no setting that widens it), asks for a secret made
+//! It listens on the loopback addresses only, 127.0.0.1 and ::1 on one port (there is no setting
+//! that widens it), and is opened as `http://localhost:<port>/`, the host name a passkey can be
+//! bound to; holding both addresses keeps another local user from taking `localhost` on the
+//! one it left free. It asks for a secret made
 //! at start, shows one card at a time built by code from the stored proposal and a fresh
 //! `Describe`, consumes the approval in one statement on the database clock, signs the claims
 //! and sends `Execute` to the executor. See `server` for the per-request guards and `approve`
@@ -8,7 +11,7 @@
 
 use std::future::Future;
 use std::io::IsTerminal as _;
-use std::net::{Ipv4Addr, SocketAddr};
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -91,11 +94,15 @@ pub enum PageError {
     /// A precondition is missing; each entry names one.
     #[error("the approval page will not start: {}", .0.join("; "))]
     NotReady(Vec<String>),
-    /// The port could not be bound.
-    #[error("the approval page cannot listen on 127.0.0.1:{port}: {source}")]
+    /// The port could not be bound on one of the loopback addresses.
+    #[error(
+        "the approval page cannot listen on {addr}: {source}; another program holds that \
+         address, so `localhost:{}` would not be only this page's (stop it, or choose another \
+         FLEETWATCH_APPROVE_PORT)", addr.port()
+    )]
     Bind {
-        /// The port.
-        port: u16,
+        /// The address.
+        addr: SocketAddr,
         /// The OS error.
         source: std::io::Error,
     },
@@ -109,8 +116,10 @@ pub enum PageError {
 
 /// A running page (tests and `run`).
 pub struct PageHandle {
-    /// The bound address (always 127.0.0.1).
+    /// The bound IPv4 address (127.0.0.1; the same port is held on ::1 unless `ipv6` is false).
     pub addr: SocketAddr,
+    /// Whether ::1 is held too (false only on a host without IPv6 loopback).
+    pub ipv6: bool,
     /// The secret file, when the secret was written to one.
     pub secret_file: Option<PathBuf>,
     /// What was printed at start (never the secret unless it went to a terminal).
@@ -170,18 +179,59 @@ pub async fn preflight(config: &PageConfig, deps: &PageDeps) -> Result<(), PageE
     }
 }
 
+/// Binds the page's port on 127.0.0.1 and on ::1. Port 0 picks a free port on 127.0.0.1 and
+/// takes the same one on ::1, trying again with another when ::1 already has it. A port that
+/// another program holds on either address refuses the start; ::1 is left out only when the
+/// host has no IPv6 loopback at all (then nobody can take it either).
+async fn bind_loopback(
+    port: u16,
+) -> Result<(tokio::net::TcpListener, Option<tokio::net::TcpListener>), PageError> {
+    use std::io::ErrorKind;
+    let mut attempts = 0;
+    loop {
+        attempts += 1;
+        let v4 = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+        let listener = tokio::net::TcpListener::bind(v4)
+            .await
+            .map_err(|source| PageError::Bind { addr: v4, source })?;
+        let chosen = listener.local_addr().map_err(PageError::Serve)?.port();
+        let v6 = SocketAddr::from((Ipv6Addr::LOCALHOST, chosen));
+        match bind_v6_only(v6) {
+            Ok(listener6) => return Ok((listener, Some(listener6))),
+            Err(e) if ipv6_absent(&e) => return Ok((listener, None)),
+            Err(e) if port == 0 && e.kind() == ErrorKind::AddrInUse && attempts < 16 => continue,
+            Err(source) => return Err(PageError::Bind { addr: v6, source }),
+        }
+    }
+}
+
+/// A listener on exactly `addr` (an IPv6 address), never also on IPv4.
+fn bind_v6_only(addr: SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
+    let socket = tokio::net::TcpSocket::new_v6()?;
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(1024)
+}
+
+/// The errors of a host where ::1 does not exist (IPv6 switched off or not built in).
+fn ipv6_absent(e: &std::io::Error) -> bool {
+    e.kind() == std::io::ErrorKind::AddrNotAvailable
+        || e.raw_os_error() == Some(rustix::io::Errno::AFNOSUPPORT.raw_os_error())
+}
+
 /// Starts the page and returns at once with a handle.
 pub async fn start(config: PageConfig, deps: PageDeps) -> Result<PageHandle, PageError> {
     preflight(&config, &deps).await?;
-    // Loopback only, by construction: the address is not configurable.
-    let listener = tokio::net::TcpListener::bind((Ipv4Addr::LOCALHOST, config.port))
-        .await
-        .map_err(|source| PageError::Bind {
-            port: config.port,
-            source,
-        })?;
+    let (listener, listener6) = bind_loopback(config.port).await?;
     let addr = listener.local_addr().map_err(PageError::Serve)?;
-    let page_address = format!("http://127.0.0.1:{}/", addr.port());
+    let page_address = format!("http://localhost:{}/", addr.port());
+    if listener6.is_none() {
+        println!(
+            "Approval page: IPv6 is switched off on this host, so it listens on 127.0.0.1 \
+             only (nobody can take ::1 either)"
+        );
+    }
+    let ipv6 = listener6.is_some();
 
     let secret = secret::generate().map_err(PageError::Secret)?;
     let to_terminal =
@@ -216,14 +266,37 @@ pub async fn start(config: PageConfig, deps: PageDeps) -> Result<PageHandle, Pag
     let router = server::router(app);
     let (stop_tx, stop_rx) = oneshot::channel::<()>();
     let task = tokio::spawn(async move {
-        let served = axum::serve(
-            listener,
-            router.into_make_service_with_connect_info::<SocketAddr>(),
-        )
-        .with_graceful_shutdown(async move {
+        // One router on both listeners; a stop ends both.
+        let (stopping, _) = tokio::sync::watch::channel(false);
+        let serve_on = |listener: tokio::net::TcpListener| {
+            let mut stopped = stopping.subscribe();
+            axum::serve(
+                listener,
+                router
+                    .clone()
+                    .into_make_service_with_connect_info::<SocketAddr>(),
+            )
+            .with_graceful_shutdown(async move {
+                let _ = stopped.wait_for(|s| *s).await;
+            })
+        };
+        let v4 = serve_on(listener);
+        let v6 = listener6.map(serve_on);
+        let both = async {
+            match v6 {
+                Some(v6) => {
+                    let (a, b) = tokio::join!(v4.into_future(), v6.into_future());
+                    a.and(b)
+                }
+                None => v4.await,
+            }
+        };
+        let stop = async {
             let _ = stop_rx.await;
-        });
-        let result = served.await.map_err(PageError::Serve);
+            let _ = stopping.send(true);
+        };
+        let (result, ()) = tokio::join!(both, stop);
+        let result = result.map_err(PageError::Serve);
         // The file goes at a clean stop; a crash leaves it for the next start to replace.
         drop(secret_file);
         if let Ok(mut store) = deps.store.lock() {
@@ -233,6 +306,7 @@ pub async fn start(config: PageConfig, deps: PageDeps) -> Result<PageHandle, Pag
     });
     Ok(PageHandle {
         addr,
+        ipv6,
         secret_file: secret_path,
         announcement,
         stop: Some(stop_tx),

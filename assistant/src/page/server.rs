@@ -86,14 +86,18 @@ impl App {
             .map(str::to_owned)
     }
 
+    /// `localhost`, `127.0.0.1` or `[::1]` with this page's port: the names of the two
+    /// loopback addresses it listens on, and nothing a foreign page could be served under.
     fn host_ok(&self, host: &str) -> bool {
         host == format!("127.0.0.1:{}", self.port)
+            || host == format!("[::1]:{}", self.port)
             || host.eq_ignore_ascii_case(&format!("localhost:{}", self.port))
     }
 
     fn origin_ok(&self, origin: &str) -> bool {
-        origin == format!("http://127.0.0.1:{}", self.port)
-            || origin.eq_ignore_ascii_case(&format!("http://localhost:{}", self.port))
+        origin
+            .strip_prefix("http://")
+            .is_some_and(|host| self.host_ok(host))
     }
 }
 
@@ -212,7 +216,7 @@ async fn checked(app: &App, request: Request, next: Next) -> Response {
     if !host.is_some_and(|h| app.host_ok(h)) {
         return plain(
             StatusCode::FORBIDDEN,
-            "Forbidden: this page answers only to 127.0.0.1 or localhost on its own port.",
+            "Forbidden: this page answers only to localhost, 127.0.0.1 or [::1] on its own port.",
         );
     }
     // An absolute-form request line names its own authority; it must agree with Host.
