@@ -450,7 +450,7 @@ impl Env {
         let r = client
             .post(self.url("/login"))
             .header("origin", self.origin())
-            .formed(&[("secret", self.secret())])
+            .formed(&[("secret", self.secret()), ("tab", TAB.to_owned())])
             .send()
             .await
             .unwrap();
@@ -503,7 +503,12 @@ impl Env {
     }
 }
 
-/// The hidden fields of the form posting to `action`.
+/// The per-tab value the page's script would keep in this tab's `sessionStorage`; every sign-in
+/// of these tests sends it, and [`form`] adds it to every form as the script does.
+const TAB: &str = "5ab0c6d1e2f30415263748596a7b8c9d0e1f2a3b4c5d6e7f8091a2b3c4d5e6f7";
+
+/// The hidden fields of the form posting to `action`, with this tab's value the page's script
+/// adds.
 fn form(html: &str, action: &str) -> Vec<(String, String)> {
     let start = html
         .find(&format!("action=\"{action}\""))
@@ -518,6 +523,7 @@ fn form(html: &str, action: &str) -> Vec<(String, String)> {
         let value = &rest[v..v + rest[v..].find('"').unwrap()];
         out.push((name.to_owned(), value.to_owned()));
     }
+    out.push(("tab".to_owned(), TAB.to_owned()));
     out
 }
 
@@ -618,7 +624,7 @@ async fn every_response_carries_the_security_headers() {
     let right = c
         .post(e.url("/login"))
         .header("origin", e.origin())
-        .formed(&[("secret", e.secret())])
+        .formed(&[("secret", e.secret()), ("tab", TAB.to_owned())])
         .send()
         .await
         .unwrap();
@@ -770,7 +776,7 @@ async fn post_origin_rules() {
         let mut r = e
             .client
             .post(e.url("/login"))
-            .formed(&[("secret", e.secret())]);
+            .formed(&[("secret", e.secret()), ("tab", TAB.to_owned())]);
         if let Some(o) = &origin {
             r = r.header("origin", o);
         }
@@ -872,6 +878,77 @@ async fn the_secret_file_is_private_replaced_and_removed() {
 }
 
 #[tokio::test]
+async fn a_post_needs_the_value_of_the_tab_that_signed_in() {
+    let e = env().await;
+    let cookie = e.login().await;
+    let id = e.propose("batch_recording", record(&format!("{DEV_A}-1")), "why");
+    let fields = form(&e.card(&cookie).await, "/approve");
+    // Another tab signs in: a second session with its own value.
+    let other_tab = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+    let r = e
+        .client
+        .post(e.url("/login"))
+        .header("origin", e.origin())
+        .formed(&[("secret", e.secret()), ("tab", other_tab.to_owned())])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 303);
+    let without: Vec<(String, String)> =
+        fields.iter().filter(|(k, _)| k != "tab").cloned().collect();
+    let other = with(&fields, "tab", other_tab);
+    let twice: Vec<(String, String)> = fields
+        .iter()
+        .cloned()
+        .chain([("tab".to_owned(), other_tab.to_owned())])
+        .collect();
+    for (case, body) in [
+        ("the cookie alone", &without),
+        ("another tab's value", &other),
+        ("two values", &twice),
+    ] {
+        for path in ["/approve", "/deny", "/deny-all"] {
+            let r = e
+                .client
+                .post(e.url(path))
+                .header("origin", e.origin())
+                .header("cookie", &cookie)
+                .formed(body)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(r.status(), 403, "{case} on {path}");
+        }
+    }
+    assert_eq!(e.approval_used(&get_field(&fields, "approval")), 0);
+    assert_eq!(e.status(id), Status::Pending);
+    assert_eq!(e.executes(), 0);
+    // The right secret from a page whose script did not run makes no session.
+    let r = e
+        .client
+        .post(e.url("/login"))
+        .header("origin", e.origin())
+        .formed(&[("secret", e.secret())])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    assert!(r.headers().get("set-cookie").is_none());
+    // With this tab's value, the same form goes through.
+    let r = e
+        .client
+        .post(e.url("/approve"))
+        .header("origin", e.origin())
+        .header("cookie", &cookie)
+        .formed(&fields)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(e.executes(), 1);
+}
+
+#[tokio::test]
 async fn the_page_holds_its_port_on_both_loopback_addresses() {
     let e = env().await;
     let page = e.page.as_ref().unwrap();
@@ -954,7 +1031,7 @@ async fn wrong_entries_back_off_per_address_and_globally() {
             let r = client
                 .post(url)
                 .header("origin", origin)
-                .formed(&[("secret", secret)])
+                .formed(&[("secret", secret), ("tab", TAB.to_owned())])
                 .send()
                 .await
                 .unwrap();
@@ -1174,6 +1251,7 @@ async fn there_is_no_approve_all_and_get_changes_nothing() {
         .post(e.url("/approve-all"))
         .header("origin", e.origin())
         .header("cookie", &cookie)
+        .formed(&[("tab", TAB)])
         .send()
         .await
         .unwrap();

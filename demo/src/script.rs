@@ -73,6 +73,9 @@ struct Script<'r> {
     http: reqwest::Client,
     origin: String,
     secret: String,
+    /// This "tab"'s value, as the page's script keeps it in `sessionStorage`: sent at sign-in
+    /// and with every form.
+    tab: String,
     cookie: Option<String>,
     /// The proposal approved in step 5, with the form used, for the second attempt.
     approved: Option<(u64, Vec<(String, String)>)>,
@@ -112,11 +115,14 @@ impl<'r> Script<'r> {
             .timeout(Duration::from_secs(150))
             .build()
             .map_err(|e| e.to_string())?;
+        let mut tab = [0u8; 32];
+        getrandom::fill(&mut tab).map_err(|e| format!("no randomness for the tab value: {e}"))?;
         Ok(Script {
             running,
             http,
-            origin: format!("http://127.0.0.1:{}", running.page.addr.port()),
+            origin: format!("http://localhost:{}", running.page.addr.port()),
             secret,
+            tab: fleetwatch_protocol::hex::encode(&tab),
             cookie: None,
             approved: None,
             writes: 0,
@@ -196,12 +202,18 @@ impl<'r> Script<'r> {
         fields: &[(String, String)],
         origin: bool,
     ) -> Result<reqwest::Response, String> {
+        // Every form the page's script sends carries the tab's value.
+        let fields: Vec<(String, String)> = fields
+            .iter()
+            .cloned()
+            .chain([("tab".to_owned(), self.tab.clone())])
+            .collect();
         let mut request = self
             .http
             .post(format!("{}{path}", self.origin))
             .header("content-type", "application/x-www-form-urlencoded")
             .header("accept-language", "en")
-            .body(form_body(fields));
+            .body(form_body(&fields));
         if origin {
             request = request.header("origin", &self.origin);
         }

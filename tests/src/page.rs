@@ -158,7 +158,12 @@ pub fn form_body(fields: &[(String, String)]) -> String {
         .join("&")
 }
 
-/// The hidden fields of the form in `html` that posts to `action`.
+/// The per-tab value the page's script keeps in `sessionStorage`: what these clients send at
+/// sign-in and with every form, as the script does in a browser.
+pub const TAB: &str = "c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00";
+
+/// The hidden fields of the form in `html` that posts to `action`, with the tab's value the
+/// page's script adds.
 pub fn form(html: &str, action: &str) -> Vec<(String, String)> {
     let start = html
         .find(&format!("action=\"{action}\""))
@@ -175,6 +180,7 @@ pub fn form(html: &str, action: &str) -> Vec<(String, String)> {
         let value = &rest[v + 7..v + 7 + rest[v + 7..].find('"').expect("value end")];
         out.push((name.to_owned(), value.to_owned()));
     }
+    out.push(("tab".to_owned(), TAB.to_owned()));
     out
 }
 
@@ -236,7 +242,10 @@ impl Page {
             .post(format!("{}/login", page.origin))
             .header("origin", &page.origin)
             .header("content-type", "application/x-www-form-urlencoded")
-            .body(form_body(&[("secret".into(), secret)]))
+            .body(form_body(&[
+                ("secret".into(), secret),
+                ("tab".into(), TAB.into()),
+            ]))
             .send()
             .await
             .expect("login");

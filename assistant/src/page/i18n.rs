@@ -129,6 +129,10 @@ pub const EN: &[(&str, &str)] = &[
     ("login.submit", "Sign in"),
     ("login.wrong", "That is not the page secret."),
     (
+        "login.no_tab",
+        "This page needs JavaScript and session storage to tie your sign-in to this tab. Turn them on for this page and sign in again.",
+    ),
+    (
         "login.wait",
         "Too many wrong entries. Wait {secs} seconds, then try again.",
     ),
@@ -417,6 +421,10 @@ pub const ES: &[(&str, &str)] = &[
     ("login.label", "Secreto de la página"),
     ("login.submit", "Entrar"),
     ("login.wrong", "Ese no es el secreto de la página."),
+    (
+        "login.no_tab",
+        "Esta página necesita JavaScript y el almacenamiento de sesión para atar tu entrada a esta pestaña. Actívalos para esta página y vuelve a entrar.",
+    ),
     (
         "login.wait",
         "Demasiados intentos fallidos. Espere {secs} segundos y vuelva a intentarlo.",

@@ -38,6 +38,7 @@ pub const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; 
                        form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
 const COUNTDOWN_JS: &str = include_str!("../../templates/static/countdown.js");
+const TAB_JS: &str = include_str!("../../templates/static/tab.js");
 const PAGE_CSS: &str = include_str!("../../templates/static/page.css");
 
 /// Shared state of a running page.
@@ -149,6 +150,7 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/deny", post(approve::deny))
         .route("/deny-all", post(approve::deny_all))
         .route("/static/countdown.js", get(countdown_js))
+        .route("/static/tab.js", get(tab_js))
         .route("/static/page.css", get(page_css))
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(app.clone(), guard))
@@ -159,6 +161,14 @@ async fn countdown_js() -> Response {
     (
         [(header::CONTENT_TYPE, "text/javascript; charset=utf-8")],
         COUNTDOWN_JS,
+    )
+        .into_response()
+}
+
+async fn tab_js() -> Response {
+    (
+        [(header::CONTENT_TYPE, "text/javascript; charset=utf-8")],
+        TAB_JS,
     )
         .into_response()
 }
@@ -253,8 +263,41 @@ async fn checked(app: &App, request: Request, next: Next) -> Response {
             );
         }
     };
+    // Every POST but the sign-in changes something: it must come from the tab that signed in
+    // (see `sessions`), which a cookie alone cannot prove.
+    if parts.method == Method::POST
+        && parts.uri.path() != "/login"
+        && !same_tab(app, &parts.headers, &bytes)
+    {
+        audit(app, "page_tab_refused", &json!({"path": parts.uri.path()}));
+        return plain(
+            StatusCode::FORBIDDEN,
+            "Forbidden: this form was not sent by the tab that signed in. Sign in again in this \
+             tab. / Prohibido: este formulario no lo envió la pestaña que inició la sesión. Vuelve \
+             a entrar en esta pestaña.",
+        );
+    }
     next.run(Request::from_parts(parts, Body::from(bytes)))
         .await
+}
+
+/// The form's `tab` field is the value the request's session was bound to at sign-in.
+fn same_tab(app: &App, headers: &HeaderMap, body: &[u8]) -> bool {
+    let Some(session) = app.session(headers) else {
+        return false;
+    };
+    let tabs: Vec<String> = form_urlencoded::parse(body)
+        .filter(|(k, _)| k == "tab")
+        .map(|(_, v)| v.into_owned())
+        .collect();
+    // Exactly one: two values would leave it to the reader which one counts.
+    let [tab] = tabs.as_slice() else {
+        return false;
+    };
+    app.sessions
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .tab_matches(&session, tab)
 }
 
 /// A POST is same-origin when every origin signal present says so and at least one is present.
@@ -281,6 +324,9 @@ fn same_origin(app: &App, headers: &HeaderMap) -> bool {
 struct LoginForm {
     #[serde(default)]
     secret: String,
+    /// The signing-in tab's value (`static/tab.js`), which every later form must carry.
+    #[serde(default)]
+    tab: String,
 }
 
 async fn login(
@@ -306,11 +352,22 @@ async fn login(
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .success(ip);
+        // The right secret from a page whose script did not run: no session, since none of its
+        // forms could carry the tab's value.
+        if !sessions::is_tab_value(&form.tab) {
+            return html(
+                StatusCode::BAD_REQUEST,
+                &LoginView {
+                    t: lang,
+                    messages: vec![lang.t("login.no_tab").to_owned()],
+                },
+            );
+        }
         let id = match app
             .sessions
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .create(now)
+            .create(now, &form.tab)
         {
             Ok(id) => id,
             Err(_) => {

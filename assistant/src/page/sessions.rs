@@ -1,5 +1,12 @@
 //! Browser sessions: a random 256-bit ID in an `HttpOnly; SameSite=Strict` cookie, made after
-//! a right secret entry. The ID is a bearer credential, so it is never stored in the database
+//! a right secret entry, and bound to the signing-in tab's own value.
+//!
+//! Cookies are not separated by port: any other service on this machine that the operator's
+//! browser opens on `localhost` receives the page's cookie. So a session is also bound to a
+//! random value the page keeps in `sessionStorage`, which is per origin (port included) and
+//! per tab, and sends with every form; a POST carrying the cookie without that tab's value is
+//! refused ([`Sessions::tab_matches`]).
+//! The ID is a bearer credential, so it is never stored in the database
 //! or signed claims; those carry [`tag`], a hash prefix that cannot be turned back into it.
 
 use std::collections::HashMap;
@@ -30,6 +37,16 @@ pub use fleetwatch_protocol::hex::encode as hex;
 struct Session {
     created: Duration,
     approvals: u32,
+    tab: String,
+}
+
+/// Whether `value` has the shape the page's script makes: 64 lower-case hex digits (32 random
+/// bytes).
+pub fn is_tab_value(value: &str) -> bool {
+    value.len() == 64
+        && value
+            .bytes()
+            .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
 /// The live sessions.
@@ -44,8 +61,8 @@ impl Sessions {
         Sessions::default()
     }
 
-    /// Makes a session and returns its ID.
-    pub fn create(&mut self, now: Duration) -> std::io::Result<String> {
+    /// Makes a session bound to the signing-in tab's value and returns its ID.
+    pub fn create(&mut self, now: Duration, tab: &str) -> std::io::Result<String> {
         let mut bytes = [0u8; 32];
         getrandom::fill(&mut bytes).map_err(|e| std::io::Error::other(e.to_string()))?;
         let id = hex(&bytes);
@@ -67,6 +84,7 @@ impl Sessions {
             Session {
                 created: now,
                 approvals: 0,
+                tab: tab.to_owned(),
             },
         );
         Ok(id)
@@ -77,6 +95,15 @@ impl Sessions {
         self.map
             .get(id)
             .is_some_and(|s| now.saturating_sub(s.created) < LIFETIME)
+    }
+
+    /// Whether `tab` is the value the session was bound to at sign-in (compared in constant
+    /// time; an unknown session matches nothing).
+    pub fn tab_matches(&self, id: &str, tab: &str) -> bool {
+        use subtle::ConstantTimeEq as _;
+        self.map.get(id).is_some_and(|s| {
+            is_tab_value(tab) && bool::from(s.tab.as_bytes().ct_eq(tab.as_bytes()))
+        })
     }
 
     /// Approvals made in this session so far.
@@ -116,8 +143,14 @@ mod tests {
     #[test]
     fn sessions_are_random_expire_and_count() {
         let mut s = Sessions::new();
-        let a = s.create(Duration::ZERO).unwrap();
-        let b = s.create(Duration::ZERO).unwrap();
+        let (tab_a, tab_b) = ("a".repeat(64), "b".repeat(64));
+        let a = s.create(Duration::ZERO, &tab_a).unwrap();
+        let b = s.create(Duration::ZERO, &tab_b).unwrap();
+        assert!(s.tab_matches(&a, &tab_a));
+        assert!(!s.tab_matches(&a, &tab_b), "another tab's value");
+        assert!(!s.tab_matches(&a, ""), "no value");
+        assert!(!s.tab_matches("nope", &tab_a));
+        assert!(is_tab_value(&tab_a) && !is_tab_value("A".repeat(64).as_str()));
         assert_ne!(a, b);
         assert_eq!(a.len(), 64);
         assert!(s.valid(&a, Duration::from_secs(10)));
