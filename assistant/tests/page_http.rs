@@ -948,6 +948,112 @@ async fn a_post_needs_the_value_of_the_tab_that_signed_in() {
     assert_eq!(e.executes(), 1);
 }
 
+/// What the page's script posts for a passkey the browser made: a software Ed25519 key's
+/// credential ID and SPKI (`response.getPublicKey()`), in the form's encodings.
+fn enrol_fields(token: &str, seed: u8, name: &str) -> Vec<(String, String)> {
+    use base64::Engine as _;
+    let key = ed25519_dalek::SigningKey::from_bytes(&[seed; 32]).verifying_key();
+    let mut spki = vec![
+        0x30, 0x2a, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x03, 0x21, 0x00,
+    ];
+    spki.extend_from_slice(key.as_bytes());
+    vec![
+        ("token".to_owned(), token.to_owned()),
+        ("name".to_owned(), name.to_owned()),
+        (
+            "credential_id".to_owned(),
+            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode([seed, 1, 2, 3]),
+        ),
+        ("algorithm".to_owned(), "-8".to_owned()),
+        (
+            "spki".to_owned(),
+            base64::engine::general_purpose::STANDARD.encode(&spki),
+        ),
+        ("tab".to_owned(), TAB.to_owned()),
+    ]
+}
+
+/// The text of the first `<pre id="...">` or `<code id="...">` element with this ID.
+fn element(html: &str, id: &str) -> String {
+    let start = html
+        .find(&format!("id=\"{id}\">"))
+        .unwrap_or_else(|| panic!("no #{id} in\n{html}"));
+    let rest = &html[start + id.len() + 6..];
+    rest[..rest.find('<').unwrap()]
+        .replace("&#39;", "'")
+        .replace("&quot;", "\"")
+        .replace("&amp;", "&")
+        .replace("&#x27;", "'")
+}
+
+#[tokio::test]
+async fn enrolment_shows_the_line_its_fingerprint_and_the_administrators_command() {
+    let e = env().await;
+    let cookie = e.login().await;
+    let r = e
+        .client
+        .get(e.url("/passkeys"))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let page = r.text().await.unwrap();
+    let token = get_field(&form(&page, "/passkeys"), "token");
+
+    let (status, html) = e
+        .post(
+            "/passkeys",
+            &cookie,
+            &enrol_fields(&token, 3, "Siobhán O'Neill"),
+        )
+        .await;
+    assert_eq!(status, 200, "{html}");
+    let line = element(&html, "passkey-line");
+    let record = fleetwatch_protocol::passkey::PasskeyRecord::parse_line(&line).unwrap();
+    assert_eq!(record.name(), "Siobhán O'Neill");
+    assert_eq!(
+        element(&html, "passkey-fingerprint"),
+        record.fingerprint().to_string()
+    );
+    assert_eq!(
+        element(&html, "passkey-command"),
+        format!(
+            "sudo fleetwatch-executor approvers add '{}'",
+            line.replace('\'', r"'\''")
+        )
+    );
+    // Kept, and listed on the next visit; an audit row names the fingerprint only.
+    assert_eq!(
+        e.store.lock().unwrap().passkey_lines().unwrap(),
+        vec![line.clone()]
+    );
+    let rows = e.store.lock().unwrap().audit_rows().unwrap();
+    assert!(rows.iter().any(|r| r.kind == "page_passkey_enrolled"
+        && r.detail.contains(&record.fingerprint().to_string())));
+
+    // What no browser would send is refused and nothing is kept: a key that is not an SPKI,
+    // an algorithm the executor cannot verify, a name with a hidden character, another form's
+    // token.
+    let broken = [
+        with(&enrol_fields(&token, 4, "Ana"), "spki", "AAAA"),
+        with(&enrol_fields(&token, 4, "Ana"), "algorithm", "-257"),
+        with(&enrol_fields(&token, 4, "Ana"), "name", "Ana\u{202e}"),
+    ];
+    for fields in &broken {
+        let (status, _) = e.post("/passkeys", &cookie, fields).await;
+        assert_eq!(status, 400, "{fields:?}");
+    }
+    let (status, _) = e
+        .post("/passkeys", &cookie, &enrol_fields("00", 4, "Ana"))
+        .await;
+    assert_eq!(status, 403);
+    assert_eq!(e.store.lock().unwrap().passkey_lines().unwrap().len(), 1);
+    // Without a session there is only the sign-in form.
+    let r = e.client.get(e.url("/passkeys")).send().await.unwrap();
+    assert!(r.text().await.unwrap().contains("name=\"secret\""));
+}
+
 #[tokio::test]
 async fn the_page_holds_its_port_on_both_loopback_addresses() {
     let e = env().await;

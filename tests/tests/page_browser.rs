@@ -8,6 +8,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use chromiumoxide::cdp::browser_protocol::emulation::SetUserAgentOverrideParams;
+use chromiumoxide::cdp::browser_protocol::web_authn::{
+    AddVirtualAuthenticatorParams, AuthenticatorProtocol, AuthenticatorTransport, EnableParams,
+    VirtualAuthenticatorOptions,
+};
 use chromiumoxide::page::Page;
 use fleetwatch::executor_client::ExecutorClient;
 use fleetwatch::keys::ApproverKey;
@@ -165,7 +169,12 @@ impl World {
         self.browser.as_ref().expect("browser").page().await
     }
     async fn login(&self, tab: &Page) {
-        tab.goto(self.base() + "/").await.expect("goto");
+        self.login_at(tab, &self.base()).await;
+    }
+    /// Signs in at `origin` (the page answers on 127.0.0.1 and on `localhost`, where passkeys
+    /// work).
+    async fn login_at(&self, tab: &Page, origin: &str) {
+        tab.goto(format!("{origin}/")).await.expect("goto");
         wait_until(tab, "document.getElementById('secret')").await;
         tab.find_element("#secret")
             .await
@@ -527,5 +536,94 @@ async fn the_spanish_page() {
         json!("Denegar")
     );
     screenshot(&tab, &w.shot("card-es.png")).await;
+    w.finish().await;
+}
+
+/// Gives the tab a platform authenticator (Chromium's virtual one, DevTools `WebAuthn`) that
+/// verifies the user and is always touched.
+async fn virtual_authenticator(tab: &Page) {
+    tab.execute(EnableParams::default())
+        .await
+        .expect("WebAuthn.enable");
+    let options = VirtualAuthenticatorOptions::builder()
+        .protocol(AuthenticatorProtocol::Ctap2)
+        .transport(AuthenticatorTransport::Internal)
+        .has_resident_key(true)
+        .has_user_verification(true)
+        .is_user_verified(true)
+        .automatic_presence_simulation(true)
+        .build()
+        .expect("options");
+    tab.execute(AddVirtualAuthenticatorParams::new(options))
+        .await
+        .expect("WebAuthn.addVirtualAuthenticator");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn enrol_a_passkey_on_the_page_and_the_administrator_installs_its_line() {
+    let Some(w) = world(SimConfig::demo(), None).await else {
+        return;
+    };
+    let tab = w.tab().await;
+    virtual_authenticator(&tab).await;
+    let origin = format!("http://localhost:{}", w.port());
+    w.login_at(&tab, &origin).await;
+    tab.goto(format!("{origin}/passkeys")).await.expect("goto");
+    wait_until(&tab, "document.getElementById('passkey-name')").await;
+    // Typed through the DOM: the DevTools key events know no accented letters.
+    eval(
+        &tab,
+        "document.getElementById('passkey-name').value = 'Ana Gómez'",
+    )
+    .await;
+    tab.find_element("#enrol")
+        .await
+        .expect("enrol button")
+        .click()
+        .await
+        .expect("click");
+    wait_until(&tab, "document.getElementById('passkey-line')").await;
+    screenshot(&tab, &w.shot("enrolled.png")).await;
+    let line = eval(&tab, "document.getElementById('passkey-line').textContent").await;
+    let line = line.as_str().expect("the line").to_owned();
+    let shown = eval(
+        &tab,
+        "document.getElementById('passkey-fingerprint').textContent",
+    )
+    .await;
+    assert!(
+        line.starts_with("passkey ") && line.ends_with(" Ana Gómez"),
+        "{line}"
+    );
+
+    // The administrator installs exactly that line; the fingerprints match.
+    let out = w.h.cli(&["approvers", "add", &line], None);
+    let said = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        said.contains(&format!(
+            "fingerprint: {}",
+            shown.as_str().expect("fingerprint")
+        )),
+        "{said} vs {shown}"
+    );
+    let status = w.executor.status().await.expect("status");
+    assert_eq!(status.passkeys_enrolled, 1);
+
+    // On a numeric address (a separate origin: sign in there too) the page says to open it as
+    // localhost.
+    w.login(&tab).await;
+    tab.goto(w.base() + "/passkeys").await.expect("goto");
+    wait_until(&tab, "!document.getElementById('enrol-status').hidden").await;
+    let hint = eval(&tab, "document.getElementById('enrol-status').textContent").await;
+    assert!(
+        hint.as_str()
+            .is_some_and(|h| h.contains("http://localhost:")),
+        "{hint}"
+    );
     w.finish().await;
 }

@@ -23,6 +23,8 @@ pub enum Purpose {
     Deny,
     /// Deny every pending proposal.
     DenyAll,
+    /// Show the public line of a passkey just made in the browser.
+    Enrol,
 }
 
 impl Purpose {
@@ -32,6 +34,7 @@ impl Purpose {
             Purpose::Confirm => b"confirm",
             Purpose::Deny => b"deny",
             Purpose::DenyAll => b"deny-all",
+            Purpose::Enrol => b"enrol",
         }
     }
 }

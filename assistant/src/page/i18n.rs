@@ -136,6 +136,57 @@ pub const EN: &[(&str, &str)] = &[
         "login.wait",
         "Too many wrong entries. Wait {secs} seconds, then try again.",
     ),
+    ("nav.passkeys", "Passkeys: tie approvals to you"),
+    ("passkeys.heading", "Your passkey"),
+    (
+        "passkeys.explain",
+        "A passkey ties an approval to you: the executor checks it itself, so neither the assistant nor anyone holding this page's cookie can approve without you. Type your name, choose Enrol, and confirm on your security key or device (with its PIN or fingerprint). Then give the line below to an administrator, who installs it on the executor and compares the fingerprint with this screen.",
+    ),
+    ("passkeys.new", "Enrol a passkey"),
+    ("passkeys.name", "Your name, as approvals will show it"),
+    ("passkeys.submit", "Enrol a passkey"),
+    ("passkeys.noscript", "Enrolling a passkey needs JavaScript."),
+    (
+        "passkeys.localhost",
+        "Open this page as http://localhost:{port}/ to enrol: a passkey cannot be bound to a numeric address.",
+    ),
+    (
+        "passkeys.cancelled",
+        "No passkey was made: it was cancelled, it timed out, or this key already holds one for this page. Nothing was saved.",
+    ),
+    (
+        "passkeys.unsupported",
+        "This browser cannot make a passkey with a public key the executor can read.",
+    ),
+    ("passkeys.noname", "Type your name first."),
+    (
+        "passkeys.made",
+        "Passkey made. Give this line to an administrator:",
+    ),
+    (
+        "passkeys.fingerprint",
+        "Fingerprint (the administrator's command prints it too; they must match):",
+    ),
+    (
+        "passkeys.command",
+        "The administrator runs this on the executor's machine:",
+    ),
+    (
+        "passkeys.shown",
+        "Passkeys this page has shown. Only an administrator can install one on the executor.",
+    ),
+    (
+        "passkeys.invalid",
+        "The browser's answer is not a passkey the executor can use ({why}). Nothing was saved.",
+    ),
+    (
+        "passkeys.token",
+        "This form is out of date. Open the passkey page again.",
+    ),
+    (
+        "passkeys.not_kept",
+        "The line could not be kept in the assistant's database, but it is shown below all the same.",
+    ),
     ("empty.heading", "Nothing is waiting for approval."),
     ("card.heading", "Proposal #{id}"),
     ("card.more", "{n} more waiting after this one."),
@@ -428,6 +479,63 @@ pub const ES: &[(&str, &str)] = &[
     (
         "login.wait",
         "Demasiados intentos fallidos. Espere {secs} segundos y vuelva a intentarlo.",
+    ),
+    ("nav.passkeys", "Passkeys: ata las aprobaciones a ti"),
+    ("passkeys.heading", "Tu passkey"),
+    (
+        "passkeys.explain",
+        "Una passkey ata una aprobación a ti: la comprueba el propio ejecutor, así que ni el asistente ni quien tenga la cookie de esta página puede aprobar sin ti. Escribe tu nombre, elige Inscribir y confirma en tu llave de seguridad o dispositivo (con su PIN o huella). Después da la línea de abajo a un administrador, que la instala en el ejecutor y compara la huella con esta pantalla.",
+    ),
+    ("passkeys.new", "Inscribir una passkey"),
+    (
+        "passkeys.name",
+        "Tu nombre, tal como lo mostrarán las aprobaciones",
+    ),
+    ("passkeys.submit", "Inscribir una passkey"),
+    (
+        "passkeys.noscript",
+        "Inscribir una passkey necesita JavaScript.",
+    ),
+    (
+        "passkeys.localhost",
+        "Abre esta página como http://localhost:{port}/ para inscribirte: una passkey no puede atarse a una dirección numérica.",
+    ),
+    (
+        "passkeys.cancelled",
+        "No se creó ninguna passkey: se canceló, se agotó el tiempo o esta llave ya tiene una para esta página. No se guardó nada.",
+    ),
+    (
+        "passkeys.unsupported",
+        "Este navegador no puede crear una passkey con una clave pública que el ejecutor sepa leer.",
+    ),
+    ("passkeys.noname", "Escribe primero tu nombre."),
+    (
+        "passkeys.made",
+        "Passkey creada. Da esta línea a un administrador:",
+    ),
+    (
+        "passkeys.fingerprint",
+        "Huella (la orden del administrador también la imprime; deben coincidir):",
+    ),
+    (
+        "passkeys.command",
+        "El administrador ejecuta esto en la máquina del ejecutor:",
+    ),
+    (
+        "passkeys.shown",
+        "Passkeys que esta página ha mostrado. Solo un administrador puede instalar una en el ejecutor.",
+    ),
+    (
+        "passkeys.invalid",
+        "La respuesta del navegador no es una passkey que el ejecutor pueda usar ({why}). No se guardó nada.",
+    ),
+    (
+        "passkeys.token",
+        "Este formulario está caducado. Vuelve a abrir la página de passkeys.",
+    ),
+    (
+        "passkeys.not_kept",
+        "La línea no pudo guardarse en la base de datos del asistente, pero se muestra abajo igualmente.",
     ),
     ("empty.heading", "No hay nada pendiente de aprobación."),
     ("card.heading", "Propuesta n.º {id}"),

@@ -28,6 +28,7 @@ use crate::store::Store;
 pub mod approve;
 pub mod card;
 pub mod csrf;
+pub mod enrol;
 pub mod i18n;
 pub mod secret;
 pub mod server;

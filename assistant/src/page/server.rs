@@ -26,7 +26,7 @@ use super::secret::Secret;
 use super::sessions::{self, Sessions};
 use super::throttle::{Clock, Gate, Throttle};
 use super::views::LoginView;
-use super::{PageConfig, PageDeps, PageError, approve};
+use super::{PageConfig, PageDeps, PageError, approve, enrol};
 
 /// Request bodies above this are refused (413) before they are read.
 pub const MAX_BODY: usize = 4096;
@@ -39,6 +39,7 @@ pub const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; 
 
 const COUNTDOWN_JS: &str = include_str!("../../templates/static/countdown.js");
 const TAB_JS: &str = include_str!("../../templates/static/tab.js");
+const PASSKEY_JS: &str = include_str!("../../templates/static/passkey.js");
 const PAGE_CSS: &str = include_str!("../../templates/static/page.css");
 
 /// Shared state of a running page.
@@ -149,8 +150,10 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/confirm", post(approve::confirm))
         .route("/deny", post(approve::deny))
         .route("/deny-all", post(approve::deny_all))
+        .route("/passkeys", get(enrol::show).post(enrol::enrol))
         .route("/static/countdown.js", get(countdown_js))
         .route("/static/tab.js", get(tab_js))
+        .route("/static/passkey.js", get(passkey_js))
         .route("/static/page.css", get(page_css))
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(app.clone(), guard))
@@ -169,6 +172,14 @@ async fn tab_js() -> Response {
     (
         [(header::CONTENT_TYPE, "text/javascript; charset=utf-8")],
         TAB_JS,
+    )
+        .into_response()
+}
+
+async fn passkey_js() -> Response {
+    (
+        [(header::CONTENT_TYPE, "text/javascript; charset=utf-8")],
+        PASSKEY_JS,
     )
         .into_response()
 }

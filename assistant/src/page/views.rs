@@ -89,6 +89,38 @@ pub struct ConfirmView {
     pub confirm_label: String,
 }
 
+/// One passkey line the page has shown.
+pub struct ShownPasskey {
+    /// `passkey <alg> <credential ID> <SPKI> <name>`.
+    pub line: String,
+    /// The operator's name.
+    pub name: String,
+    /// Fingerprint, in groups of four.
+    pub fingerprint: String,
+    /// The administrator's command, quoted for a POSIX shell.
+    pub command: String,
+}
+
+/// Enrolment: the form, the line just made, and the lines shown before.
+#[derive(Template)]
+#[template(path = "page/passkeys.html")]
+pub struct PasskeysView {
+    /// Language.
+    pub t: Lang,
+    /// The enrol token.
+    pub token: String,
+    /// The passkey just enrolled, if any.
+    pub made: Option<ShownPasskey>,
+    /// Problems to show.
+    pub messages: Vec<String>,
+    /// Lines shown before, newest last.
+    pub shown: Vec<ShownPasskey>,
+    /// Their credential IDs (base64url), so the browser does not make a second one on a key.
+    pub exclude: String,
+    /// "Open this page as http://localhost:<port>/".
+    pub localhost: String,
+}
+
 /// An outcome, a refusal or a conflict.
 #[derive(Template)]
 #[template(path = "page/message.html")]
