@@ -84,6 +84,10 @@ struct World {
     answer: Answer,
     executes: Vec<ApprovalClaims>,
     trusted: TrustedKeys,
+    /// What `Status` reports as enrolled passkeys.
+    passkeys_enrolled: u32,
+    /// The passkey assertions each `Execute` carried.
+    assertions: Vec<Vec<fleetwatch_protocol::passkey::PasskeyAssertion>>,
 }
 
 fn device(id: &str, name: &str) -> DeviceFacts {
@@ -195,7 +199,7 @@ async fn serve_executor(socket: &Path, world: Arc<Mutex<World>>, policy: Arc<Pol
                                 key_ids: w.trusted.key_ids(),
                                 policy_digest: policy.whole_digest(),
                                 chain_head: [0; 32],
-                                passkeys_enrolled: 0,
+                                passkeys_enrolled: w.passkeys_enrolled,
                                 quorums: Vec::new(),
                             }),
                             false,
@@ -213,6 +217,7 @@ async fn serve_executor(socket: &Path, world: Arc<Mutex<World>>, policy: Arc<Pol
                                 None => (Response::Refused(Refusal::BadSignature), false),
                                 Some(c) => {
                                     w.executes.push(c);
+                                    w.assertions.push(e.approval.passkeys.clone());
                                     match w.answer.clone() {
                                         Answer::Done => (
                                             Response::Executed(Outcome {
@@ -324,6 +329,8 @@ async fn prepare(
         answer: Answer::Done,
         executes: Vec::new(),
         trusted: TrustedKeys::from_keys([key.public()]),
+        passkeys_enrolled: 0,
+        assertions: Vec::new(),
     }));
     let socket = dir.path().join("executor.sock");
     serve_executor(&socket, world.clone(), policy.clone()).await;
@@ -483,6 +490,10 @@ impl Env {
             .await
             .unwrap();
         (r.status().as_u16(), r.text().await.unwrap())
+    }
+    /// The front page, whatever it shows.
+    async fn card_or_empty(&self, cookie: &str) -> String {
+        self.get(cookie, "en").await.1
     }
     async fn card(&self, cookie: &str) -> String {
         let (status, body) = self.get(cookie, "en").await;
@@ -1052,6 +1063,70 @@ async fn enrolment_shows_the_line_its_fingerprint_and_the_administrators_command
     // Without a session there is only the sign-in form.
     let r = e.client.get(e.url("/passkeys")).send().await.unwrap();
     assert!(r.text().await.unwrap().contains("name=\"secret\""));
+}
+
+#[tokio::test]
+async fn with_passkeys_required_an_approval_without_one_uses_nothing_up() {
+    use base64::Engine as _;
+    let e = env().await;
+    let cookie = e.login().await;
+    // Without passkeys the header says approvals are not bound to a person.
+    assert!(
+        e.card_or_empty(&cookie)
+            .await
+            .contains("not bound to a person")
+    );
+    e.world.lock().unwrap().passkeys_enrolled = 1;
+    let id = e.propose("batch_recording", record(&format!("{DEV_A}-1")), "why");
+    let html = e.card(&cookie).await;
+    assert!(!html.contains("not bound to a person"), "{html}");
+    // The card asks for the passkey over the exact claims the approval will send.
+    let challenge = {
+        let start = html.find("data-challenge=\"").expect("a challenge") + 16;
+        html[start..start + html[start..].find('"').unwrap()].to_owned()
+    };
+    assert!(html.contains("/static/approve.js"));
+    let fields = form(&html, "/approve");
+    // The browser's key was cancelled: the page posts no assertion. Refused, nothing used up.
+    let (status, body) = e.post("/approve", &cookie, &fields).await;
+    assert_eq!(status, 409, "{body}");
+    assert!(body.contains("requires your passkey"), "{body}");
+    assert_eq!(e.approval_used(&get_field(&fields, "approval")), 0);
+    assert_eq!(e.status(id), Status::Pending);
+    assert_eq!(e.executes(), 0);
+    // Fields that are not base64url are refused the same way.
+    let garbled = with(&fields, "signature", "!!");
+    let garbled = with(&garbled, "credential_id", "AA");
+    let (status, _) = e.post("/approve", &cookie, &garbled).await;
+    assert_eq!(status, 409);
+    assert_eq!(e.executes(), 0);
+    // With an assertion the same form runs once, carrying it beside the assistant's signature
+    // over the very bytes whose digest the card showed.
+    let b64 = |bytes: &[u8]| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes);
+    let with_assertion = with(
+        &with(
+            &with(
+                &with(&fields, "credential_id", &b64(b"credential")),
+                "authenticator_data",
+                &b64(&[5; 37]),
+            ),
+            "client_data_json",
+            &b64(b"{}"),
+        ),
+        "signature",
+        &b64(&[6; 70]),
+    );
+    let (status, body) = e.post("/approve", &cookie, &with_assertion).await;
+    assert_eq!(status, 200, "{body}");
+    let w = e.world.lock().unwrap();
+    assert_eq!(w.executes.len(), 1);
+    assert_eq!(w.assertions[0].len(), 1);
+    assert_eq!(w.assertions[0][0].credential_id, b"credential");
+    let sent = w.executes[0].encode().unwrap();
+    assert_eq!(
+        fleetwatch_protocol::passkey::challenge_base64url(&sent),
+        challenge
+    );
 }
 
 #[tokio::test]

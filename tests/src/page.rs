@@ -131,7 +131,8 @@ impl Drop for Page {
     }
 }
 
-fn free_port() -> u16 {
+/// A port free on 127.0.0.1 now (for a server started right after).
+pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())

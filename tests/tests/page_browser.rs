@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use chromiumoxide::cdp::browser_protocol::emulation::SetUserAgentOverrideParams;
 use chromiumoxide::cdp::browser_protocol::web_authn::{
-    AddVirtualAuthenticatorParams, AuthenticatorProtocol, AuthenticatorTransport, EnableParams,
-    VirtualAuthenticatorOptions,
+    AddVirtualAuthenticatorParams, AuthenticatorId, AuthenticatorProtocol, AuthenticatorTransport,
+    EnableParams, SetUserVerifiedParams, VirtualAuthenticatorOptions,
 };
 use chromiumoxide::page::Page;
 use fleetwatch::executor_client::ExecutorClient;
@@ -45,9 +45,13 @@ async fn world(sim: SimConfig, allowlist: Option<Vec<String>>) -> Option<World> 
     .await?;
     let assistant_state = tempfile::tempdir().expect("state");
     let key = ApproverKey::load_or_create(assistant_state.path()).expect("key");
+    // The page's port is chosen first, so the executor can be told the one origin its
+    // passkeys may come from.
+    let port = fleetwatch_e2e::page::free_port();
     let setup = Setup {
         sim,
         extra_key_lines: vec![key.key_line()],
+        config_extra: format!("passkeys:\n  origins: [\"http://localhost:{port}\"]\n"),
         ..Setup::default()
     };
     let mut h = Harness::prepare(setup).await;
@@ -70,7 +74,7 @@ async fn world(sim: SimConfig, allowlist: Option<Vec<String>>) -> Option<World> 
     let store = Arc::new(Mutex::new(Store::open(&state).expect("store")));
     let executor = ExecutorClient::new(&h.socket).with_timeout(Duration::from_secs(60));
     let config = PageConfig {
-        port: 0,
+        port,
         state_dir: state,
         autonomy_propose: true,
         fence_configured: true,
@@ -540,8 +544,8 @@ async fn the_spanish_page() {
 }
 
 /// Gives the tab a platform authenticator (Chromium's virtual one, DevTools `WebAuthn`) that
-/// verifies the user and is always touched.
-async fn virtual_authenticator(tab: &Page) {
+/// verifies the user and is always touched; returns its ID.
+async fn virtual_authenticator(tab: &Page) -> AuthenticatorId {
     tab.execute(EnableParams::default())
         .await
         .expect("WebAuthn.enable");
@@ -556,7 +560,42 @@ async fn virtual_authenticator(tab: &Page) {
         .expect("options");
     tab.execute(AddVirtualAuthenticatorParams::new(options))
         .await
-        .expect("WebAuthn.addVirtualAuthenticator");
+        .expect("WebAuthn.addVirtualAuthenticator")
+        .result
+        .authenticator_id
+}
+
+/// Enrols a passkey named `name` on the page at `origin` (signed in) and returns the line it
+/// shows and the fingerprint.
+async fn enrol_on_page(tab: &Page, origin: &str, name: &str) -> (String, String) {
+    tab.goto(format!("{origin}/passkeys")).await.expect("goto");
+    wait_until(tab, "document.getElementById('passkey-name')").await;
+    // Typed through the DOM: the DevTools key events know no accented letters.
+    eval(
+        tab,
+        &format!(
+            "document.getElementById('passkey-name').value = {}",
+            json!(name)
+        ),
+    )
+    .await;
+    tab.find_element("#enrol")
+        .await
+        .expect("enrol button")
+        .click()
+        .await
+        .expect("click");
+    wait_until(tab, "document.getElementById('passkey-line')").await;
+    let line = eval(tab, "document.getElementById('passkey-line').textContent").await;
+    let print = eval(
+        tab,
+        "document.getElementById('passkey-fingerprint').textContent",
+    )
+    .await;
+    (
+        line.as_str().expect("line").to_owned(),
+        print.as_str().expect("fingerprint").to_owned(),
+    )
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -568,29 +607,8 @@ async fn enrol_a_passkey_on_the_page_and_the_administrator_installs_its_line() {
     virtual_authenticator(&tab).await;
     let origin = format!("http://localhost:{}", w.port());
     w.login_at(&tab, &origin).await;
-    tab.goto(format!("{origin}/passkeys")).await.expect("goto");
-    wait_until(&tab, "document.getElementById('passkey-name')").await;
-    // Typed through the DOM: the DevTools key events know no accented letters.
-    eval(
-        &tab,
-        "document.getElementById('passkey-name').value = 'Ana Gómez'",
-    )
-    .await;
-    tab.find_element("#enrol")
-        .await
-        .expect("enrol button")
-        .click()
-        .await
-        .expect("click");
-    wait_until(&tab, "document.getElementById('passkey-line')").await;
+    let (line, shown) = enrol_on_page(&tab, &origin, "Ana Gómez").await;
     screenshot(&tab, &w.shot("enrolled.png")).await;
-    let line = eval(&tab, "document.getElementById('passkey-line').textContent").await;
-    let line = line.as_str().expect("the line").to_owned();
-    let shown = eval(
-        &tab,
-        "document.getElementById('passkey-fingerprint').textContent",
-    )
-    .await;
     assert!(
         line.starts_with("passkey ") && line.ends_with(" Ana Gómez"),
         "{line}"
@@ -605,10 +623,7 @@ async fn enrol_a_passkey_on_the_page_and_the_administrator_installs_its_line() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(
-        said.contains(&format!(
-            "fingerprint: {}",
-            shown.as_str().expect("fingerprint")
-        )),
+        said.contains(&format!("fingerprint: {shown}")),
         "{said} vs {shown}"
     );
     let status = w.executor.status().await.expect("status");
@@ -625,5 +640,120 @@ async fn enrol_a_passkey_on_the_page_and_the_administrator_installs_its_line() {
             .is_some_and(|h| h.contains("http://localhost:")),
         "{hint}"
     );
+    w.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn with_a_passkey_enrolled_the_person_approves_with_it_and_nothing_else_will_do() {
+    let Some(w) = world(SimConfig::demo(), None).await else {
+        return;
+    };
+    let devices = sandbox_devices(&w.h.sim);
+    let tab = w.tab().await;
+    let authenticator = virtual_authenticator(&tab).await;
+    let origin = format!("http://localhost:{}", w.port());
+    w.login_at(&tab, &origin).await;
+    let (line, _) = enrol_on_page(&tab, &origin, "Ana Gómez").await;
+    let out = w.h.cli(&["approvers", "add", &line], None);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // A calm change: Approve asks the passkey, and exactly one write follows.
+    let calm = w
+        .propose(
+            "batch_recording",
+            record(&format!("{}-1", devices[0])),
+            "record",
+        )
+        .await;
+    tab.goto(format!("{origin}/")).await.expect("goto");
+    wait_until(&tab, "document.getElementById('approve')").await;
+    let body = text(&tab).await;
+    assert!(!body.contains("not bound to a person"), "{body}");
+    tab.find_element("#approve")
+        .await
+        .expect("approve")
+        .click()
+        .await
+        .expect("click");
+    wait_until(&tab, "document.getElementById('heading')").await;
+    let outcome = text(&tab).await;
+    assert!(outcome.contains("Done"), "{outcome}");
+    assert_eq!(w.h.writes(), 1);
+    assert_eq!(w.status(calm), Status::Executed);
+    let accepted =
+        w.h.audit_rows()
+            .into_iter()
+            .filter(|r| r.1 == "accepted")
+            .collect::<Vec<_>>();
+    assert!(
+        accepted
+            .last()
+            .is_some_and(|r| r.4.contains("approved by Ana Gómez")),
+        "the executor names the person: {accepted:?}"
+    );
+
+    // A disruptive change: Approve, then Confirm asks the passkey; one write.
+    let reboot = w
+        .propose(
+            "batch_reboot",
+            json!({"device_ids": [devices[2]]}),
+            "restart",
+        )
+        .await;
+    tab.goto(format!("{origin}/")).await.expect("goto");
+    wait_until(&tab, "document.getElementById('approve')").await;
+    tab.find_element("#approve")
+        .await
+        .expect("approve")
+        .click()
+        .await
+        .expect("click");
+    wait_until(&tab, "document.getElementById('confirm')").await;
+    screenshot(&tab, &w.shot("confirm-with-passkey.png")).await;
+    tab.find_element("#confirm")
+        .await
+        .expect("confirm")
+        .click()
+        .await
+        .expect("click");
+    wait_until(&tab, "document.getElementById('heading')").await;
+    let outcome = text(&tab).await;
+    assert!(outcome.contains("Done"), "{outcome}");
+    assert_eq!(w.h.writes(), 2);
+    assert_eq!(w.status(reboot), Status::Executed);
+
+    // The key stops verifying the user: the page says so, nothing is consumed or written,
+    // and the card can still be approved or denied.
+    tab.execute(SetUserVerifiedParams::new(authenticator, false))
+        .await
+        .expect("WebAuthn.setUserVerified");
+    let third = w
+        .propose(
+            "batch_recording",
+            record(&format!("{}-1", devices[3])),
+            "record",
+        )
+        .await;
+    tab.goto(format!("{origin}/")).await.expect("goto");
+    wait_until(&tab, "document.getElementById('approve')").await;
+    tab.find_element("#approve")
+        .await
+        .expect("approve")
+        .click()
+        .await
+        .expect("click");
+    wait_until(
+        &tab,
+        "document.getElementById('passkey-status').textContent.includes('did not answer')",
+    )
+    .await;
+    screenshot(&tab, &w.shot("passkey-refused.png")).await;
+    assert_eq!(w.h.writes(), 2);
+    assert_eq!(w.status(third), Status::Pending);
+    assert!(w.unused_approvals() >= 1, "the approval was not used up");
     w.finish().await;
 }

@@ -16,6 +16,7 @@ use axum::extract::{Form, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use fleetwatch_protocol::claims::MAX_LIFETIME_SECS;
+use fleetwatch_protocol::passkey::PasskeyAssertion;
 use serde::Deserialize;
 use serde_json::json;
 
@@ -25,7 +26,9 @@ use super::i18n::Lang;
 use super::server::{App, append_audit, html, lang_of};
 use super::sessions::{self, hex};
 use super::steps;
-use super::views::{ApproveForm, CardView, ConfirmView, EmptyView, LoginView, MessageView};
+use super::views::{
+    ApproveForm, CardView, ConfirmView, EmptyView, LoginView, MessageView, PasskeyAsk,
+};
 use crate::proposals::{MAX_PENDING, MAX_PER_HOUR};
 use crate::store::{self, Status};
 
@@ -99,6 +102,47 @@ fn random_id() -> Option<String> {
 }
 
 /// Notices about the queue and the session's approvals.
+/// Whether the executor requires an operator's passkey (it reports enrolled passkeys in its
+/// `Status`). An executor that does not answer is asked nothing here: approving then fails at
+/// the executor, which decides.
+async fn passkeys_required(app: &App) -> Option<bool> {
+    app.deps
+        .executor
+        .status()
+        .await
+        .ok()
+        .map(|s| s.passkeys_enrolled > 0)
+}
+
+/// The assertion request for an approval row, or `None` when its claims cannot be built.
+fn passkey_ask(
+    app: &App,
+    binding: &card::Binding,
+    approval: &str,
+    session: &str,
+    expires_at: i64,
+) -> Option<PasskeyAsk> {
+    use base64::Engine as _;
+    let approval_id = fleetwatch_protocol::hex::decode_array::<16>(approval)?;
+    let bytes = steps::claims_bytes(binding, approval_id, sessions::tag(session), expires_at)?;
+    let allow = app
+        .deps
+        .store
+        .lock()
+        .ok()
+        .and_then(|s| s.passkey_lines().ok())
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|l| fleetwatch_protocol::passkey::PasskeyRecord::parse_line(l).ok())
+        .map(|r| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(r.credential_id()))
+        .collect::<Vec<_>>()
+        .join(" ");
+    Some(PasskeyAsk {
+        challenge: fleetwatch_protocol::passkey::challenge_base64url(&bytes),
+        allow,
+    })
+}
+
 fn notices(app: &App, lang: Lang, session: &str) -> Result<Vec<String>, ()> {
     let mut out = Vec::new();
     let store = app.deps.store.lock().map_err(|_| ())?;
@@ -146,9 +190,13 @@ pub async fn show(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
             Err(_) => return store_trouble(lang),
         }
     };
-    let Ok(notices) = notices(&app, lang, &session) else {
+    let Ok(mut notices) = notices(&app, lang, &session) else {
         return store_trouble(lang);
     };
+    let required = passkeys_required(&app).await;
+    if required == Some(false) {
+        notices.push(lang.t("notice.unbound").to_owned());
+    }
     let Some(first) = pending.first().cloned() else {
         return html(StatusCode::OK, &EmptyView { t: lang, notices });
     };
@@ -182,6 +230,16 @@ pub async fn show(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
                 .map(|a| (a.expires_at - a.db_now, a.expires_at))
         };
         let (remaining, expires_at) = remaining.unwrap_or((APPROVAL_LIFETIME_SECS, 0));
+        // A calm change is decided by Approve; a disruptive one by Confirm, which asks then.
+        let passkey = if required == Some(true) && !card.disruptive {
+            let Some(ask) = passkey_ask(&app, &card.binding, &approval, &session, expires_at)
+            else {
+                return store_trouble(lang);
+            };
+            Some(ask)
+        } else {
+            None
+        };
         let time = jiff::Timestamp::from_second(expires_at)
             .map(|t| t.strftime("%H:%M:%S").to_string())
             .unwrap_or_default();
@@ -200,6 +258,7 @@ pub async fn show(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
             approval,
             digest,
             remaining,
+            passkey,
         })
     } else {
         None
@@ -235,6 +294,44 @@ pub struct ApproveFields {
     pub(super) approval: String,
     pub(super) card: String,
     token: String,
+    /// An operator's passkey assertion over this approval's claims, filled in by
+    /// `static/approve.js` (base64url each); empty when none was asked for or given.
+    #[serde(default)]
+    credential_id: String,
+    #[serde(default)]
+    authenticator_data: String,
+    #[serde(default)]
+    client_data_json: String,
+    #[serde(default)]
+    signature: String,
+}
+
+impl ApproveFields {
+    /// The assertion the form carries: `Ok(None)` when it carries none, `Err` when a field is
+    /// not base64url (nothing a browser sends).
+    fn assertion(&self) -> Result<Option<PasskeyAssertion>, ()> {
+        use base64::Engine as _;
+        let fields = [
+            &self.credential_id,
+            &self.authenticator_data,
+            &self.client_data_json,
+            &self.signature,
+        ];
+        if fields.iter().all(|f| f.is_empty()) {
+            return Ok(None);
+        }
+        let decode = |text: &str| {
+            base64::engine::general_purpose::URL_SAFE_NO_PAD
+                .decode(text)
+                .map_err(|_| ())
+        };
+        Ok(Some(PasskeyAssertion {
+            credential_id: decode(&self.credential_id)?,
+            authenticator_data: decode(&self.authenticator_data)?,
+            client_data_json: decode(&self.client_data_json)?,
+            signature: decode(&self.signature)?,
+        }))
+    }
 }
 
 /// The deny and deny-all forms.
@@ -289,6 +386,7 @@ async fn decide_approval(
         Ok(rechecked) => rechecked,
         Err(halt) => return *halt,
     };
+    let required = passkeys_required(&app).await;
     if purpose == Purpose::Approve && rechecked.card().disruptive {
         let (proposal, card) = (rechecked.proposal(), rechecked.card());
         append_audit(
@@ -309,20 +407,59 @@ async fn decide_approval(
                 .make(Purpose::Confirm, &session, proposal.id, &extra),
             deny_token: app.tokens.make(Purpose::Deny, &session, proposal.id, ""),
             confirm_label: lang.f("btn.confirm", &[("rooms", &rooms)]),
+            passkey: None,
             approval: form.approval,
             digest: form.card,
         };
+        let mut view = view;
+        if required == Some(true) {
+            let expires_at = app
+                .deps
+                .store
+                .lock()
+                .ok()
+                .and_then(|s| s.approval(&view.approval).ok().flatten())
+                .map(|a| a.expires_at);
+            let ask = expires_at
+                .and_then(|e| passkey_ask(&app, &card.binding, &view.approval, &session, e));
+            let Some(ask) = ask else {
+                return store_trouble(lang);
+            };
+            view.passkey = Some(ask);
+        }
         return html(StatusCode::OK, &view);
+    }
+    // The deciding step: with passkeys enrolled on the executor it must carry one. Without it
+    // nothing is consumed, so the person can try again (a cancelled or refused ceremony).
+    let Ok(assertion) = form.assertion() else {
+        return passkey_missing(&app, lang, &form);
+    };
+    if required == Some(true) && assertion.is_none() {
+        return passkey_missing(&app, lang, &form);
     }
     let consumed = match steps::consume(&app, lang, &session, rechecked) {
         Ok(consumed) => consumed,
         Err(halt) => return *halt,
     };
-    let signed = match steps::sign(&app, lang, consumed) {
+    let signed = match steps::sign(&app, lang, consumed, assertion.into_iter().collect()) {
         Ok(signed) => signed,
         Err(halt) => return *halt,
     };
     render_outcome(lang, steps::execute(&app, signed).await)
+}
+
+/// The page for an approval that needed a passkey and came without a usable one: nothing was
+/// consumed, the card can be approved again.
+fn passkey_missing(app: &App, lang: Lang, form: &ApproveFields) -> Response {
+    refused_audit(app, form, "passkey_missing");
+    message(
+        StatusCode::CONFLICT,
+        lang,
+        "conflict",
+        lang.t("conflict.heading").to_owned(),
+        vec![lang.t("why.passkey_missing").to_owned()],
+        Vec::new(),
+    )
 }
 
 pub(super) fn refused_audit(app: &App, form: &ApproveFields, why: &str) {

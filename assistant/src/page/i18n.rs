@@ -187,6 +187,26 @@ pub const EN: &[(&str, &str)] = &[
         "passkeys.not_kept",
         "The line could not be kept in the assistant's database, but it is shown below all the same.",
     ),
+    (
+        "notice.unbound",
+        "No passkey is enrolled on the executor: approvals here are not bound to a person. Enrol one under Passkeys.",
+    ),
+    (
+        "passkey.asking",
+        "Confirm with your passkey (security key or device)…",
+    ),
+    (
+        "passkey.cancelled",
+        "Your passkey did not answer: it was cancelled, it timed out, or no enrolled passkey is on this device. Nothing was approved; you can try again or deny.",
+    ),
+    (
+        "passkey.unsupported",
+        "This browser cannot use passkeys, which this executor requires to approve. Nothing was approved.",
+    ),
+    (
+        "why.passkey_missing",
+        "The executor requires your passkey to approve, and this approval came without one. Nothing was approved or used up; go back and approve again with your passkey.",
+    ),
     ("empty.heading", "Nothing is waiting for approval."),
     ("card.heading", "Proposal #{id}"),
     ("card.more", "{n} more waiting after this one."),
@@ -536,6 +556,26 @@ pub const ES: &[(&str, &str)] = &[
     (
         "passkeys.not_kept",
         "La línea no pudo guardarse en la base de datos del asistente, pero se muestra abajo igualmente.",
+    ),
+    (
+        "notice.unbound",
+        "No hay ninguna passkey inscrita en el ejecutor: las aprobaciones de aquí no están vinculadas a una persona. Inscribe una en Passkeys.",
+    ),
+    (
+        "passkey.asking",
+        "Confirma con tu passkey (llave de seguridad o dispositivo)…",
+    ),
+    (
+        "passkey.cancelled",
+        "Tu passkey no respondió: se canceló, se agotó el tiempo o no hay ninguna passkey inscrita en este dispositivo. No se aprobó nada; puedes intentarlo de nuevo o denegar.",
+    ),
+    (
+        "passkey.unsupported",
+        "Este navegador no puede usar passkeys, y este ejecutor las exige para aprobar. No se aprobó nada.",
+    ),
+    (
+        "why.passkey_missing",
+        "El ejecutor exige tu passkey para aprobar, y esta aprobación llegó sin ella. No se aprobó ni se gastó nada; vuelve atrás y aprueba de nuevo con tu passkey.",
     ),
     ("empty.heading", "No hay nada pendiente de aprobación."),
     ("card.heading", "Propuesta n.º {id}"),

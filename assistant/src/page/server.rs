@@ -40,6 +40,7 @@ pub const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; 
 const COUNTDOWN_JS: &str = include_str!("../../templates/static/countdown.js");
 const TAB_JS: &str = include_str!("../../templates/static/tab.js");
 const PASSKEY_JS: &str = include_str!("../../templates/static/passkey.js");
+const APPROVE_JS: &str = include_str!("../../templates/static/approve.js");
 const PAGE_CSS: &str = include_str!("../../templates/static/page.css");
 
 /// Shared state of a running page.
@@ -154,6 +155,7 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/static/countdown.js", get(countdown_js))
         .route("/static/tab.js", get(tab_js))
         .route("/static/passkey.js", get(passkey_js))
+        .route("/static/approve.js", get(approve_js))
         .route("/static/page.css", get(page_css))
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(app.clone(), guard))
@@ -180,6 +182,14 @@ async fn passkey_js() -> Response {
     (
         [(header::CONTENT_TYPE, "text/javascript; charset=utf-8")],
         PASSKEY_JS,
+    )
+        .into_response()
+}
+
+async fn approve_js() -> Response {
+    (
+        [(header::CONTENT_TYPE, "text/javascript; charset=utf-8")],
+        APPROVE_JS,
     )
         .into_response()
 }

@@ -17,6 +17,7 @@ use std::sync::Arc;
 
 use axum::response::Response;
 use fleetwatch_protocol::claims::{ApprovalClaims, CLAIMS_VERSION, SignedApproval, Slot};
+use fleetwatch_protocol::passkey::PasskeyAssertion;
 use fleetwatch_protocol::redact;
 use fleetwatch_protocol::wire::{self, ExecuteRequest, OutcomeKind, Request};
 use serde_json::json;
@@ -63,9 +64,37 @@ pub(super) struct Consumed {
     approval: String,
     approval_id: [u8; 16],
     page_session: [u8; 16],
-    approved_at: i64,
     expires_at: i64,
     chain_head: [u8; 32],
+}
+
+/// The claims bytes an approval row stands for: the card's binding, the row's ID, the page
+/// session, and the row's times on the database clock (issued, and five minutes later). Every
+/// part is fixed when the card is shown, so the page can ask an operator's passkey to sign
+/// these exact bytes before anything is consumed, and [`sign`] sends the same bytes after.
+pub(super) fn claims_bytes(
+    binding: &Binding,
+    approval_id: [u8; 16],
+    page_session: [u8; 16],
+    expires_at: i64,
+) -> Option<Vec<u8>> {
+    ApprovalClaims {
+        version: CLAIMS_VERSION,
+        approval_id,
+        proposal_id: binding.proposal_id,
+        tool: binding.tool.clone(),
+        arguments: binding.arguments.clone(),
+        targets: binding.targets.clone(),
+        fingerprint: binding.fingerprint.clone(),
+        schema_version: binding.schema_version,
+        policy_digest: binding.policy_digest,
+        slot: Slot::Sandbox,
+        approved_at: expires_at.checked_sub(super::approve::APPROVAL_LIFETIME_SECS)?,
+        expires_at,
+        page_session,
+    }
+    .encode()
+    .ok()
 }
 
 /// The claims of a consumed approval, signed, in a request known to encode.
@@ -216,12 +245,12 @@ pub(super) fn consume(
             }
             Err(_) => return Err(Box::new(store_trouble(lang))),
         }
-        // Both times from the database clock, as the approval row was made.
+        // The row's expiry, from the database clock as the row was made.
         let times = store
             .approval(&approval)
             .ok()
             .flatten()
-            .map(|a| (a.db_now, a.expires_at));
+            .map(|a| a.expires_at);
         let count = app
             .sessions
             .lock()
@@ -238,7 +267,7 @@ pub(super) fn consume(
         );
         (times, store.chain_head())
     };
-    let (Some((approved_at, expires_at)), Ok(chain_head)) = prepared else {
+    let (Some(expires_at), Ok(chain_head)) = prepared else {
         let why = Shown::NothingRan(lang.t("why.store").to_owned());
         return Err(Box::new(finish(app, lang, proposal_id, &approval, why)));
     };
@@ -247,48 +276,37 @@ pub(super) fn consume(
         approval,
         approval_id,
         page_session,
-        approved_at,
         expires_at,
         chain_head,
     })
 }
 
-/// Builds the claims from the card's binding, signs the exact encoded bytes and checks the
-/// request encodes before anything is sent, so every later failure means "sent".
-pub(super) fn sign(app: &App, lang: Lang, consumed: Consumed) -> Result<Signed, Halt> {
+/// Builds the claims from the card's binding ([`claims_bytes`]), signs the exact encoded bytes,
+/// adds the operators' passkey assertions over the same bytes, and checks the request encodes
+/// before anything is sent, so every later failure means "sent".
+pub(super) fn sign(
+    app: &App,
+    lang: Lang,
+    consumed: Consumed,
+    passkeys: Vec<PasskeyAssertion>,
+) -> Result<Signed, Halt> {
     let Consumed {
         binding,
         approval,
         approval_id,
         page_session,
-        approved_at,
         expires_at,
         chain_head,
     } = consumed;
     let proposal_id = binding.proposal_id;
-    let claims = ApprovalClaims {
-        version: CLAIMS_VERSION,
-        approval_id,
-        proposal_id,
-        tool: binding.tool,
-        arguments: binding.arguments,
-        targets: binding.targets,
-        fingerprint: binding.fingerprint,
-        schema_version: binding.schema_version,
-        policy_digest: binding.policy_digest,
-        slot: Slot::Sandbox,
-        approved_at,
-        expires_at,
-        page_session,
-    };
     let nothing_ran = |approval: &str| {
         let why = Shown::NothingRan(lang.t("why.store").to_owned());
         finish(app, lang, proposal_id, approval, why)
     };
-    let Ok(bytes) = claims.encode() else {
+    let Some(bytes) = claims_bytes(&binding, approval_id, page_session, expires_at) else {
         return Err(Box::new(nothing_ran(&approval)));
     };
-    let signed = app.deps.key.sign(bytes);
+    let signed = app.deps.key.sign(bytes).with_passkeys(passkeys);
     let request = Request::Execute(ExecuteRequest {
         approval: signed.clone(),
         assistant_chain_head: chain_head,

@@ -27,8 +27,20 @@ pub struct EmptyView {
     pub notices: Vec<String>,
 }
 
+/// What the page's script needs to ask the browser for a passkey assertion on this form.
+pub struct PasskeyAsk {
+    /// The challenge: SHA-256 of the passkey domain and the exact claims bytes this approval
+    /// will send (base64url).
+    pub challenge: String,
+    /// Credential IDs the page has enrolled (base64url, space-separated); empty lets the
+    /// browser offer any passkey it holds for `localhost`.
+    pub allow: String,
+}
+
 /// The approve form's values.
 pub struct ApproveForm {
+    /// Set when this form's button must carry an operator's passkey.
+    pub passkey: Option<PasskeyAsk>,
     /// Approval row ID.
     pub approval: String,
     /// Card binding digest.
@@ -87,6 +99,8 @@ pub struct ConfirmView {
     pub deny_token: String,
     /// "Yes, change <rooms>".
     pub confirm_label: String,
+    /// Set when Confirm must carry an operator's passkey.
+    pub passkey: Option<PasskeyAsk>,
 }
 
 /// One passkey line the page has shown.
