@@ -929,6 +929,9 @@ async fn a_post_needs_the_value_of_the_tab_that_signed_in() {
                 .await
                 .unwrap();
             assert_eq!(r.status(), 403, "{case} on {path}");
+            // With the sign-in form, so this tab can bind a session of its own.
+            let body = r.text().await.unwrap();
+            assert!(body.contains("name=\"secret\""), "{case} on {path}: {body}");
         }
     }
     assert_eq!(e.approval_used(&get_field(&fields, "approval")), 0);
@@ -1080,6 +1083,10 @@ async fn with_passkeys_required_an_approval_without_one_uses_nothing_up() {
     let id = e.propose("batch_recording", record(&format!("{DEV_A}-1")), "why");
     let html = e.card(&cookie).await;
     assert!(!html.contains("not bound to a person"), "{html}");
+    assert!(
+        html.contains("This executor requires your passkey"),
+        "the card says Approve will ask for it: {html}"
+    );
     // The card asks for the passkey over the exact claims the approval will send.
     let challenge = {
         let start = html.find("data-challenge=\"").expect("a challenge") + 16;

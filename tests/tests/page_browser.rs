@@ -629,6 +629,25 @@ async fn enrol_a_passkey_on_the_page_and_the_administrator_installs_its_line() {
     let status = w.executor.status().await.expect("status");
     assert_eq!(status.passkeys_enrolled, 1);
 
+    // The same pages in Spanish (screenshots; the flows are checked above and in the next
+    // test): the passkey page with the line shown, and a card whose Approve asks for it.
+    let agent = SetUserAgentOverrideParams::builder()
+        .user_agent("Mozilla/5.0 fleetwatch-test")
+        .accept_language("es-ES,es;q=0.9")
+        .build()
+        .expect("params");
+    tab.execute(agent).await.expect("accept-language");
+    tab.goto(format!("{origin}/passkeys")).await.expect("goto");
+    wait_until(&tab, "document.getElementById('passkey-name')").await;
+    assert!(text(&tab).await.contains("Inscribir una passkey"));
+    screenshot(&tab, &w.shot("passkeys-es.png")).await;
+    let devices = sandbox_devices(&w.h.sim);
+    w.propose("batch_recording", record(&format!("{}-1", devices[0])), "x")
+        .await;
+    tab.goto(format!("{origin}/")).await.expect("goto");
+    wait_until(&tab, "document.querySelector('form[data-challenge]')").await;
+    screenshot(&tab, &w.shot("card-asks-passkey-es.png")).await;
+
     // On a numeric address (a separate origin: sign in there too) the page says to open it as
     // localhost.
     w.login(&tab).await;

@@ -129,6 +129,10 @@ pub const EN: &[(&str, &str)] = &[
     ("login.submit", "Sign in"),
     ("login.wrong", "That is not the page secret."),
     (
+        "login.other_tab",
+        "Nothing was done: this tab is not the one that signed in. Sign in here to use this tab (the other tab will then ask again).",
+    ),
+    (
         "login.no_tab",
         "This page needs JavaScript and session storage to tie your sign-in to this tab. Turn them on for this page and sign in again.",
     ),
@@ -194,6 +198,10 @@ pub const EN: &[(&str, &str)] = &[
     (
         "passkey.asking",
         "Confirm with your passkey (security key or device)…",
+    ),
+    (
+        "passkey.hint",
+        "This executor requires your passkey: approving asks your security key or device to confirm this exact change.",
     ),
     (
         "passkey.cancelled",
@@ -493,6 +501,10 @@ pub const ES: &[(&str, &str)] = &[
     ("login.submit", "Entrar"),
     ("login.wrong", "Ese no es el secreto de la página."),
     (
+        "login.other_tab",
+        "No se hizo nada: esta pestaña no es la que inició la sesión. Entra aquí para usar esta pestaña (la otra volverá a pedirlo).",
+    ),
+    (
         "login.no_tab",
         "Esta página necesita JavaScript y el almacenamiento de sesión para atar tu entrada a esta pestaña. Actívalos para esta página y vuelve a entrar.",
     ),
@@ -564,6 +576,10 @@ pub const ES: &[(&str, &str)] = &[
     (
         "passkey.asking",
         "Confirma con tu passkey (llave de seguridad o dispositivo)…",
+    ),
+    (
+        "passkey.hint",
+        "Este ejecutor exige tu passkey: al aprobar, tu llave de seguridad o dispositivo confirma este cambio exacto.",
     ),
     (
         "passkey.cancelled",

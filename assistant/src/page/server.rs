@@ -291,11 +291,14 @@ async fn checked(app: &App, request: Request, next: Next) -> Response {
         && !same_tab(app, &parts.headers, &bytes)
     {
         audit(app, "page_tab_refused", &json!({"path": parts.uri.path()}));
-        return plain(
+        // The sign-in form, so this tab (a second one, say) can bind a session of its own.
+        let lang = lang_of(&parts.headers);
+        return html(
             StatusCode::FORBIDDEN,
-            "Forbidden: this form was not sent by the tab that signed in. Sign in again in this \
-             tab. / Prohibido: este formulario no lo envió la pestaña que inició la sesión. Vuelve \
-             a entrar en esta pestaña.",
+            &LoginView {
+                t: lang,
+                messages: vec![lang.t("login.other_tab").to_owned()],
+            },
         );
     }
     next.run(Request::from_parts(parts, Body::from(bytes)))
