@@ -122,21 +122,9 @@ fn passkey_ask(
     session: &str,
     expires_at: i64,
 ) -> Option<PasskeyAsk> {
-    use base64::Engine as _;
     let approval_id = fleetwatch_protocol::hex::decode_array::<16>(approval)?;
     let bytes = steps::claims_bytes(binding, approval_id, sessions::tag(session), expires_at)?;
-    let allow = app
-        .deps
-        .store
-        .lock()
-        .ok()
-        .and_then(|s| s.passkey_lines().ok())
-        .unwrap_or_default()
-        .iter()
-        .filter_map(|l| fleetwatch_protocol::passkey::PasskeyRecord::parse_line(l).ok())
-        .map(|r| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(r.credential_id()))
-        .collect::<Vec<_>>()
-        .join(" ");
+    let allow = super::enrol::credential_ids(&super::enrol::shown_records(app));
     Some(PasskeyAsk {
         challenge: fleetwatch_protocol::passkey::challenge_base64url(&bytes),
         allow,

@@ -46,6 +46,29 @@ pub fn install_command(line: &str) -> String {
     )
 }
 
+/// The passkeys this page has shown after enrolment (whether installed on the executor or not:
+/// only the executor knows).
+pub(super) fn shown_records(app: &App) -> Vec<PasskeyRecord> {
+    app.deps
+        .store
+        .lock()
+        .ok()
+        .and_then(|s| s.passkey_lines().ok())
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|line| PasskeyRecord::parse_line(line).ok())
+        .collect()
+}
+
+/// Their credential IDs as the page's scripts read them: base64url, space-separated.
+pub(super) fn credential_ids(records: &[PasskeyRecord]) -> String {
+    records
+        .iter()
+        .map(|r| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(r.credential_id()))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 fn shown(record: &PasskeyRecord) -> ShownPasskey {
     let line = record.to_line();
     ShownPasskey {
@@ -63,21 +86,8 @@ fn view(
     made: Option<ShownPasskey>,
     messages: Vec<String>,
 ) -> PasskeysView {
-    let records: Vec<PasskeyRecord> = app
-        .deps
-        .store
-        .lock()
-        .ok()
-        .and_then(|s| s.passkey_lines().ok())
-        .unwrap_or_default()
-        .iter()
-        .filter_map(|line| PasskeyRecord::parse_line(line).ok())
-        .collect();
-    let exclude = records
-        .iter()
-        .map(|r| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(r.credential_id()))
-        .collect::<Vec<_>>()
-        .join(" ");
+    let records = shown_records(app);
+    let exclude = credential_ids(&records);
     PasskeysView {
         t: lang,
         token: app.tokens.make(Purpose::Enrol, session, 0, ""),

@@ -152,54 +152,22 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/deny", post(approve::deny))
         .route("/deny-all", post(approve::deny_all))
         .route("/passkeys", get(enrol::show).post(enrol::enrol))
-        .route("/static/countdown.js", get(countdown_js))
-        .route("/static/tab.js", get(tab_js))
-        .route("/static/passkey.js", get(passkey_js))
-        .route("/static/approve.js", get(approve_js))
-        .route("/static/page.css", get(page_css))
+        .route("/static/countdown.js", get(|| asset(JS, COUNTDOWN_JS)))
+        .route("/static/tab.js", get(|| asset(JS, TAB_JS)))
+        .route("/static/passkey.js", get(|| asset(JS, PASSKEY_JS)))
+        .route("/static/approve.js", get(|| asset(JS, APPROVE_JS)))
+        .route("/static/page.css", get(|| asset(CSS, PAGE_CSS)))
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(app.clone(), guard))
         .with_state(app)
 }
 
-async fn countdown_js() -> Response {
-    (
-        [(header::CONTENT_TYPE, "text/javascript; charset=utf-8")],
-        COUNTDOWN_JS,
-    )
-        .into_response()
-}
+const JS: &str = "text/javascript; charset=utf-8";
+const CSS: &str = "text/css; charset=utf-8";
 
-async fn tab_js() -> Response {
-    (
-        [(header::CONTENT_TYPE, "text/javascript; charset=utf-8")],
-        TAB_JS,
-    )
-        .into_response()
-}
-
-async fn passkey_js() -> Response {
-    (
-        [(header::CONTENT_TYPE, "text/javascript; charset=utf-8")],
-        PASSKEY_JS,
-    )
-        .into_response()
-}
-
-async fn approve_js() -> Response {
-    (
-        [(header::CONTENT_TYPE, "text/javascript; charset=utf-8")],
-        APPROVE_JS,
-    )
-        .into_response()
-}
-
-async fn page_css() -> Response {
-    (
-        [(header::CONTENT_TYPE, "text/css; charset=utf-8")],
-        PAGE_CSS,
-    )
-        .into_response()
+/// One of the page's own scripts or its style sheet, compiled into the binary.
+async fn asset(content_type: &'static str, body: &'static str) -> Response {
+    ([(header::CONTENT_TYPE, content_type)], body).into_response()
 }
 
 async fn not_found() -> Response {
