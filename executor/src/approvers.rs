@@ -23,7 +23,6 @@ use std::path::Path;
 
 use fleetwatch_protocol::claims::{KeyId, TrustedKeys};
 use fleetwatch_protocol::passkey::{Approvers, PasskeyRecord};
-use sha2::{Digest as _, Sha256};
 
 use crate::os::{self, TrustError, Trusted};
 
@@ -165,19 +164,22 @@ fn ed25519_key_id(record: &PasskeyRecord) -> Option<KeyId> {
     if record.algorithm() != fleetwatch_protocol::passkey::Algorithm::Ed25519 {
         return None;
     }
-    let raw = record.spki().get(record.spki().len().checked_sub(32)?..)?;
-    let digest = Sha256::digest(raw);
-    let mut id = [0u8; 8];
-    for (o, b) in id.iter_mut().zip(digest.iter()) {
-        *o = *b;
-    }
-    Some(KeyId(id))
+    let raw: &[u8; 32] = record
+        .spki()
+        .get(record.spki().len().checked_sub(32)?..)?
+        .try_into()
+        .ok()?;
+    Some(KeyId::of_bytes(raw))
 }
 
-/// Reads and checks the approver file (owner and mode first, like every trusted file).
+/// The approver file's text, after the owner and mode checks every trusted file gets.
+pub fn read(path: &Path) -> Result<String, TrustError> {
+    os::read_trusted(path, Trusted::File, MAX_FILE)
+}
+
+/// Reads and checks the approver file.
 pub fn load(path: &Path) -> Result<ApproverFile, FileError> {
-    let text = os::read_trusted(path, Trusted::File, MAX_FILE)?;
-    parse(&text, path)
+    parse(&read(path)?, path)
 }
 
 /// One approver as `approvers list` shows it.

@@ -118,7 +118,7 @@ pub fn keys_list(config: &Config) -> Result<String, String> {
 /// `approvers list`: every approver in the file, with the passkeys' last counter seen.
 pub fn approvers_list(config: &Config) -> Result<String, String> {
     let path = &config.approver_keys;
-    let text = os::read_trusted(path, os::Trusted::File, 1 << 20).map_err(|e| e.to_string())?;
+    let text = approvers::read(path).map_err(|e| e.to_string())?;
     let file = approvers::parse(&text, path).map_err(|e| e.to_string())?;
     // The counters are a convenience here: a database that cannot be read says so in the
     // column rather than hiding the list.
@@ -162,7 +162,7 @@ pub fn approvers_list(config: &Config) -> Result<String, String> {
 pub fn approvers_add(config: &Config, line: &str) -> Result<String, String> {
     let path = &config.approver_keys;
     let existing = if path.exists() {
-        os::read_trusted(path, os::Trusted::File, 1 << 20).map_err(|e| e.to_string())?
+        approvers::read(path).map_err(|e| e.to_string())?
     } else {
         String::new()
     };
@@ -197,7 +197,7 @@ pub fn approvers_add(config: &Config, line: &str) -> Result<String, String> {
 /// `approvers remove WHO`: by fingerprint or name, writing the file atomically.
 pub fn approvers_remove(config: &Config, who: &str) -> Result<String, String> {
     let path = &config.approver_keys;
-    let existing = os::read_trusted(path, os::Trusted::File, 1 << 20).map_err(|e| e.to_string())?;
+    let existing = approvers::read(path).map_err(|e| e.to_string())?;
     approvers::parse(&existing, path).map_err(|e| format!("refused, fix the file first: {e}"))?;
     let (text, removed) = approvers::remove(&existing, who)
         .map_err(|e| format!("refused, {} unchanged: {e}", path.display()))?;

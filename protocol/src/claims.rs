@@ -125,7 +125,11 @@ pub struct KeyId(pub [u8; 8]);
 impl KeyId {
     /// The key ID of a public key.
     pub fn of(key: &ed25519_dalek::VerifyingKey) -> KeyId {
-        let digest = Sha256::digest(key.as_bytes());
+        KeyId::of_bytes(key.as_bytes())
+    }
+    /// The key ID of a raw 32-byte Ed25519 public key (as an Ed25519 passkey's SPKI ends).
+    pub fn of_bytes(key: &[u8; 32]) -> KeyId {
+        let digest = Sha256::digest(key);
         let mut id = [0u8; 8];
         for (out, byte) in id.iter_mut().zip(digest.iter()) {
             *out = *byte;

@@ -5,6 +5,10 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use chromiumoxide::browser::{Browser, BrowserConfig};
+use chromiumoxide::cdp::browser_protocol::web_authn::{
+    AddVirtualAuthenticatorParams, AuthenticatorId, AuthenticatorProtocol, AuthenticatorTransport,
+    EnableParams, VirtualAuthenticatorOptions,
+};
 use chromiumoxide::page::{Page, ScreenshotParams};
 use futures_util::StreamExt;
 
@@ -135,4 +139,26 @@ pub async fn screenshot(page: &Page, path: &std::path::Path) {
         .await
         .expect("screenshot");
     println!("screenshot: {}", path.display());
+}
+
+/// Gives the tab a platform authenticator (Chromium's virtual one, DevTools `WebAuthn`) that
+/// verifies the user and is always touched; returns its ID.
+pub async fn virtual_authenticator(tab: &Page) -> AuthenticatorId {
+    tab.execute(EnableParams::default())
+        .await
+        .expect("WebAuthn.enable");
+    let options = VirtualAuthenticatorOptions::builder()
+        .protocol(AuthenticatorProtocol::Ctap2)
+        .transport(AuthenticatorTransport::Internal)
+        .has_resident_key(true)
+        .has_user_verification(true)
+        .is_user_verified(true)
+        .automatic_presence_simulation(true)
+        .build()
+        .expect("options");
+    tab.execute(AddVirtualAuthenticatorParams::new(options))
+        .await
+        .expect("WebAuthn.addVirtualAuthenticator")
+        .result
+        .authenticator_id
 }

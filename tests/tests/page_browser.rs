@@ -8,16 +8,15 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use chromiumoxide::cdp::browser_protocol::emulation::SetUserAgentOverrideParams;
-use chromiumoxide::cdp::browser_protocol::web_authn::{
-    AddVirtualAuthenticatorParams, AuthenticatorId, AuthenticatorProtocol, AuthenticatorTransport,
-    EnableParams, SetUserVerifiedParams, VirtualAuthenticatorOptions,
-};
+use chromiumoxide::cdp::browser_protocol::web_authn::SetUserVerifiedParams;
 use chromiumoxide::page::Page;
 use fleetwatch::executor_client::ExecutorClient;
 use fleetwatch::keys::ApproverKey;
 use fleetwatch::page::{self, PageConfig, PageDeps, PageHandle, SecretDelivery, SystemClock};
 use fleetwatch::store::{NewProposal, Status, Store, now_secs};
-use fleetwatch_e2e::browser::{self, TestBrowser, eval, screenshot, text, wait_until};
+use fleetwatch_e2e::browser::{
+    self, TestBrowser, eval, screenshot, text, virtual_authenticator, wait_until,
+};
 use fleetwatch_e2e::{Harness, Setup, sandbox_devices, workspace_root};
 use fleetwatch_protocol::policy::Policy;
 use fleetwatch_sim::{SimConfig, TeamConfig, TeamSource};
@@ -541,28 +540,6 @@ async fn the_spanish_page() {
     );
     screenshot(&tab, &w.shot("card-es.png")).await;
     w.finish().await;
-}
-
-/// Gives the tab a platform authenticator (Chromium's virtual one, DevTools `WebAuthn`) that
-/// verifies the user and is always touched; returns its ID.
-async fn virtual_authenticator(tab: &Page) -> AuthenticatorId {
-    tab.execute(EnableParams::default())
-        .await
-        .expect("WebAuthn.enable");
-    let options = VirtualAuthenticatorOptions::builder()
-        .protocol(AuthenticatorProtocol::Ctap2)
-        .transport(AuthenticatorTransport::Internal)
-        .has_resident_key(true)
-        .has_user_verification(true)
-        .is_user_verified(true)
-        .automatic_presence_simulation(true)
-        .build()
-        .expect("options");
-    tab.execute(AddVirtualAuthenticatorParams::new(options))
-        .await
-        .expect("WebAuthn.addVirtualAuthenticator")
-        .result
-        .authenticator_id
 }
 
 /// Enrols a passkey named `name` on the page at `origin` (signed in) and returns the line it

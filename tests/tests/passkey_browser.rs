@@ -8,10 +8,6 @@
 //! verified offline by `protocol/tests/passkey_vectors.rs`).
 
 use base64::Engine as _;
-use chromiumoxide::cdp::browser_protocol::web_authn::{
-    AddVirtualAuthenticatorParams, AuthenticatorProtocol, AuthenticatorTransport, EnableParams,
-    VirtualAuthenticatorOptions,
-};
 use chromiumoxide::cdp::js_protocol::runtime::EvaluateParams;
 use chromiumoxide::page::Page;
 use fleetwatch_e2e::browser;
@@ -210,21 +206,7 @@ async fn chromium_virtual_authenticator_assertions_verify_only_for_their_claims(
     page.goto(format!("{origin}/")).await.expect("goto");
     browser::wait_until(&page, "window.ready === true").await;
 
-    page.execute(EnableParams::default())
-        .await
-        .expect("WebAuthn.enable");
-    let options = VirtualAuthenticatorOptions::builder()
-        .protocol(AuthenticatorProtocol::Ctap2)
-        .transport(AuthenticatorTransport::Internal)
-        .has_resident_key(true)
-        .has_user_verification(true)
-        .is_user_verified(true)
-        .automatic_presence_simulation(true)
-        .build()
-        .expect("options");
-    page.execute(AddVirtualAuthenticatorParams::new(options))
-        .await
-        .expect("WebAuthn.addVirtualAuthenticator");
+    browser::virtual_authenticator(&page).await;
 
     // Both algorithms offered, in both orders: the browser picks the first it supports.
     let first = enrol(&page, &[Algorithm::Es256, Algorithm::Ed25519], "Ana Gómez").await;

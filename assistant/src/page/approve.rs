@@ -384,6 +384,24 @@ async fn decide_approval(
             &json!({"approval_id": form.approval}),
         );
         let rooms = card.rooms.join(", ");
+        // With passkeys required, Confirm is the deciding button: it asks for one.
+        let passkey = if required == Some(true) {
+            let expires_at = app
+                .deps
+                .store
+                .lock()
+                .ok()
+                .and_then(|s| s.approval(&form.approval).ok().flatten())
+                .map(|a| a.expires_at);
+            let ask = expires_at
+                .and_then(|e| passkey_ask(&app, &card.binding, &form.approval, &session, e));
+            let Some(ask) = ask else {
+                return store_trouble(lang);
+            };
+            Some(ask)
+        } else {
+            None
+        };
         let view = ConfirmView {
             t: lang,
             text: lang.f("confirm.text", &[("rooms", &rooms)]),
@@ -395,26 +413,10 @@ async fn decide_approval(
                 .make(Purpose::Confirm, &session, proposal.id, &extra),
             deny_token: app.tokens.make(Purpose::Deny, &session, proposal.id, ""),
             confirm_label: lang.f("btn.confirm", &[("rooms", &rooms)]),
-            passkey: None,
+            passkey,
             approval: form.approval,
             digest: form.card,
         };
-        let mut view = view;
-        if required == Some(true) {
-            let expires_at = app
-                .deps
-                .store
-                .lock()
-                .ok()
-                .and_then(|s| s.approval(&view.approval).ok().flatten())
-                .map(|a| a.expires_at);
-            let ask = expires_at
-                .and_then(|e| passkey_ask(&app, &card.binding, &view.approval, &session, e));
-            let Some(ask) = ask else {
-                return store_trouble(lang);
-            };
-            view.passkey = Some(ask);
-        }
         return html(StatusCode::OK, &view);
     }
     // The deciding step: with passkeys enrolled on the executor it must carry one. Without it
