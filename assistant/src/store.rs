@@ -26,6 +26,9 @@ use fleetwatch_protocol::hex;
 use rusqlite::{Connection, OptionalExtension as _, params};
 use serde_json::{Value, json};
 
+mod quorum;
+pub use quorum::{Fixed, Gathered, NewSigner, Waiting};
+
 /// This many denials of one tool and target within an hour pause it for an hour from the last.
 pub const DENIALS_TO_PAUSE: usize = 3;
 /// How long a pause lasts after its last denial, in seconds.
@@ -285,6 +288,21 @@ CREATE TABLE IF NOT EXISTS approvals (
     created_at INTEGER NOT NULL,
     expires_at INTEGER NOT NULL,
     session TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS quorum_waits (
+    proposal_id INTEGER PRIMARY KEY REFERENCES proposals(id),
+    approval_id TEXT NOT NULL,
+    session TEXT NOT NULL,
+    expires_at INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS quorum_signers (
+    proposal_id INTEGER NOT NULL REFERENCES quorum_waits(proposal_id),
+    credential_id TEXT NOT NULL,
+    name TEXT NOT NULL,
+    session TEXT NOT NULL,
+    assertion TEXT NOT NULL,
+    added_at INTEGER NOT NULL,
+    PRIMARY KEY (proposal_id, credential_id)
 );
 CREATE TABLE IF NOT EXISTS passkey_lines (
     credential_id TEXT PRIMARY KEY,
@@ -585,13 +603,21 @@ impl Store {
         self.expire_where("status = 'pending'", reason, now)
     }
 
-    /// Expires pending proposals whose time is up.
+    /// Expires pending proposals whose time is up, and those waiting for more passkeys whose
+    /// claims expired (database clock) before enough came.
     pub fn expire_due(&mut self, now: i64) -> Result<usize, StoreError> {
-        self.expire_where(
+        let timed_out = self.expire_where(
             &format!("status = 'pending' AND expires_at <= {now}"),
             "timed out",
             now,
-        )
+        )?;
+        let unmet = self.expire_where(
+            "status = 'pending' AND id IN
+                (SELECT proposal_id FROM quorum_waits WHERE expires_at <= unixepoch())",
+            quorum::UNMET,
+            now,
+        )?;
+        Ok(timed_out + unmet)
     }
 
     fn expire_where(

@@ -22,7 +22,7 @@ use fleetwatch_protocol::fleet::RoomBlock;
 use fleetwatch_protocol::policy::Policy;
 use fleetwatch_protocol::wire::{
     self, ChannelFacts, Description, DeviceFacts, EventFacts, Outcome, OutcomeKind, Request,
-    Response, StatusReport, StreamFacts,
+    Response, StatusReport, StreamFacts, ToolQuorum,
 };
 use futures_util::{SinkExt as _, StreamExt as _};
 use serde_json::{Value, json};
@@ -88,6 +88,8 @@ struct World {
     passkeys_enrolled: u32,
     /// The passkey assertions each `Execute` carried.
     assertions: Vec<Vec<fleetwatch_protocol::passkey::PasskeyAssertion>>,
+    /// What `Status` reports as each tool's quorum.
+    quorums: Vec<ToolQuorum>,
 }
 
 fn device(id: &str, name: &str) -> DeviceFacts {
@@ -200,7 +202,7 @@ async fn serve_executor(socket: &Path, world: Arc<Mutex<World>>, policy: Arc<Pol
                                 policy_digest: policy.whole_digest(),
                                 chain_head: [0; 32],
                                 passkeys_enrolled: w.passkeys_enrolled,
-                                quorums: Vec::new(),
+                                quorums: w.quorums.clone(),
                             }),
                             false,
                         ),
@@ -331,6 +333,7 @@ async fn prepare(
         trusted: TrustedKeys::from_keys([key.public()]),
         passkeys_enrolled: 0,
         assertions: Vec::new(),
+        quorums: Vec::new(),
     }));
     let socket = dir.path().join("executor.sock");
     serve_executor(&socket, world.clone(), policy.clone()).await;
@@ -2060,4 +2063,251 @@ async fn fatigue_limits_are_shown_in_both_languages() {
         "{es}"
     );
     drop(e.dir);
+}
+
+// ---- two people for one change ------------------------------------------------------------
+
+/// The `data-challenge` of the form posting to `action`.
+fn challenge_of(html: &str, action: &str) -> String {
+    let start = html.find(&format!("action=\"{action}\"")).unwrap();
+    let form = &html[start..start + html[start..].find('>').unwrap()];
+    let c = form
+        .find("data-challenge=\"")
+        .unwrap_or_else(|| panic!("no challenge on {action} in\n{html}"))
+        + 16;
+    form[c..c + form[c..].find('"').unwrap()].to_owned()
+}
+
+/// The form as `static/approve.js` posts it after the browser's passkey answered: a software
+/// Ed25519 key enrolled with [`enrol_fields`]`(_, seed, _)`, asked on `http://localhost:<port>`
+/// for the challenge the form carries.
+fn with_passkey(
+    fields: &[(String, String)],
+    challenge: &str,
+    port: u16,
+    seed: u8,
+    counter: u32,
+) -> Vec<(String, String)> {
+    use base64::Engine as _;
+    use ed25519_dalek::Signer as _;
+    let b64 = |bytes: &[u8]| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes);
+    let client_data = format!(
+        r#"{{"type":"webauthn.get","challenge":"{challenge}","origin":"http://localhost:{port}","crossOrigin":false}}"#
+    );
+    let mut authenticator_data = Sha256::digest(b"localhost").to_vec();
+    authenticator_data.push(0x05);
+    authenticator_data.extend_from_slice(&counter.to_be_bytes());
+    let mut message = authenticator_data.clone();
+    message.extend_from_slice(&Sha256::digest(client_data.as_bytes()));
+    let signature = ed25519_dalek::SigningKey::from_bytes(&[seed; 32]).sign(&message);
+    let out = with(fields, "credential_id", &b64(&[seed, 1, 2, 3]));
+    let out = with(&out, "authenticator_data", &b64(&authenticator_data));
+    let out = with(&out, "client_data_json", &b64(client_data.as_bytes()));
+    with(&out, "signature", &b64(&signature.to_bytes()))
+}
+
+/// Two people signed in, each with an enrolled passkey (seeds 7 and 8), and an executor that
+/// needs two passkeys for a recording change.
+async fn two_people() -> (Env, String, String) {
+    let e = env().await;
+    {
+        let mut w = e.world.lock().unwrap();
+        w.passkeys_enrolled = 2;
+        w.quorums = vec![ToolQuorum {
+            tool: "batch_recording".into(),
+            calm: 2,
+            disruptive: 2,
+        }];
+    }
+    let ana = e.login().await;
+    let bo = e.login().await;
+    for (cookie, seed, name) in [(&ana, 7, "Ana"), (&bo, 8, "Bo")] {
+        let r = e
+            .client
+            .get(e.url("/passkeys"))
+            .header("cookie", cookie.as_str())
+            .send()
+            .await
+            .unwrap();
+        let token = get_field(&form(&r.text().await.unwrap(), "/passkeys"), "token");
+        let (status, html) = e
+            .post("/passkeys", cookie, &enrol_fields(&token, seed, name))
+            .await;
+        assert_eq!(status, 200, "{html}");
+    }
+    (e, ana, bo)
+}
+
+/// One person's approval with their passkey on the card they are shown now; the status, the
+/// page, and the challenge the passkey answered.
+async fn approve_with(e: &Env, cookie: &str, seed: u8, counter: u32) -> (u16, String, String) {
+    let html = e.card(cookie).await;
+    let fields = form(&html, "/approve");
+    let challenge = challenge_of(&html, "/approve");
+    let (status, body) = e
+        .post(
+            "/approve",
+            cookie,
+            &with_passkey(&fields, &challenge, e.port, seed, counter),
+        )
+        .await;
+    (status, body, challenge)
+}
+
+#[tokio::test]
+async fn with_two_needed_the_first_passkey_waits_and_the_second_runs_it_once() {
+    let (e, ana, bo) = two_people().await;
+    let id = e.propose("batch_recording", record(&format!("{DEV_A}-1")), "why");
+    let (status, body, first_challenge) = approve_with(&e, &ana, 7, 1).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        body.contains("Approved by Ana, waiting for a second person"),
+        "{body}"
+    );
+    assert!(
+        body.contains("Nothing has been sent to the executor"),
+        "{body}"
+    );
+    assert_eq!(e.executes(), 0, "the first approval sends nothing");
+    assert_eq!(e.status(id), Status::Pending);
+
+    // The other session sees who approved, and signs the very claims the first one fixed.
+    let html = e.card(&bo).await;
+    assert!(
+        html.contains("Approved by Ana, waiting for a second person"),
+        "{html}"
+    );
+    let second_challenge = challenge_of(&html, "/approve");
+    // The same passkey again counts once, and the page says so; nothing is spent.
+    let fields = form(&html, "/approve");
+    let (status, body) = e
+        .post(
+            "/approve",
+            &bo,
+            &with_passkey(&fields, &second_challenge, e.port, 7, 2),
+        )
+        .await;
+    assert_eq!(status, 409, "{body}");
+    assert!(body.contains("counts once"), "{body}");
+    assert_eq!(e.approval_used(&get_field(&fields, "approval")), 0);
+    assert_eq!(e.executes(), 0);
+    // A passkey over claims other than the fixed ones is refused, nothing spent.
+    let (status, body) = e
+        .post(
+            "/approve",
+            &bo,
+            &with_passkey(
+                &fields,
+                &challenge_of(&e.card(&ana).await, "/approve").replace('A', "B"),
+                e.port,
+                8,
+                1,
+            ),
+        )
+        .await;
+    assert_eq!(status, 409, "{body}");
+    assert_eq!(e.executes(), 0);
+    // Bo's own passkey: one Execute carrying both assertions over one set of claims.
+    let (status, body) = e
+        .post(
+            "/approve",
+            &bo,
+            &with_passkey(&fields, &second_challenge, e.port, 8, 2),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let w = e.world.lock().unwrap();
+    assert_eq!(w.executes.len(), 1);
+    assert_eq!(w.assertions[0].len(), 2);
+    assert_eq!(w.assertions[0][0].credential_id, vec![7, 1, 2, 3]);
+    assert_eq!(w.assertions[0][1].credential_id, vec![8, 1, 2, 3]);
+    let sent = w.executes[0].encode().unwrap();
+    let sent = fleetwatch_protocol::passkey::challenge_base64url(&sent);
+    assert_eq!(sent, first_challenge);
+    assert_eq!(sent, second_challenge);
+    drop(w);
+    assert_eq!(e.status(id), Status::Executed);
+}
+
+#[tokio::test]
+async fn a_denial_by_anyone_ends_a_waiting_change() {
+    let (e, ana, bo) = two_people().await;
+    let id = e.propose("batch_recording", record(&format!("{DEV_A}-1")), "why");
+    assert_eq!(approve_with(&e, &ana, 7, 1).await.0, 200);
+    let html = e.card(&bo).await;
+    let bo_approve = form(&html, "/approve");
+    let bo_challenge = challenge_of(&html, "/approve");
+    let (status, _) = e.post("/deny", &bo, &form(&html, "/deny")).await;
+    assert_eq!(status, 303);
+    assert_eq!(e.status(id), Status::Denied);
+    for cookie in [&ana, &bo] {
+        assert!(!e.card_or_empty(cookie).await.contains("Proposal #"));
+    }
+    let (status, _) = e
+        .post(
+            "/approve",
+            &bo,
+            &with_passkey(&bo_approve, &bo_challenge, e.port, 8, 1),
+        )
+        .await;
+    assert_eq!(status, 409);
+    assert_eq!(e.executes(), 0);
+}
+
+#[tokio::test]
+async fn a_waiting_change_expires_five_minutes_after_the_first_approval() {
+    let (e, ana, bo) = two_people().await;
+    let id = e.propose("batch_recording", record(&format!("{DEV_A}-1")), "why");
+    assert_eq!(approve_with(&e, &ana, 7, 1).await.0, 200);
+    let html = e.card(&bo).await;
+    let fields = form(&html, "/approve");
+    let challenge = challenge_of(&html, "/approve");
+    // The database clock passes the claims' expiry (moved, not slept): every row and the wait
+    // made at the first approval are now past it.
+    e.store
+        .lock()
+        .unwrap()
+        .connection()
+        .execute_batch(
+            "UPDATE quorum_waits SET expires_at = unixepoch() - 1;
+             UPDATE approvals SET expires_at = unixepoch() - 1;",
+        )
+        .unwrap();
+    let (status, body) = e
+        .post(
+            "/approve",
+            &bo,
+            &with_passkey(&fields, &challenge, e.port, 8, 1),
+        )
+        .await;
+    assert_eq!(status, 409, "{body}");
+    assert_eq!(e.executes(), 0);
+    assert!(!e.card_or_empty(&bo).await.contains("Proposal #"));
+    assert_eq!(e.status(id), Status::Expired);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sixteen_second_approvals_at_once_send_one_execute() {
+    let (e, ana, bo) = two_people().await;
+    let id = e.propose("batch_recording", record(&format!("{DEV_A}-1")), "why");
+    assert_eq!(approve_with(&e, &ana, 7, 1).await.0, 200);
+    let html = e.card(&bo).await;
+    let fields = with_passkey(
+        &form(&html, "/approve"),
+        &challenge_of(&html, "/approve"),
+        e.port,
+        8,
+        1,
+    );
+    let results =
+        futures_util::future::join_all((0..16).map(|_| e.post("/approve", &bo, &fields))).await;
+    let ok = results.iter().filter(|(s, _)| *s == 200).count();
+    assert_eq!(
+        ok,
+        1,
+        "{:?}",
+        results.iter().map(|r| r.0).collect::<Vec<_>>()
+    );
+    assert_eq!(e.executes(), 1);
+    assert_eq!(e.status(id), Status::Executed);
 }

@@ -17,6 +17,7 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use fleetwatch_protocol::claims::MAX_LIFETIME_SECS;
 use fleetwatch_protocol::passkey::PasskeyAssertion;
+use fleetwatch_protocol::wire::StatusReport;
 use serde::Deserialize;
 use serde_json::json;
 
@@ -101,34 +102,55 @@ fn random_id() -> Option<String> {
     Some(hex(&bytes))
 }
 
-/// Notices about the queue and the session's approvals.
-/// Whether the executor requires an operator's passkey (it reports enrolled passkeys in its
-/// `Status`). An executor that does not answer is asked nothing here: approving then fails at
-/// the executor, which decides.
-async fn passkeys_required(app: &App) -> Option<bool> {
-    app.deps
-        .executor
-        .status()
-        .await
-        .ok()
-        .map(|s| s.passkeys_enrolled > 0)
+/// The executor's `Status`, asked once per page; `None` when it does not answer (then the page
+/// asks for no passkey and approving fails at the executor, which decides).
+async fn executor_status(app: &App) -> Option<StatusReport> {
+    app.deps.executor.status().await.ok()
 }
 
-/// The assertion request for an approval row, or `None` when its claims cannot be built.
-fn passkey_ask(
-    app: &App,
-    binding: &card::Binding,
-    approval: &str,
-    session: &str,
-    expires_at: i64,
-) -> Option<PasskeyAsk> {
-    let approval_id = fleetwatch_protocol::hex::decode_array::<16>(approval)?;
-    let bytes = steps::claims_bytes(binding, approval_id, sessions::tag(session), expires_at)?;
+/// How many operators' passkeys the executor reported a change of `tool` needs (0: none). An
+/// executor that lists no quorum for the tool needs one passkey when any is enrolled.
+fn passkeys_needed(status: Option<&StatusReport>, tool: &str, disruptive: bool) -> usize {
+    let Some(status) = status else {
+        return 0;
+    };
+    let listed = status
+        .quorums
+        .iter()
+        .find(|q| q.tool == tool)
+        .map(|q| if disruptive { q.disruptive } else { q.calm });
+    match listed {
+        Some(n) => usize::try_from(n).unwrap_or(usize::MAX),
+        None => usize::from(status.passkeys_enrolled > 0),
+    }
+}
+
+/// The assertion request for fixed claims, or `None` when they cannot be built.
+fn passkey_ask(app: &App, binding: &card::Binding, fixed: &store::Fixed) -> Option<PasskeyAsk> {
+    let bytes = steps::fixed_claims_bytes(binding, fixed)?;
     let allow = super::enrol::credential_ids(&super::enrol::shown_records(app));
     Some(PasskeyAsk {
         challenge: fleetwatch_protocol::passkey::challenge_base64url(&bytes),
         allow,
     })
+}
+
+/// "Approved by Ana, waiting for a second person" (or for `n` more).
+fn waiting_line(lang: Lang, names: &[String], needed: usize) -> String {
+    let more = needed.saturating_sub(names.len());
+    let names = names
+        .iter()
+        .map(|n| card::show_text(n, card::MAX_NAME_CHARS))
+        .collect::<Vec<_>>()
+        .join(", ");
+    if more <= 1 {
+        lang.f("card.waiting", &[("names", &names)])
+    } else {
+        lang.f(
+            "card.waiting_more",
+            &[("names", &names), ("n", &more.to_string())],
+        )
+    }
 }
 
 fn notices(app: &App, lang: Lang, session: &str) -> Result<Vec<String>, ()> {
@@ -181,8 +203,8 @@ pub async fn show(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
     let Ok(mut notices) = notices(&app, lang, &session) else {
         return store_trouble(lang);
     };
-    let required = passkeys_required(&app).await;
-    if required == Some(false) {
+    let status = executor_status(&app).await;
+    if status.as_ref().is_some_and(|s| s.passkeys_enrolled == 0) {
         notices.push(lang.t("notice.unbound").to_owned());
     }
     let Some(first) = pending.first().cloned() else {
@@ -196,32 +218,52 @@ pub async fn show(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
     let card = card::build(lang, &first, &described, &app.deps.policy);
     let digest = card.binding.digest();
     let tag = hex(&sessions::tag(&session));
+    let needed = passkeys_needed(status.as_ref(), &first.tool, card.disruptive);
+    let waiting = {
+        let Ok(store) = app.deps.store.lock() else {
+            return store_trouble(lang);
+        };
+        store.waiting(first.id).ok().flatten()
+    };
 
     let approve = if card.approvable() {
         let Some(approval) = random_id() else {
             return store_trouble(lang);
         };
-        let remaining = {
+        // While the proposal waits for more passkeys, this row lives no longer than the claims
+        // the first approval fixed.
+        let lifetime = waiting.as_ref().map_or(APPROVAL_LIFETIME_SECS, |w| {
+            (w.fixed.expires_at - w.db_now).clamp(0, APPROVAL_LIFETIME_SECS)
+        });
+        {
             let Ok(mut store) = app.deps.store.lock() else {
                 return store_trouble(lang);
             };
             if store
-                .create_approval(&approval, first.id, &tag, APPROVAL_LIFETIME_SECS)
+                .create_approval(&approval, first.id, &tag, lifetime)
                 .is_err()
             {
                 return store_trouble(lang);
             }
-            store
-                .approval(&approval)
-                .ok()
-                .flatten()
-                .map(|a| (a.expires_at - a.db_now, a.expires_at))
+        }
+        let Some(fixed) = steps::fixed_claims(&app, first.id, &approval, &session) else {
+            return store_trouble(lang);
         };
-        let (remaining, expires_at) = remaining.unwrap_or((APPROVAL_LIFETIME_SECS, 0));
+        let db_now = waiting.as_ref().map_or_else(
+            || {
+                app.deps
+                    .store
+                    .lock()
+                    .ok()
+                    .and_then(|s| s.approval(&approval).ok().flatten())
+                    .map_or(fixed.expires_at - APPROVAL_LIFETIME_SECS, |a| a.db_now)
+            },
+            |w| w.db_now,
+        );
+        let (remaining, expires_at) = (fixed.expires_at - db_now, fixed.expires_at);
         // A calm change is decided by Approve; a disruptive one by Confirm, which asks then.
-        let passkey = if required == Some(true) && !card.disruptive {
-            let Some(ask) = passkey_ask(&app, &card.binding, &approval, &session, expires_at)
-            else {
+        let passkey = if needed > 0 && !card.disruptive {
+            let Some(ask) = passkey_ask(&app, &card.binding, &fixed) else {
                 return store_trouble(lang);
             };
             Some(ask)
@@ -269,6 +311,9 @@ pub async fn show(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
         more: (more > 0).then(|| lang.f("card.more", &[("n", &more.to_string())])),
         deny_token: app.tokens.make(Purpose::Deny, &session, first.id, ""),
         deny_all_token: app.tokens.make(Purpose::DenyAll, &session, first.id, ""),
+        waiting: waiting
+            .filter(|w| w.live() && !w.names.is_empty())
+            .map(|w| waiting_line(lang, &w.names, needed.max(2))),
         approve,
         card,
     };
@@ -374,7 +419,11 @@ async fn decide_approval(
         Ok(rechecked) => rechecked,
         Err(halt) => return *halt,
     };
-    let required = passkeys_required(&app).await;
+    let needed = passkeys_needed(
+        executor_status(&app).await.as_ref(),
+        &rechecked.proposal().tool,
+        rechecked.card().disruptive,
+    );
     if purpose == Purpose::Approve && rechecked.card().disruptive {
         let (proposal, card) = (rechecked.proposal(), rechecked.card());
         append_audit(
@@ -385,16 +434,9 @@ async fn decide_approval(
         );
         let rooms = card.rooms.join(", ");
         // With passkeys required, Confirm is the deciding button: it asks for one.
-        let passkey = if required == Some(true) {
-            let expires_at = app
-                .deps
-                .store
-                .lock()
-                .ok()
-                .and_then(|s| s.approval(&form.approval).ok().flatten())
-                .map(|a| a.expires_at);
-            let ask = expires_at
-                .and_then(|e| passkey_ask(&app, &card.binding, &form.approval, &session, e));
+        let passkey = if needed > 0 {
+            let ask = steps::fixed_claims(&app, proposal.id, &form.approval, &session)
+                .and_then(|fixed| passkey_ask(&app, &card.binding, &fixed));
             let Some(ask) = ask else {
                 return store_trouble(lang);
             };
@@ -424,14 +466,46 @@ async fn decide_approval(
     let Ok(assertion) = form.assertion() else {
         return passkey_missing(&app, lang, &form);
     };
-    if required == Some(true) && assertion.is_none() {
+    if needed > 0 && assertion.is_none() {
         return passkey_missing(&app, lang, &form);
     }
-    let consumed = match steps::consume(&app, lang, &session, rechecked) {
-        Ok(consumed) => consumed,
-        Err(halt) => return *halt,
+    let (consumed, assertions) = match assertion {
+        // More than one passkey: this one is kept until the count is met.
+        Some(assertion) if needed > 1 => {
+            match steps::gather(&app, lang, &session, rechecked, assertion, needed) {
+                Ok(steps::Gather::Met(consumed, assertions)) => (*consumed, assertions),
+                Ok(steps::Gather::Kept(names)) => {
+                    return message(
+                        StatusCode::OK,
+                        lang,
+                        "waiting",
+                        lang.t("waiting.heading").to_owned(),
+                        vec![
+                            waiting_line(lang, &names, needed),
+                            lang.t("waiting.text").to_owned(),
+                        ],
+                        Vec::new(),
+                    );
+                }
+                Ok(steps::Gather::Again(names)) => {
+                    return conflict(
+                        lang,
+                        vec![
+                            lang.t("why.passkey_again").to_owned(),
+                            waiting_line(lang, &names, needed),
+                        ],
+                        Vec::new(),
+                    );
+                }
+                Err(halt) => return *halt,
+            }
+        }
+        assertion => match steps::consume(&app, lang, &session, rechecked) {
+            Ok(consumed) => (consumed, assertion.into_iter().collect()),
+            Err(halt) => return *halt,
+        },
     };
-    let signed = match steps::sign(&app, lang, consumed, assertion.into_iter().collect()) {
+    let signed = match steps::sign(&app, lang, consumed, assertions) {
         Ok(signed) => signed,
         Err(halt) => return *halt,
     };

@@ -311,6 +311,39 @@ pub const EN: &[(&str, &str)] = &[
         "why.store",
         "The approval store could not be used. Nothing ran.",
     ),
+    (
+        "card.waiting",
+        "Approved by {names}, waiting for a second person. Another operator approves with their own passkey, or anyone may deny.",
+    ),
+    (
+        "card.waiting_more",
+        "Approved by {names}, waiting for {n} more people. Each approves with their own passkey, or anyone may deny.",
+    ),
+    ("waiting.heading", "Your approval is kept"),
+    (
+        "waiting.text",
+        "Nothing has been sent to the executor yet: this change needs another operator's passkey. It runs when they approve it on their own page session; a denial by anyone ends it, and it expires five minutes after the first approval.",
+    ),
+    (
+        "why.passkey_again",
+        "That passkey has already approved this change, and a passkey counts once. Nothing else was used up; another operator must approve with their own passkey.",
+    ),
+    (
+        "why.passkey_unknown",
+        "This passkey was not enrolled on this page, so the page cannot tell who approved. Nothing was approved or used up; enrol it under Passkeys first.",
+    ),
+    (
+        "why.passkey_other",
+        "Your passkey confirmed something other than what this change now waits for: someone approved it first, or the card changed. Nothing was approved or used up; open the approval page again.",
+    ),
+    (
+        "why.passkey_bad",
+        "Your passkey's answer does not check out ({why}). Nothing was approved or used up.",
+    ),
+    (
+        "why.quorum_expired",
+        "The other passkeys did not approve within five minutes of the first approval, so this change expired. Nothing ran.",
+    ),
     ("back", "Back to the approval page"),
     (
         "deny.arg_long",
@@ -694,6 +727,39 @@ pub const ES: &[(&str, &str)] = &[
     (
         "why.store",
         "No se pudo usar el almacén de aprobaciones. No se ejecutó nada.",
+    ),
+    (
+        "card.waiting",
+        "Aprobado por {names}, esperando a una segunda persona. Otro operador aprueba con su propia passkey, o cualquiera puede denegar.",
+    ),
+    (
+        "card.waiting_more",
+        "Aprobado por {names}, esperando a {n} personas más. Cada una aprueba con su propia passkey, o cualquiera puede denegar.",
+    ),
+    ("waiting.heading", "Tu aprobación queda guardada"),
+    (
+        "waiting.text",
+        "Aún no se ha enviado nada al ejecutor: este cambio necesita la passkey de otro operador. Se ejecuta cuando lo apruebe en su propia sesión de la página; una denegación de cualquiera lo termina, y caduca cinco minutos después de la primera aprobación.",
+    ),
+    (
+        "why.passkey_again",
+        "Esa passkey ya aprobó este cambio, y una passkey cuenta una sola vez. No se gastó nada más; otro operador debe aprobar con su propia passkey.",
+    ),
+    (
+        "why.passkey_unknown",
+        "Esta passkey no se registró en esta página, así que la página no puede saber quién aprobó. No se aprobó ni se gastó nada; regístrala antes en Passkeys.",
+    ),
+    (
+        "why.passkey_other",
+        "Tu passkey confirmó algo distinto de lo que este cambio espera ahora: alguien lo aprobó antes, o la tarjeta cambió. No se aprobó ni se gastó nada; abre de nuevo la página de aprobación.",
+    ),
+    (
+        "why.passkey_bad",
+        "La respuesta de tu passkey no es válida ({why}). No se aprobó ni se gastó nada.",
+    ),
+    (
+        "why.quorum_expired",
+        "Las demás passkeys no aprobaron en los cinco minutos siguientes a la primera aprobación, así que este cambio caducó. No se ejecutó nada.",
     ),
     ("back", "Volver a la página de aprobación"),
     (

@@ -3,6 +3,11 @@
 //! [`recheck`] → [`Rechecked`] → [`consume`] → [`Consumed`] → [`sign`] → [`Signed`] →
 //! [`execute`].
 //!
+//! When the executor needs more than one operator's passkey for the change, [`gather`] takes
+//! the place of [`consume`]: it keeps each passkey's approval over the claims the first one
+//! fixed, and only the approval that makes the count yields [`Consumed`], with every kept
+//! assertion.
+//!
 //! Each step takes the previous step's value by value and is the only code that can build the
 //! next one: the fields are private to this module, and none of the values is `Clone`, `Copy`
 //! or `Default`. So signing claims for an approval that was not consumed, or sending an
@@ -17,7 +22,7 @@ use std::sync::Arc;
 
 use axum::response::Response;
 use fleetwatch_protocol::claims::{ApprovalClaims, CLAIMS_VERSION, SignedApproval, Slot};
-use fleetwatch_protocol::passkey::PasskeyAssertion;
+use fleetwatch_protocol::passkey::{self, Approvers, PasskeyAssertion, PasskeyError, RelyingParty};
 use fleetwatch_protocol::redact;
 use fleetwatch_protocol::wire::{self, ExecuteRequest, OutcomeKind, Request};
 use serde_json::json;
@@ -95,6 +100,205 @@ pub(super) fn claims_bytes(
     }
     .encode()
     .ok()
+}
+
+/// The claims an approval on this card signs: those the first passkey approval fixed when the
+/// proposal waits for more, else this approval row's own.
+pub(super) fn fixed_claims(
+    app: &App,
+    proposal_id: u64,
+    approval: &str,
+    session: &str,
+) -> Option<store::Fixed> {
+    let store = app.deps.store.lock().ok()?;
+    if let Some(waiting) = store.waiting(proposal_id).ok()? {
+        return Some(waiting.fixed);
+    }
+    let row = store.approval(approval).ok()??;
+    Some(store::Fixed {
+        approval_id: approval.to_owned(),
+        session: hex(&sessions::tag(session)),
+        expires_at: row.expires_at,
+    })
+}
+
+/// [`claims_bytes`] for fixed claims.
+pub(super) fn fixed_claims_bytes(binding: &Binding, fixed: &store::Fixed) -> Option<Vec<u8>> {
+    let approval_id = fleetwatch_protocol::hex::decode_array::<16>(&fixed.approval_id)?;
+    let page_session = fleetwatch_protocol::hex::decode_array::<16>(&fixed.session)?;
+    claims_bytes(binding, approval_id, page_session, fixed.expires_at)
+}
+
+/// What one passkey approval did when the change needs more than one.
+pub(super) enum Gather {
+    /// Kept: the proposal waits for more. The names so far, oldest first.
+    Kept(Vec<String>),
+    /// That passkey had approved already; it counts once. The names so far.
+    Again(Vec<String>),
+    /// The count is met: the proposal is approved, with every kept assertion.
+    Met(Box<Consumed>, Vec<PasskeyAssertion>),
+}
+
+/// Checks one operator's passkey approval on this page and keeps it (see [`Store::gather`]):
+/// the assertion must be over the fixed claims and from a passkey this page enrolled (so the
+/// card can name who approved), checked with the protocol's own verifier — the executor checks
+/// every one again. A refusal here spends nothing.
+///
+/// [`Store::gather`]: crate::store::Store::gather
+pub(super) fn gather(
+    app: &App,
+    lang: Lang,
+    session: &str,
+    rechecked: Rechecked,
+    assertion: PasskeyAssertion,
+    needed: usize,
+) -> Result<Gather, Halt> {
+    let Rechecked {
+        card,
+        approval,
+        proposal,
+    } = rechecked;
+    let binding = card.binding;
+    let halt = |key: &str| Box::new(conflict(lang, vec![lang.t(key).to_owned()], Vec::new()));
+    let refused = |why: &str| {
+        append_audit(
+            app,
+            "page_approval_refused",
+            Some(proposal.id),
+            &json!({"approval_id": approval, "why": why}),
+        );
+    };
+    let Some(fixed) = fixed_claims(app, proposal.id, &approval, session) else {
+        return Err(halt("why.approval_used"));
+    };
+    let Some(bytes) = fixed_claims_bytes(&binding, &fixed) else {
+        return Err(Box::new(store_trouble(lang)));
+    };
+    let mut approvers = Approvers::default();
+    for record in super::enrol::shown_records(app) {
+        let _ = approvers.add(record);
+    }
+    let rp = RelyingParty::new(
+        passkey::PRODUCTION_RP_ID,
+        [format!("http://localhost:{}", app.port)],
+    );
+    let verified = match passkey::verify_assertion(&assertion, &bytes, &approvers, &rp) {
+        Ok(verified) => verified,
+        Err(PasskeyError::UnknownCredential) => {
+            refused("passkey_unknown");
+            return Err(halt("why.passkey_unknown"));
+        }
+        Err(PasskeyError::ChallengeMismatch) => {
+            refused("passkey_other_claims");
+            return Err(halt("why.passkey_other"));
+        }
+        Err(e) => {
+            refused("passkey_bad");
+            return Err(Box::new(conflict(
+                lang,
+                vec![lang.f("why.passkey_bad", &[("why", &e.to_string())])],
+                Vec::new(),
+            )));
+        }
+    };
+    let credential = {
+        use base64::Engine as _;
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(verified.credential_id())
+    };
+    let Ok(kept) = serde_json::to_string(&assertion) else {
+        return Err(Box::new(store_trouble(lang)));
+    };
+    let tag = hex(&sessions::tag(session));
+    let mut store = app
+        .deps
+        .store
+        .lock()
+        .map_err(|_| Box::new(store_trouble(lang)))?;
+    let gathered = store
+        .gather(
+            proposal.id,
+            &approval,
+            &fixed,
+            &store::NewSigner {
+                credential_id: &credential,
+                name: verified.name(),
+                session: &tag,
+                assertion: &kept,
+            },
+            needed,
+            store::now_secs(),
+        )
+        .map_err(|_| Box::new(store_trouble(lang)))?;
+    let chain_head = store.chain_head();
+    drop(store);
+    let id = proposal.id.to_string();
+    match gathered {
+        store::Gathered::Kept(names) => {
+            app.sessions
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .count_approval(session);
+            Ok(Gather::Kept(names))
+        }
+        store::Gathered::Again(names) => Ok(Gather::Again(names)),
+        store::Gathered::Met { assertions, .. } => {
+            app.sessions
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .count_approval(session);
+            let assertions = assertions
+                .iter()
+                .map(|a| serde_json::from_str::<PasskeyAssertion>(a))
+                .collect::<Result<Vec<_>, _>>();
+            let ids = (
+                fleetwatch_protocol::hex::decode_array::<16>(&fixed.approval_id),
+                fleetwatch_protocol::hex::decode_array::<16>(&fixed.session),
+            );
+            let (Ok(assertions), Ok(chain_head), (Some(approval_id), Some(page_session))) =
+                (assertions, chain_head, ids)
+            else {
+                let why = Shown::NothingRan(lang.t("why.store").to_owned());
+                return Err(Box::new(finish(
+                    app,
+                    lang,
+                    proposal.id,
+                    &fixed.approval_id,
+                    why,
+                )));
+            };
+            Ok(Gather::Met(
+                Box::new(Consumed {
+                    binding,
+                    approval: fixed.approval_id,
+                    approval_id,
+                    page_session,
+                    expires_at: fixed.expires_at,
+                    chain_head,
+                }),
+                assertions,
+            ))
+        }
+        store::Gathered::RowSpent => {
+            refused("approval_used_or_expired");
+            Err(halt("why.approval_used"))
+        }
+        store::Gathered::NotPending => {
+            refused("not_pending");
+            Err(Box::new(conflict(
+                lang,
+                vec![lang.f("why.decided", &[("id", &id)])],
+                Vec::new(),
+            )))
+        }
+        store::Gathered::Expired => {
+            refused("quorum_expired");
+            Err(halt("why.quorum_expired"))
+        }
+        store::Gathered::OtherClaims => {
+            refused("passkey_other_claims");
+            Err(halt("why.passkey_other"))
+        }
+    }
 }
 
 /// The claims of a consumed approval, signed, in a request known to encode.

@@ -73,6 +73,9 @@ pub struct CardView {
     pub deny_all_token: String,
     /// The approve form, when Approve is offered.
     pub approve: Option<ApproveForm>,
+    /// "Approved by Ana, waiting for a second person", while the change waits for more
+    /// operators' passkeys.
+    pub waiting: Option<String>,
 }
 
 /// The second step for a disruptive change.
