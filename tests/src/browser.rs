@@ -94,6 +94,22 @@ impl TestBrowser {
         self.browser.new_page("about:blank").await.expect("new tab")
     }
 
+    /// A new tab in a browser context of its own: its own cookies and storage, as a second
+    /// person's browser would have.
+    pub async fn page_in_new_context(&self) -> Page {
+        use chromiumoxide::cdp::browser_protocol::target::{
+            CreateBrowserContextParams, CreateTargetParams,
+        };
+        let context = self
+            .browser
+            .create_browser_context(CreateBrowserContextParams::default())
+            .await
+            .expect("a new browser context");
+        let mut params = CreateTargetParams::new("about:blank");
+        params.browser_context_id = Some(context);
+        self.browser.new_page(params).await.expect("new tab")
+    }
+
     /// Closes the browser and waits for it.
     pub async fn close(mut self) {
         let _ = self.browser.close().await;

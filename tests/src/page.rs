@@ -189,11 +189,21 @@ impl Page {
     /// Starts `fleetwatch serve` for `state` in front of the running executor of `h`, with
     /// `devices` as its fence, and signs in with the secret from the state folder.
     pub async fn start(state: &AssistantState, h: &Harness, devices: &[String]) -> Page {
+        Page::start_on(free_port(), state, h, devices).await
+    }
+
+    /// [`Page::start`] on a port chosen beforehand (so the executor can be told the page's
+    /// origin first).
+    pub async fn start_on(
+        port: u16,
+        state: &AssistantState,
+        h: &Harness,
+        devices: &[String],
+    ) -> Page {
         // The page starts only with a model; the simulator's offline stand-in serves as one.
         let model = fleetwatch_sim::model::start_offline()
             .await
             .expect("model stand-in");
-        let port = free_port();
         let child = state
             .command()
             .env("FLEETWATCH_EPIPHAN_URL", h.sim.mcp_url())
@@ -263,8 +273,53 @@ impl Page {
 
     /// The front page's Approve form, as a request body.
     pub async fn approve_form(&self) -> String {
-        let card = self
-            .client
+        form_body(&form(&self.front().await, "/approve"))
+    }
+
+    /// The front page's Approve form answered by a software passkey, as `static/approve.js`
+    /// posts it after the browser's ceremony on `http://localhost:<port>`.
+    pub async fn approve_form_with(
+        &self,
+        passkey: &mut crate::authenticator::SoftPasskey,
+    ) -> String {
+        use base64::Engine as _;
+        let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+        let html = self.front().await;
+        let start = html
+            .find("data-challenge=\"")
+            .expect("the card asks a passkey")
+            + 16;
+        let challenge = &html[start..start + html[start..].find('"').expect("challenge end")];
+        let port = self.origin.rsplit(':').next().expect("port");
+        passkey.counter += 1;
+        let ceremony = crate::authenticator::Ceremony {
+            client_data_json: crate::authenticator::client_data(
+                "webauthn.get",
+                &b64.decode(challenge).expect("base64url challenge"),
+                &format!("http://localhost:{port}"),
+            ),
+            ..crate::authenticator::Ceremony::for_claims(b"", passkey.counter)
+        };
+        let assertion = passkey.assert_with(&ceremony);
+        let fields = form(&html, "/approve")
+            .into_iter()
+            .map(|(name, value)| {
+                let value = match name.as_str() {
+                    "credential_id" => b64.encode(&assertion.credential_id),
+                    "authenticator_data" => b64.encode(&assertion.authenticator_data),
+                    "client_data_json" => b64.encode(&assertion.client_data_json),
+                    "signature" => b64.encode(&assertion.signature),
+                    _ => value,
+                };
+                (name, value)
+            })
+            .collect::<Vec<_>>();
+        form_body(&fields)
+    }
+
+    /// The front page as this session sees it.
+    pub async fn front(&self) -> String {
+        self.client
             .get(format!("{}/", self.origin))
             .header("cookie", &self.cookie)
             .send()
@@ -272,8 +327,7 @@ impl Page {
             .expect("card")
             .text()
             .await
-            .expect("card text");
-        form_body(&form(&card, "/approve"))
+            .expect("card text")
     }
 
     /// A same-origin form POST with the session; the status (0 when it did not complete).
@@ -308,9 +362,16 @@ pub struct PagePath {
 impl PagePath {
     /// Starts everything and signs in.
     pub async fn start() -> PagePath {
+        PagePath::start_with(|_| String::new()).await
+    }
+
+    /// [`PagePath::start`] with more executor configuration, given the page's port.
+    pub async fn start_with(config_extra: impl Fn(u16) -> String) -> PagePath {
         let state = AssistantState::new();
+        let port = free_port();
         let mut h = Harness::prepare(Setup {
             extra_key_lines: vec![state.key_line.clone()],
+            config_extra: config_extra(port),
             ..Setup::default()
         })
         .await;
@@ -318,7 +379,7 @@ impl PagePath {
         h.setup.allowlist = Some(devices.clone());
         h.spawn();
         h.wait_ready().await;
-        let page = Page::start(&state, &h, &devices).await;
+        let page = Page::start_on(port, &state, &h, &devices).await;
         PagePath {
             state,
             h,

@@ -38,6 +38,15 @@ struct World {
 }
 
 async fn world(sim: SimConfig, allowlist: Option<Vec<String>>) -> Option<World> {
+    world_with(sim, allowlist, "").await
+}
+
+/// [`world`] with more lines for the `passkeys:` section of the executor's configuration.
+async fn world_with(
+    sim: SimConfig,
+    allowlist: Option<Vec<String>>,
+    passkeys_extra: &str,
+) -> Option<World> {
     let browser = browser::launch(&[&format!(
         "--host-resolver-rules=MAP {REBIND_HOST} 127.0.0.1"
     )])
@@ -50,7 +59,9 @@ async fn world(sim: SimConfig, allowlist: Option<Vec<String>>) -> Option<World> 
     let setup = Setup {
         sim,
         extra_key_lines: vec![key.key_line()],
-        config_extra: format!("passkeys:\n  origins: [\"http://localhost:{port}\"]\n"),
+        config_extra: format!(
+            "passkeys:\n  origins: [\"http://localhost:{port}\"]\n{passkeys_extra}"
+        ),
         ..Setup::default()
     };
     let mut h = Harness::prepare(setup).await;
@@ -751,5 +762,130 @@ async fn with_a_passkey_enrolled_the_person_approves_with_it_and_nothing_else_wi
     assert_eq!(w.h.writes(), 2);
     assert_eq!(w.status(third), Status::Pending);
     assert!(w.unused_approvals() >= 1, "the approval was not used up");
+    w.finish().await;
+}
+
+/// Clicks Approve on the card, then Confirm (a disruptive change), and waits for the page
+/// that follows.
+async fn approve_and_confirm(tab: &Page, origin: &str) -> String {
+    tab.goto(format!("{origin}/")).await.expect("goto");
+    wait_until(tab, "document.getElementById('approve')").await;
+    tab.find_element("#approve")
+        .await
+        .expect("approve")
+        .click()
+        .await
+        .expect("click");
+    wait_until(tab, "document.getElementById('confirm')").await;
+    tab.find_element("#confirm")
+        .await
+        .expect("confirm")
+        .click()
+        .await
+        .expect("click");
+    wait_until(tab, "document.getElementById('heading')").await;
+    text(tab).await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_disruptive_change_waits_for_a_second_persons_passkey() {
+    let Some(w) = world_with(SimConfig::demo(), None, "  quorum_disruptive: 2\n").await else {
+        return;
+    };
+    let devices = sandbox_devices(&w.h.sim);
+    let origin = format!("http://localhost:{}", w.port());
+    // Two people, two browsers (contexts), each with their own passkey, both installed.
+    let ana = w.tab().await;
+    virtual_authenticator(&ana).await;
+    let bo = w
+        .browser
+        .as_ref()
+        .expect("browser")
+        .page_in_new_context()
+        .await;
+    virtual_authenticator(&bo).await;
+    for (tab, name) in [(&ana, "Ana Gómez"), (&bo, "Bo Lindqvist")] {
+        w.login_at(tab, &origin).await;
+        let (line, _) = enrol_on_page(tab, &origin, name).await;
+        let out = w.h.cli(&["approvers", "add", &line], None);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    // Ana approves a reboot: kept, nothing written.
+    let reboot = w
+        .propose(
+            "batch_reboot",
+            json!({"device_ids": [devices[2]]}),
+            "restart",
+        )
+        .await;
+    let said = approve_and_confirm(&ana, &origin).await;
+    assert!(
+        said.contains("Approved by Ana Gómez, waiting for a second person"),
+        "{said}"
+    );
+    assert_eq!(w.h.writes(), 0);
+    assert_eq!(w.status(reboot), Status::Pending);
+    // Bo's card names her.
+    bo.goto(format!("{origin}/")).await.expect("goto");
+    wait_until(&bo, "document.getElementById('waiting')").await;
+    let card = text(&bo).await;
+    assert!(
+        card.contains("Approved by Ana Gómez, waiting for a second person"),
+        "{card}"
+    );
+    screenshot(&bo, &w.shot("waiting-for-second.png")).await;
+    // Ana's passkey again: still waiting, and the page says it counts once.
+    let said = approve_and_confirm(&ana, &origin).await;
+    assert!(said.contains("counts once"), "{said}");
+    assert_eq!(w.h.writes(), 0);
+    assert_eq!(w.status(reboot), Status::Pending);
+    // Bo's passkey: exactly one write, and the executor names both people.
+    let said = approve_and_confirm(&bo, &origin).await;
+    assert!(said.contains("Done"), "{said}");
+    assert_eq!(w.h.writes(), 1);
+    assert_eq!(w.status(reboot), Status::Executed);
+    let accepted =
+        w.h.audit_rows()
+            .into_iter()
+            .filter(|r| r.1 == "accepted")
+            .collect::<Vec<_>>();
+    assert!(
+        accepted
+            .last()
+            .is_some_and(|r| r.4.contains("Ana Gómez") && r.4.contains("Bo Lindqvist")),
+        "{accepted:?}"
+    );
+
+    // A denial after the first approval: nothing written, the card gone for both.
+    let second = w
+        .propose(
+            "batch_reboot",
+            json!({"device_ids": [devices[3]]}),
+            "restart",
+        )
+        .await;
+    let said = approve_and_confirm(&ana, &origin).await;
+    assert!(said.contains("waiting for a second person"), "{said}");
+    bo.goto(format!("{origin}/")).await.expect("goto");
+    wait_until(&bo, "document.getElementById('deny')").await;
+    bo.find_element("#deny")
+        .await
+        .expect("deny")
+        .click()
+        .await
+        .expect("click");
+    wait_until(&bo, "!document.getElementById('waiting')").await;
+    assert_eq!(w.status(second), Status::Denied);
+    for tab in [&ana, &bo] {
+        tab.goto(format!("{origin}/")).await.expect("goto");
+        wait_until(tab, "document.body").await;
+        assert!(!text(tab).await.contains(&format!("Proposal #{second}")));
+    }
+    assert_eq!(w.h.writes(), 1);
     w.finish().await;
 }

@@ -35,3 +35,68 @@ async fn sixteen_simultaneous_approve_posts_make_one_execute_and_one_write() {
     let status = state.store().proposal(id).expect("read").map(|p| p.status);
     assert_eq!(status, Some(fleetwatch::store::Status::Executed));
 }
+
+/// The same race when the executor needs two operators' passkeys: the first passkey's approval
+/// is kept, then sixteen simultaneous approvals with the second passkey make one `Execute`
+/// carrying both, and one write.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn with_two_passkeys_needed_sixteen_second_approvals_make_one_write() {
+    use base64::Engine as _;
+    use fleetwatch_e2e::authenticator::SoftPasskey;
+    let PagePath {
+        state,
+        h,
+        page,
+        devices,
+    } = PagePath::start_with(|port| {
+        format!("passkeys:\n  origins: [\"http://localhost:{port}\"]\n  quorum: 2\n")
+    })
+    .await;
+    let mut ana = SoftPasskey::ed25519(41);
+    let mut bo = SoftPasskey::es256(42);
+    for (passkey, name) in [(&ana, "Ana"), (&bo, "Bo")] {
+        let line = passkey.line(name);
+        let out = h.cli(&["approvers", "add", &line], None);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // The page names who approved from the lines it showed at enrolment.
+        let record = passkey.record(name);
+        state
+            .store()
+            .keep_passkey_line(
+                &base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(record.credential_id()),
+                &line,
+                &record.fingerprint().to_string(),
+            )
+            .expect("kept");
+    }
+
+    let arguments = json!({"action": "start", "device_ids": [format!("{}-1", devices[0])]});
+    let id = state.propose(&h, "batch_recording", &arguments).await;
+    let first = page.approve_form_with(&mut ana).await;
+    assert_eq!(page.post("/approve", &first).await, 200);
+    assert_eq!(h.writes(), 0, "the first passkey alone writes nothing");
+    assert!(page.front().await.contains("waiting for a second person"));
+
+    let body = page.approve_form_with(&mut bo).await;
+    let posts = (0..16).map(|_| page.post("/approve", &body));
+    let statuses: Vec<u16> = futures_util::future::join_all(posts).await;
+    let ok = statuses.iter().filter(|s| **s == 200).count();
+    assert_eq!(ok, 1, "exactly one approval went through: {statuses:?}");
+    let accepted: Vec<_> = h
+        .audit_rows()
+        .into_iter()
+        .filter(|r| r.1 == "accepted")
+        .collect();
+    assert_eq!(accepted.len(), 1, "{:?}", h.audit_rows());
+    assert!(
+        accepted[0].4.contains("Ana") && accepted[0].4.contains("Bo"),
+        "{accepted:?}"
+    );
+    assert_eq!(h.writes(), 1);
+    let status = state.store().proposal(id).expect("read").map(|p| p.status);
+    assert_eq!(status, Some(fleetwatch::store::Status::Executed));
+}
