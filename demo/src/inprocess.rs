@@ -10,7 +10,7 @@ use fleetwatch::config::{Autonomy, Config, SETTINGS_FILE};
 use fleetwatch::executor_client::ExecutorClient;
 use fleetwatch::keys::ApproverKey;
 use fleetwatch::model::{ApiKey, ModelConfig};
-use fleetwatch::page::{self, PageConfig, PageDeps, PageError, PageHandle, SecretDelivery};
+use fleetwatch::page::{self, PageConfig, PageDeps, PageHandle, SecretDelivery};
 use fleetwatch::reads::{self, Reader, Token};
 use fleetwatch::store::Store;
 use fleetwatch::{grants, serve};
@@ -64,16 +64,48 @@ pub(crate) fn assistant_config(
     Ok(config)
 }
 
-/// The approval page's port: `FLEETWATCH_APPROVE_PORT` or the usual default for the
-/// interactive demo (so the address is the familiar one), any free port for the script.
-fn page_port(script: bool) -> u16 {
-    if script {
-        return 0;
+/// The approval page's port, chosen before the executor starts (its configuration names the
+/// page's origin, the one place passkeys may be used): `FLEETWATCH_APPROVE_PORT` or the usual
+/// default for the interactive demo (so the address is the familiar one) when it is free on
+/// both loopback addresses, else a free port; any free port for the script.
+fn page_port(script: bool) -> Result<u16, String> {
+    let wanted = if script {
+        None
+    } else {
+        Some(
+            std::env::var("FLEETWATCH_APPROVE_PORT")
+                .ok()
+                .and_then(|v| v.trim().parse::<u16>().ok())
+                .unwrap_or(fleetwatch::config::DEFAULT_APPROVE_PORT),
+        )
+    };
+    if let Some(port) = wanted {
+        if loopback_free(port) {
+            return Ok(port);
+        }
+        println!("  port {port} is busy on this machine; the approval page takes a free port");
     }
-    std::env::var("FLEETWATCH_APPROVE_PORT")
-        .ok()
-        .and_then(|v| v.trim().parse::<u16>().ok())
-        .unwrap_or(fleetwatch::config::DEFAULT_APPROVE_PORT)
+    for _ in 0..16 {
+        let port = std::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0))
+            .and_then(|l| l.local_addr())
+            .map_err(|e| format!("no free port for the approval page: {e}"))?
+            .port();
+        if loopback_free(port) {
+            return Ok(port);
+        }
+    }
+    Err("no port is free on both loopback addresses for the approval page".to_owned())
+}
+
+/// Whether `port` can be bound on 127.0.0.1 and on ::1 (or the host has no ::1).
+fn loopback_free(port: u16) -> bool {
+    let v4 = std::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, port));
+    let v6 = std::net::TcpListener::bind((std::net::Ipv6Addr::LOCALHOST, port));
+    v4.is_ok()
+        && match v6 {
+            Ok(_) => true,
+            Err(e) => e.kind() == std::io::ErrorKind::AddrNotAvailable,
+        }
 }
 
 /// Everything running in this process.
@@ -85,6 +117,10 @@ pub(crate) struct Running {
     pub(crate) page: PageHandle,
     pub(crate) executor_config: PathBuf,
     pub(crate) executor_program: PathBuf,
+    /// The executor's socket, as the page reaches it.
+    pub(crate) executor: ExecutorClient,
+    /// The assistant's approval-signing key.
+    pub(crate) key: Arc<ApproverKey>,
     chat_stop: oneshot::Sender<()>,
     chat_task: tokio::task::JoinHandle<()>,
 }
@@ -121,7 +157,8 @@ pub(crate) async fn start(leftovers: &mut Leftovers, script: bool) -> Result<Run
     // The assistant's key is made first: its public line is what the executor trusts.
     let state = leftovers.subfolder("assistant")?;
     let key = ApproverKey::load_or_create(&state).map_err(|e| e.to_string())?;
-    let files = pieces::executor_files(leftovers, &key.key_line(), &sim.sandbox_token)?;
+    let port = page_port(script)?;
+    let files = pieces::executor_files(leftovers, &key.key_line(), &sim.sandbox_token, port)?;
     pieces::start_executor(leftovers, &executor_program, &files, &sim, &fence).await?;
 
     progress("starting the assistant (chat engine, chat socket, every category granted)");
@@ -129,13 +166,15 @@ pub(crate) async fn start(leftovers: &mut Leftovers, script: bool) -> Result<Run
     let engine = Engine::open(&config, &state, &policy, &key, model_url)?;
 
     println!("  starting the approval page…");
+    let key = Arc::new(key);
+    let executor = ExecutorClient::new(&config.executor_socket);
     let deps = PageDeps {
         store: Arc::clone(&engine.store),
-        executor: ExecutorClient::new(&config.executor_socket),
+        executor: executor.clone(),
         policy: Arc::clone(&policy),
-        key: Arc::new(key),
+        key: Arc::clone(&key),
     };
-    let page = start_page(&config, deps, script).await?;
+    let page = start_page(&config, deps, port).await?;
     // Answers name the page's real address.
     config.approve_port = page.addr.port();
     let assistant = Arc::new(Assistant::from_config(
@@ -162,6 +201,8 @@ pub(crate) async fn start(leftovers: &mut Leftovers, script: bool) -> Result<Run
         page,
         executor_config: files.config,
         executor_program,
+        executor,
+        key,
         chat_stop,
         chat_task,
     })
@@ -217,29 +258,17 @@ impl Engine {
     }
 }
 
-/// The approval page; the interactive demo falls back to a free port when the usual one is
-/// taken. The page announces its address (and the secret, on a terminal) itself.
-async fn start_page(config: &Config, deps: PageDeps, script: bool) -> Result<PageHandle, String> {
+/// The approval page on the port chosen before the executor started. It announces its address
+/// itself.
+async fn start_page(config: &Config, deps: PageDeps, port: u16) -> Result<PageHandle, String> {
+    // The secret goes to a private file in the demo's folder either way: the demo's stand-in
+    // operators sign in with it, and the interactive demo shows it (see `lib.rs`).
     let mut page_config = PageConfig::from_config(config);
-    let port = page_port(script);
     page_config.port = port;
-    if script {
-        page_config.secret_delivery = SecretDelivery::File;
-    }
-    match page::start(page_config, deps.clone()).await {
-        Ok(page) => Ok(page),
-        Err(PageError::Bind { addr, source }) if port != 0 => {
-            println!(
-                "  port {port} is busy on {} ({source}); the approval page takes a free port \
-                 instead",
-                addr.ip()
-            );
-            let mut retry = PageConfig::from_config(config);
-            retry.port = 0;
-            page::start(retry, deps).await.map_err(|e| e.to_string())
-        }
-        Err(e) => Err(e.to_string()),
-    }
+    page_config.secret_delivery = SecretDelivery::File;
+    page::start(page_config, deps)
+        .await
+        .map_err(|e| e.to_string())
 }
 
 /// The chat socket `fleetwatch ask` can talk to, served until the sender fires.

@@ -31,6 +31,7 @@
 mod chat;
 mod inprocess;
 mod leftovers;
+mod operator;
 pub mod page_html;
 mod pieces;
 mod script;
@@ -117,10 +118,22 @@ pub async fn run(script: bool) -> i32 {
             }
         }
     } else {
-        print_try();
-        tokio::select! {
-            code = chat::chat(Arc::clone(&running.assistant)) => code,
-            () = &mut stopped => 0,
+        let operators = tokio::select! {
+            operators = stand_in_operators(&running) => operators,
+            () = &mut stopped => Err("interrupted while starting".to_owned()),
+        };
+        match operators {
+            Ok(operators) => {
+                print_try();
+                tokio::select! {
+                    code = chat::chat(Arc::clone(&running.assistant), operators) => code,
+                    () = &mut stopped => 0,
+                }
+            }
+            Err(e) => {
+                eprintln!("fleetwatch demo: {e}");
+                1
+            }
         }
     };
 
@@ -130,14 +143,44 @@ pub async fn run(script: bool) -> i32 {
     code
 }
 
+/// Shows the page's secret (on a terminal only), then enrols and installs the stand-in
+/// passkeys the demo's own operators approve with.
+async fn stand_in_operators(running: &inprocess::Running) -> Result<operator::Operators, String> {
+    use std::io::IsTerminal as _;
+    let file = running
+        .page
+        .secret_file
+        .clone()
+        .ok_or_else(|| "the page secret was not written to a file".to_owned())?;
+    let secret = std::fs::read_to_string(&file)
+        .map_err(|e| format!("{}: {e}", file.display()))?
+        .trim()
+        .to_owned();
+    if std::io::stdout().is_terminal() {
+        println!("Page secret: {secret}");
+    }
+    println!(
+        "Passkeys: the demo makes two software passkeys, stand-ins for two operators' security \
+         keys, enrols them on the page and installs them on its executor:"
+    );
+    let operators = operator::Operators::start(running, &secret).await?;
+    println!(
+        "A calm change needs one passkey, a disruptive one two. Your browser cannot hold the \
+         stand-ins: type `approve N` here to approve proposal N with them, or enrol your own \
+         passkey under Passkeys on the page and type `install <the line it shows>` here."
+    );
+    println!();
+    Ok(operators)
+}
+
 fn print_try() {
     println!("Try (the model is rule-based, so it knows only requests like these):");
     for q in TRY {
         println!("  {q}");
     }
     println!(
-        "A proposal waits on the approval page until you approve or deny it there; \
-         nothing changes before that."
+        "A proposal waits on the approval page until it is approved or denied there (or with \
+         `approve N` here, by the stand-in operators); nothing changes before that."
     );
     println!("Ctrl-C or Ctrl-D ends the demo and removes everything it made.");
     println!();

@@ -4,7 +4,8 @@
 //! `<script>` text handled by the standard's rules) into a small element tree, and forms are
 //! encoded with `form_urlencoded`, as a browser encodes them. The demo relies on a few stable
 //! ids and form actions of the page's own templates (`heading`, `card-heading`, `tool`,
-//! `effects`, `window`, `confirm-text`, `/approve`, `/confirm`, `/login`), not on how the
+//! `effects`, `window`, `waiting`, `confirm-text`, `data-challenge`, `/approve`, `/confirm`,
+//! `/login`, `/passkeys`), not on how the
 //! markup around them is laid out.
 
 use std::collections::BTreeMap;
@@ -148,6 +149,14 @@ impl Page {
         )
     }
 
+    /// An attribute of the form that posts to `action` (the passkey request rides on
+    /// `data-challenge` and `data-allow`).
+    pub fn form_attribute(&self, action: &str, attribute: &str) -> Option<String> {
+        self.find(|e| e.name == "form" && e.attribute("action") == Some(action))?
+            .attribute(attribute)
+            .map(str::to_owned)
+    }
+
     /// The text of each `<li>` of the list with this `id`; none when there is no such list.
     pub fn list_items(&self, id: &str) -> Vec<String> {
         let Some(list) = self.find(|e| e.attribute("id") == Some(id)) else {
@@ -250,6 +259,11 @@ mod tests {
         assert_eq!(field(&fields, "proposal"), Some("3"));
         assert_eq!(field(&fields, "token"), Some("a&b \"c\""));
         assert!(page.form_fields("/confirm").is_none());
+        assert_eq!(
+            page.form_attribute("/approve", "class").as_deref(),
+            Some("approve")
+        );
+        assert_eq!(page.form_attribute("/approve", "data-challenge"), None);
         assert_eq!(form_body(&fields), "proposal=3&token=a%26b+%22c%22");
         assert!(page.main_text().starts_with("Done & dusted It ran. Back"));
     }

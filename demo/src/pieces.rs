@@ -186,7 +186,12 @@ pub(crate) struct ExecutorFiles {
     pub(crate) socket: PathBuf,
 }
 
-/// Writes the executor's configuration, policy copy, approver key file and token slot.
+/// What the demo's executor asks of passkeys: a disruptive change needs two people (the demo
+/// enrols two stand-in passkeys to show it), a calm one needs one once any is enrolled.
+pub(crate) const QUORUM_DISRUPTIVE: u32 = 2;
+
+/// Writes the executor's configuration, policy copy, approver key file and token slot. The
+/// configuration's `passkeys:` section names the approval page's origin on `page_port`.
 ///
 /// This is a demo shortcut: the token slot is written directly instead of through
 /// `fleetwatch-executor login --sandbox --known-devices`, because in the demo the assistant
@@ -196,6 +201,7 @@ pub(crate) fn executor_files(
     leftovers: &Leftovers,
     key_line: &str,
     sandbox_token: &str,
+    page_port: u16,
 ) -> Result<ExecutorFiles, String> {
     let root = leftovers.subfolder("executor")?;
     let etc = root.join("etc");
@@ -216,7 +222,9 @@ pub(crate) fn executor_files(
     let config = etc.join("executor.yaml");
     let yaml = format!(
         "# fleetwatch demo: removed when the demo ends\n\
-         socket: {}\nallowed_uids: [{uid}]\napprover_keys: {}\npolicy: {}\nstate_dir: {}\n",
+         socket: {}\nallowed_uids: [{uid}]\napprover_keys: {}\npolicy: {}\nstate_dir: {}\n\
+         passkeys:\n  origins: [\"http://localhost:{page_port}\"]\n  \
+         quorum_disruptive: {QUORUM_DISRUPTIVE}\n",
         yaml_string(&socket),
         yaml_string(&keys),
         yaml_string(&policy),

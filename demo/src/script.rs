@@ -2,17 +2,17 @@
 //! assistant in this process; the page steps drive the approval page over HTTP the way a
 //! browser would and read its HTML with a real parser; the write checks ask the simulator.
 
-use std::process::{Command, Stdio};
-use std::time::Duration;
-
 use fleetwatch::answer::Reply;
 use fleetwatch::ask;
+use fleetwatch::executor_client::ExecutorError;
 use fleetwatch::store::{AnchorCheck, ChainCheck, Status};
+use fleetwatch_protocol::claims::{ApprovalClaims, CLAIMS_VERSION, Slot};
 use serde_json::Value;
 
 use crate::inprocess::Running;
 use crate::leftovers::Leftovers;
-use crate::page_html::{Page, field, form_body};
+use crate::operator::{self, Browser, StandIn};
+use crate::page_html::{Page, field};
 
 /// The rooms the scenario uses, all on the sandbox team.
 const CALM_ROOM: &str = "Test Room A";
@@ -27,14 +27,16 @@ pub(crate) async fn scenario(running: &Running, leftovers: &Leftovers) -> i32 {
             return 1;
         }
     };
-    const STEPS: [&str; 9] = [
+    const STEPS: [&str; 11] = [
         "a question",
         "the same in Spanish",
         "a proposal",
         "signing in to the approval page",
-        "approving the proposal",
+        "enrolling the demo's stand-in passkeys",
+        "the assistant's signature alone",
+        "approving the proposal with a passkey",
         "approving it a second time",
-        "a disruptive change, confirmed",
+        "a disruptive change needs a second person",
         "a refusal from the executor",
         "both audit chains",
     ];
@@ -46,10 +48,12 @@ pub(crate) async fn scenario(running: &Running, leftovers: &Leftovers) -> i32 {
             1 => script.spanish().await,
             2 => script.proposal().await,
             3 => script.sign_in().await,
-            4 => script.approve_calm().await,
-            5 => script.approve_again().await,
-            6 => script.disruptive().await,
-            7 => script.refusal().await,
+            4 => script.enrol().await,
+            5 => script.assistant_alone().await,
+            6 => script.approve_calm().await,
+            7 => script.approve_again().await,
+            8 => script.disruptive().await,
+            9 => script.refusal().await,
             _ => script.audit().await,
         };
         match result {
@@ -70,14 +74,13 @@ pub(crate) async fn scenario(running: &Running, leftovers: &Leftovers) -> i32 {
 
 struct Script<'r> {
     running: &'r Running,
-    http: reqwest::Client,
-    origin: String,
-    secret: String,
-    /// This "tab"'s value, as the page's script keeps it in `sessionStorage`: sent at sign-in
-    /// and with every form.
-    tab: String,
-    cookie: Option<String>,
-    /// The proposal approved in step 5, with the form used, for the second attempt.
+    /// The first operator's browser.
+    first: Browser,
+    /// A second operator's browser (its own session), for changes that need two people.
+    second: Browser,
+    /// The stand-in passkeys, the first operator's and the second's.
+    stand_ins: Vec<StandIn>,
+    /// The proposal approved in step 7, with the form used, for the second attempt.
     approved: Option<(u64, Vec<(String, String)>)>,
     writes: usize,
 }
@@ -110,20 +113,12 @@ impl<'r> Script<'r> {
             .map_err(|e| format!("{}: {e}", secret_file.display()))?
             .trim()
             .to_owned();
-        let http = fleetwatch_epiphan::tls::client_builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .timeout(Duration::from_secs(150))
-            .build()
-            .map_err(|e| e.to_string())?;
-        let mut tab = [0u8; 32];
-        getrandom::fill(&mut tab).map_err(|e| format!("no randomness for the tab value: {e}"))?;
+        let origin = format!("http://localhost:{}", running.page.addr.port());
         Ok(Script {
             running,
-            http,
-            origin: format!("http://localhost:{}", running.page.addr.port()),
-            secret,
-            tab: fleetwatch_protocol::hex::encode(&tab),
-            cookie: None,
+            first: Browser::new(origin.clone(), secret.clone())?,
+            second: Browser::new(origin, secret)?,
+            stand_ins: Vec::new(),
             approved: None,
             writes: 0,
         })
@@ -181,65 +176,9 @@ impl<'r> Script<'r> {
         Ok(fresh)
     }
 
-    async fn page_get(&self) -> Result<(u16, Page), String> {
-        let mut request = self.http.get(format!("{}/", self.origin));
-        if let Some(cookie) = &self.cookie {
-            request = request.header("cookie", cookie);
-        }
-        let response = request
-            .header("accept-language", "en")
-            .send()
-            .await
-            .map_err(|e| format!("GET /: {e}"))?;
-        let status = response.status().as_u16();
-        let body = response.text().await.map_err(|e| e.to_string())?;
-        Ok((status, Page::parse(&body)))
-    }
-
-    async fn page_post(
-        &self,
-        path: &str,
-        fields: &[(String, String)],
-        origin: bool,
-    ) -> Result<reqwest::Response, String> {
-        // Every form the page's script sends carries the tab's value.
-        let fields: Vec<(String, String)> = fields
-            .iter()
-            .cloned()
-            .chain([("tab".to_owned(), self.tab.clone())])
-            .collect();
-        let mut request = self
-            .http
-            .post(format!("{}{path}", self.origin))
-            .header("content-type", "application/x-www-form-urlencoded")
-            .header("accept-language", "en")
-            .body(form_body(&fields));
-        if origin {
-            request = request.header("origin", &self.origin);
-        }
-        if let Some(cookie) = &self.cookie {
-            request = request.header("cookie", cookie);
-        }
-        request
-            .send()
-            .await
-            .map_err(|e| format!("POST {path}: {e}"))
-    }
-
-    async fn post_text(
-        &self,
-        path: &str,
-        fields: &[(String, String)],
-    ) -> Result<(u16, Page), String> {
-        let response = self.page_post(path, fields, true).await?;
-        let status = response.status().as_u16();
-        let body = response.text().await.map_err(|e| e.to_string())?;
-        Ok((status, Page::parse(&body)))
-    }
-
-    /// The card now on the page, which must be for proposal `id`; returns its approve form.
-    async fn card(&self, id: u64) -> Result<Vec<(String, String)>, String> {
-        let (status, page) = self.page_get().await?;
+    /// The card now on the first operator's page, which must be for proposal `id`.
+    async fn card(&self, id: u64) -> Result<Page, String> {
+        let (status, page) = self.first.get("/").await?;
         if status != 200 {
             return Err(format!("GET / answered {status}"));
         }
@@ -262,7 +201,7 @@ impl<'r> Script<'r> {
         for line in page.list_items("window") {
             println!("            schedule: {line}");
         }
-        Ok(fields)
+        Ok(page)
     }
 
     async fn question(&mut self) -> Result<(), String> {
@@ -303,15 +242,17 @@ impl<'r> Script<'r> {
     }
 
     async fn sign_in(&mut self) -> Result<(), String> {
-        let (status, page) = self.page_get().await?;
+        let (status, page) = self.first.get("/").await?;
         if status != 200 || page.form_fields("/login").is_none() {
             return Err(format!(
                 "GET / without a session answered {status} without a sign-in form"
             ));
         }
         println!("      page: GET / → 200, the sign-in form");
-        let secret = vec![("secret".to_owned(), self.secret.clone())];
-        let refused = self.page_post("/login", &secret, false).await?;
+        let refused = self
+            .first
+            .post("/login", &self.first.secret_field(), false)
+            .await?;
         if refused.status().as_u16() != 403 {
             return Err(format!(
                 "POST /login without an Origin header answered {}",
@@ -319,32 +260,124 @@ impl<'r> Script<'r> {
             ));
         }
         println!("      page: POST /login without an Origin header → 403");
-        let response = self.page_post("/login", &secret, true).await?;
-        let status = response.status().as_u16();
-        let cookie = response
-            .headers()
-            .get("set-cookie")
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.split(';').next())
-            .map(str::to_owned);
-        match (status, cookie) {
-            (303, Some(cookie)) => {
-                println!("      page: POST /login with the secret → 303, session cookie set");
-                self.cookie = Some(cookie);
-                Ok(())
-            }
-            (status, _) => Err(format!("POST /login with the secret answered {status}")),
+        self.first.sign_in().await?;
+        println!("      page: POST /login with the secret → 303, session cookie set");
+        Ok(())
+    }
+
+    async fn enrol(&mut self) -> Result<(), String> {
+        println!(
+            "      The demo makes two software passkeys, stand-ins for two operators' security \
+             keys, enrols each on the page's Passkeys page and installs its line on the executor."
+        );
+        self.stand_ins = operator::enrol_stand_ins(&self.first, self.running, "      ").await?;
+        let status = self
+            .running
+            .executor
+            .status()
+            .await
+            .map_err(|e| format!("the executor's Status: {e}"))?;
+        let quorum = status
+            .quorums
+            .iter()
+            .find(|q| q.tool == "batch_reboot")
+            .ok_or_else(|| "the executor reports no quorum for batch_reboot".to_owned())?;
+        println!(
+            "      executor: {} passkeys enrolled; a calm change needs 1, a disruptive change \
+             needs {}",
+            status.passkeys_enrolled, quorum.disruptive
+        );
+        if status.passkeys_enrolled != 2 || quorum.disruptive != 2 {
+            return Err("the executor does not require the stand-in passkeys".to_owned());
         }
+        Ok(())
+    }
+
+    /// What a compromised assistant could try: an `Execute` for the pending proposal, signed
+    /// with the assistant's own key and no person's passkey. The executor refuses it.
+    async fn assistant_alone(&mut self) -> Result<(), String> {
+        let Some((id, _)) = self.approved.clone() else {
+            return Err("no pending proposal".to_owned());
+        };
+        let (proposal, head) = {
+            let store = self
+                .running
+                .store
+                .lock()
+                .map_err(|_| "the store lock is poisoned".to_owned())?;
+            let proposal = store
+                .proposal(id)
+                .map_err(|e| e.to_string())?
+                .ok_or_else(|| format!("proposal #{id} is not stored"))?;
+            (proposal, store.chain_head().map_err(|e| e.to_string())?)
+        };
+        let mut ids = [0u8; 32];
+        getrandom::fill(&mut ids).map_err(|e| e.to_string())?;
+        let (approval_id, page_session) = ids.split_at(16);
+        let now = fleetwatch::store::now_secs();
+        let claims = ApprovalClaims {
+            version: CLAIMS_VERSION,
+            approval_id: approval_id
+                .try_into()
+                .map_err(|_| "approval ID".to_owned())?,
+            proposal_id: id,
+            tool: proposal.tool.clone(),
+            arguments: proposal.arguments.clone(),
+            targets: proposal.targets.clone(),
+            fingerprint: proposal.fingerprint.clone(),
+            schema_version: proposal.schema_version,
+            policy_digest: proposal.policy_digest,
+            slot: Slot::Sandbox,
+            approved_at: now,
+            expires_at: now + 300,
+            page_session: page_session.try_into().map_err(|_| "session".to_owned())?,
+        };
+        let bytes = claims.encode().map_err(|e| e.to_string())?;
+        let signed = self.running.key.sign(bytes);
+        println!(
+            "      Execute for proposal #{id}, signed by the assistant's key, with no passkey \
+             (what a compromised assistant could send)"
+        );
+        match self.running.executor.execute(signed, head).await {
+            Err(ExecutorError::Refused(refusal)) => {
+                println!("      executor: refused ({})", refusal.code());
+                say("      ", &refusal.message());
+            }
+            Ok(_) => return Err("the executor ran an approval no person signed".to_owned()),
+            Err(e) => return Err(format!("the executor did not answer: {e}")),
+        }
+        if !self.new_writes().await?.is_empty() {
+            return Err("the assistant alone wrote something".to_owned());
+        }
+        println!("      simulator: no write");
+        if self.status(id)? != Status::Pending {
+            return Err(format!("proposal #{id} is no longer pending"));
+        }
+        Ok(())
     }
 
     async fn approve_calm(&mut self) -> Result<(), String> {
         let Some((id, _)) = self.approved.take() else {
             return Err("no proposal to approve".to_owned());
         };
-        let fields = self.card(id).await?;
-        let (status, page) = self.post_text("/approve", &fields).await?;
+        let page = self.card(id).await?;
+        if let Some(hint) = page.text_by_id("passkey-status") {
+            say("page: ", &hint);
+        }
+        let Some(stand_in) = self.stand_ins.first_mut() else {
+            return Err("no stand-in passkey".to_owned());
+        };
+        let name = stand_in.name();
+        let fields = self
+            .first
+            .answered(&page, "/approve", stand_in)
+            .ok_or_else(|| "the card has no approve form".to_owned())?;
+        if field(&fields, "signature").is_none_or(str::is_empty) {
+            return Err("the card did not ask for the passkey".to_owned());
+        }
+        let (status, page) = self.first.post_page("/approve", &fields).await?;
         let heading = page.text_by_id("heading").unwrap_or_default();
-        println!("      page: POST /approve → {status}, \"{heading}\"");
+        println!("      page: POST /approve with the passkey \"{name}\" → {status}, \"{heading}\"");
         if status != 200 || heading != "Done" {
             return Err(format!("the approval did not run:\n{}", page.main_text()));
         }
@@ -375,9 +408,9 @@ impl<'r> Script<'r> {
         let Some((id, fields)) = self.approved.take() else {
             return Err("no approved proposal to try again".to_owned());
         };
-        let (status, page) = self.post_text("/approve", &fields).await?;
+        let (status, page) = self.first.post_page("/approve", &fields).await?;
         println!(
-            "      page: POST /approve with the same form again → {status}, \"{}\"",
+            "      page: POST /approve with the same form and passkey answer again → {status}, \"{}\"",
             page.paragraphs().into_iter().next().unwrap_or_default()
         );
         if status != 409 {
@@ -392,30 +425,64 @@ impl<'r> Script<'r> {
         Ok(())
     }
 
+    /// Approves `id` from one operator's browser with one stand-in passkey (Approve, then
+    /// Confirm); the last page's status, heading and lines.
+    async fn decide(
+        &mut self,
+        second_browser: bool,
+        stand_in: usize,
+        id: u64,
+    ) -> Result<(u16, String, Page), String> {
+        let browser = if second_browser {
+            &self.second
+        } else {
+            &self.first
+        };
+        let passkey = self
+            .stand_ins
+            .get_mut(stand_in)
+            .ok_or_else(|| "no such stand-in passkey".to_owned())?;
+        let (status, page) = operator::approve_as(browser, passkey, id, "      ").await?;
+        for line in page.paragraphs() {
+            say("  ", &line);
+        }
+        Ok((status, page.text_by_id("heading").unwrap_or_default(), page))
+    }
+
     async fn disruptive(&mut self) -> Result<(), String> {
         let id = self
             .propose(&format!("reboot {REBOOT_ROOM}"), "batch_reboot")
             .await?;
-        let fields = self.card(id).await?;
-        let (status, page) = self.post_text("/approve", &fields).await?;
-        let confirm = page.form_fields("/confirm");
-        println!(
-            "      page: POST /approve → {status}, \"{}\"",
-            page.text_by_id("confirm-text").unwrap_or_default()
-        );
-        let Some(confirm) = confirm.filter(|_| status == 200) else {
-            return Err(format!("no confirmation was asked:\n{}", page.main_text()));
-        };
+        self.card(id).await?;
+        println!("      The first operator approves and confirms with their passkey:");
+        let (status, heading, _) = self.decide(false, 0, id).await?;
+        if status != 200 || heading != "Your approval is kept" {
+            return Err(format!(
+                "the first approval was not kept: {status} {heading}"
+            ));
+        }
         if !self.new_writes().await?.is_empty() {
-            return Err("the reboot ran before it was confirmed".to_owned());
+            return Err("the reboot ran with one passkey".to_owned());
         }
         println!("      simulator: nothing written yet");
-        let (status, page) = self.post_text("/confirm", &confirm).await?;
-        let heading = page.text_by_id("heading").unwrap_or_default();
-        println!("      page: POST /confirm → {status}, \"{heading}\"");
+        self.second.sign_in().await?;
+        println!("      A second operator signs in on their own browser session:");
+        let (status, page) = self.second.get("/").await?;
+        let waiting = page.text_by_id("waiting").unwrap_or_default();
+        say("page: GET / → ", &format!("{status}, {waiting}"));
+        if !waiting.contains("waiting for a second person") {
+            return Err("the second operator's card does not say it waits for them".to_owned());
+        }
+        println!("      The first operator's passkey again, from the second session:");
+        let (status, _, _) = self.decide(true, 0, id).await?;
+        if status != 409 || !self.new_writes().await?.is_empty() {
+            return Err("the same passkey counted twice".to_owned());
+        }
+        println!("      The second operator approves and confirms with their own passkey:");
+        let (status, heading, page) = self.decide(true, 1, id).await?;
         if status != 200 || heading != "Done" {
             return Err(format!(
-                "the confirmed reboot did not run:\n{}",
+                "the reboot did not run with two passkeys:\n{}",
                 page.main_text()
             ));
         }
@@ -433,7 +500,7 @@ impl<'r> Script<'r> {
         if self.status(id)? != Status::Executed {
             return Err(format!("proposal #{id} is not marked executed"));
         }
-        println!("      proposal #{id}: executed");
+        println!("      proposal #{id}: executed, approved by both stand-in passkeys");
         Ok(())
     }
 
@@ -441,18 +508,14 @@ impl<'r> Script<'r> {
         let id = self
             .propose(&format!("reboot {BUSY_ROOM}"), "batch_reboot")
             .await?;
-        let fields = self.card(id).await?;
-        let (status, page) = self.post_text("/approve", &fields).await?;
-        let Some(confirm) = page.form_fields("/confirm").filter(|_| status == 200) else {
-            return Err(format!("no confirmation was asked:\n{}", page.main_text()));
-        };
-        println!("      page: POST /approve → {status}, confirmation asked");
-        let (status, page) = self.post_text("/confirm", &confirm).await?;
-        let heading = page.text_by_id("heading").unwrap_or_default();
-        println!("      page: POST /confirm → {status}, \"{heading}\"");
-        for line in page.paragraphs() {
-            say("      ", &line);
+        self.card(id).await?;
+        let (status, heading, _) = self.decide(false, 0, id).await?;
+        if status != 200 || heading != "Your approval is kept" {
+            return Err(format!(
+                "the first approval was not kept: {status} {heading}"
+            ));
         }
+        let (status, heading, page) = self.decide(true, 1, id).await?;
         if status != 200 || heading != "Nothing ran" {
             return Err(format!(
                 "the executor did not refuse:\n{}",
@@ -520,37 +583,15 @@ impl<'r> Script<'r> {
         Ok(())
     }
 
-    /// Runs `fleetwatch-executor audit ARGS` on the demo's executor configuration with `input`
-    /// on standard input; its standard output, or why it failed.
+    /// Runs `fleetwatch-executor audit ARGS` on the demo's executor configuration.
     fn executor_audit(&self, args: &[&str], input: &str) -> Result<String, String> {
-        use std::io::Write as _;
-        let mut child = Command::new(&self.running.executor_program)
-            .arg("audit")
-            .args(args)
-            .env_clear()
-            .env("FLEETWATCH_EXECUTOR_CONFIG", &self.running.executor_config)
-            .env("RUST_LOG", "warn")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|e| format!("fleetwatch-executor audit: {e}"))?;
-        if let Some(mut stdin) = child.stdin.take() {
-            stdin
-                .write_all(input.as_bytes())
-                .map_err(|e| format!("fleetwatch-executor audit: {e}"))?;
-        }
-        let output = child
-            .wait_with_output()
-            .map_err(|e| format!("fleetwatch-executor audit: {e}"))?;
-        if !output.status.success() {
-            return Err(format!(
-                "fleetwatch-executor audit {}: {}",
-                args.join(" "),
-                String::from_utf8_lossy(&output.stderr).trim()
-            ));
-        }
-        Ok(String::from_utf8_lossy(&output.stdout).trim().to_owned())
+        let args: Vec<&str> = ["audit"].into_iter().chain(args.iter().copied()).collect();
+        operator::executor_cli(
+            &self.running.executor_program,
+            &self.running.executor_config,
+            &args,
+            input,
+        )
     }
 }
 

@@ -1,0 +1,487 @@
+//! The demo's operators: a browser session on the approval page, driven over HTTP the way a
+//! browser and the page's scripts drive it, and the demo's stand-in passkeys.
+//!
+//! A stand-in passkey is a software Ed25519 key made fresh for each demo run. It answers the
+//! page's passkey request exactly as a security key and a browser would (authenticator data,
+//! client data JSON, a signature over both), so the page and the executor check it with the same
+//! code as a real one. Its name says it is a stand-in everywhere it shows: on the page, in the
+//! executor's `approvers list` and in both audit logs. It never leaves the demo's process, and
+//! the demo's folder (with the executor's approver file that lists it) is removed at the end.
+
+use std::time::Duration;
+
+use base64::Engine as _;
+use ed25519_dalek::Signer as _;
+use fleetwatch_protocol::passkey::{Algorithm, PasskeyRecord};
+use sha2::{Digest as _, Sha256};
+
+use crate::page_html::{Page, form_body};
+
+/// The names of the demo's two stand-in passkeys.
+pub(crate) const STAND_IN_NAMES: [&str; 2] = [
+    "Demo operator (stand-in passkey)",
+    "Second demo operator (stand-in passkey)",
+];
+
+/// The RP ID the page asks passkeys for.
+const RP_ID: &str = "localhost";
+/// User present and user verified: what a security key with a PIN reports.
+const FLAGS_UP_UV: u8 = 0x05;
+
+fn b64url(bytes: &[u8]) -> String {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+}
+
+/// One stand-in passkey.
+pub(crate) struct StandIn {
+    name: &'static str,
+    key: ed25519_dalek::SigningKey,
+    credential_id: Vec<u8>,
+    counter: u32,
+}
+
+impl StandIn {
+    /// A fresh key and credential ID.
+    pub(crate) fn new(name: &'static str) -> Result<StandIn, String> {
+        let mut seed = [0u8; 32];
+        let mut credential_id = vec![0u8; 16];
+        getrandom::fill(&mut seed)
+            .and_then(|()| getrandom::fill(&mut credential_id))
+            .map_err(|e| format!("no randomness for a stand-in passkey: {e}"))?;
+        Ok(StandIn {
+            name,
+            key: ed25519_dalek::SigningKey::from_bytes(&seed),
+            credential_id,
+            counter: 0,
+        })
+    }
+
+    /// The operator's name it carries.
+    pub(crate) fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// Its public key as `response.getPublicKey()` gives it: an Ed25519 SPKI.
+    fn spki(&self) -> Vec<u8> {
+        let mut spki = vec![
+            0x30, 0x2a, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x03, 0x21, 0x00,
+        ];
+        spki.extend_from_slice(self.key.verifying_key().as_bytes());
+        spki
+    }
+
+    /// Its record, checked by the protocol's own parser.
+    pub(crate) fn record(&self) -> Result<PasskeyRecord, String> {
+        PasskeyRecord::new(
+            Algorithm::Ed25519,
+            self.credential_id.clone(),
+            self.spki(),
+            self.name,
+        )
+        .map_err(|e| format!("stand-in passkey: {e}"))
+    }
+
+    /// The enrol form's passkey fields, as the page's `passkey.js` posts them.
+    fn enrol_fields(&self) -> Vec<(String, String)> {
+        vec![
+            ("name".to_owned(), self.name.to_owned()),
+            ("credential_id".to_owned(), b64url(&self.credential_id)),
+            (
+                "algorithm".to_owned(),
+                Algorithm::Ed25519.cose().to_string(),
+            ),
+            (
+                "spki".to_owned(),
+                base64::engine::general_purpose::STANDARD.encode(self.spki()),
+            ),
+        ]
+    }
+
+    /// Answers a passkey request for `challenge` (base64url) from a page at `origin`: the four
+    /// fields `approve.js` fills in. The counter goes up with every answer, as a key's does.
+    fn answer(&mut self, challenge: &str, origin: &str) -> Vec<(String, String)> {
+        self.counter += 1;
+        let client_data = serde_json::json!({
+            "type": "webauthn.get",
+            "challenge": challenge,
+            "origin": origin,
+            "crossOrigin": false,
+        })
+        .to_string();
+        let mut authenticator_data = Sha256::digest(RP_ID.as_bytes()).to_vec();
+        authenticator_data.push(FLAGS_UP_UV);
+        authenticator_data.extend_from_slice(&self.counter.to_be_bytes());
+        let mut message = authenticator_data.clone();
+        message.extend_from_slice(&Sha256::digest(client_data.as_bytes()));
+        let signature = self.key.sign(&message);
+        vec![
+            ("credential_id".to_owned(), b64url(&self.credential_id)),
+            ("authenticator_data".to_owned(), b64url(&authenticator_data)),
+            (
+                "client_data_json".to_owned(),
+                b64url(client_data.as_bytes()),
+            ),
+            ("signature".to_owned(), b64url(&signature.to_bytes())),
+        ]
+    }
+}
+
+/// One browser session on the approval page (its own cookie and tab value).
+pub(crate) struct Browser {
+    http: reqwest::Client,
+    /// `http://localhost:<port>`.
+    pub(crate) origin: String,
+    secret: String,
+    /// This tab's value, as the page's script keeps it in `sessionStorage`: sent at sign-in
+    /// and with every form.
+    tab: String,
+    cookie: Option<String>,
+}
+
+impl Browser {
+    /// A browser, not signed in yet, for the page at `origin` whose secret is `secret`.
+    pub(crate) fn new(origin: String, secret: String) -> Result<Browser, String> {
+        let http = fleetwatch_epiphan::tls::client_builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .timeout(Duration::from_secs(150))
+            .build()
+            .map_err(|e| e.to_string())?;
+        let mut tab = [0u8; 32];
+        getrandom::fill(&mut tab).map_err(|e| format!("no randomness for the tab value: {e}"))?;
+        Ok(Browser {
+            http,
+            origin,
+            secret,
+            tab: fleetwatch_protocol::hex::encode(&tab),
+            cookie: None,
+        })
+    }
+
+    /// `GET path`: the status and the parsed page.
+    pub(crate) async fn get(&self, path: &str) -> Result<(u16, Page), String> {
+        let mut request = self.http.get(format!("{}{path}", self.origin));
+        if let Some(cookie) = &self.cookie {
+            request = request.header("cookie", cookie);
+        }
+        let response = request
+            .header("accept-language", "en")
+            .send()
+            .await
+            .map_err(|e| format!("GET {path}: {e}"))?;
+        let status = response.status().as_u16();
+        let body = response.text().await.map_err(|e| e.to_string())?;
+        Ok((status, Page::parse(&body)))
+    }
+
+    /// A form POST with the tab's value added; `origin` says whether the browser sends its
+    /// `Origin` header (every browser does on a form POST).
+    pub(crate) async fn post(
+        &self,
+        path: &str,
+        fields: &[(String, String)],
+        origin: bool,
+    ) -> Result<reqwest::Response, String> {
+        let fields: Vec<(String, String)> = fields
+            .iter()
+            .cloned()
+            .chain([("tab".to_owned(), self.tab.clone())])
+            .collect();
+        let mut request = self
+            .http
+            .post(format!("{}{path}", self.origin))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .header("accept-language", "en")
+            .body(form_body(&fields));
+        if origin {
+            request = request.header("origin", &self.origin);
+        }
+        if let Some(cookie) = &self.cookie {
+            request = request.header("cookie", cookie);
+        }
+        request
+            .send()
+            .await
+            .map_err(|e| format!("POST {path}: {e}"))
+    }
+
+    /// A form POST as a browser sends it: the status and the parsed page.
+    pub(crate) async fn post_page(
+        &self,
+        path: &str,
+        fields: &[(String, String)],
+    ) -> Result<(u16, Page), String> {
+        let response = self.post(path, fields, true).await?;
+        let status = response.status().as_u16();
+        let body = response.text().await.map_err(|e| e.to_string())?;
+        Ok((status, Page::parse(&body)))
+    }
+
+    /// Signs in with the secret; the status of the answer (303 with a session cookie, kept).
+    pub(crate) async fn sign_in(&mut self) -> Result<u16, String> {
+        let secret = vec![("secret".to_owned(), self.secret.clone())];
+        let response = self.post("/login", &secret, true).await?;
+        let status = response.status().as_u16();
+        let cookie = response
+            .headers()
+            .get("set-cookie")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.split(';').next())
+            .map(str::to_owned);
+        match (status, cookie) {
+            (303, Some(cookie)) => {
+                self.cookie = Some(cookie);
+                Ok(status)
+            }
+            (status, _) => Err(format!("POST /login with the secret answered {status}")),
+        }
+    }
+
+    /// The sign-in form's secret, for a POST the caller shapes itself.
+    pub(crate) fn secret_field(&self) -> Vec<(String, String)> {
+        vec![("secret".to_owned(), self.secret.clone())]
+    }
+
+    /// Enrols a stand-in passkey on the page's Passkeys page, as the browser would after the
+    /// key made it; returns the public line and the fingerprint the page shows.
+    pub(crate) async fn enrol(&self, stand_in: &StandIn) -> Result<(String, String), String> {
+        let (status, page) = self.get("/passkeys").await?;
+        let form = page
+            .form_fields("/passkeys")
+            .filter(|_| status == 200)
+            .ok_or_else(|| format!("GET /passkeys answered {status} without the enrol form"))?;
+        let mut fields: Vec<(String, String)> =
+            form.into_iter().filter(|(n, _)| n == "token").collect();
+        fields.extend(stand_in.enrol_fields());
+        let (status, page) = self.post_page("/passkeys", &fields).await?;
+        match (
+            status,
+            page.text_by_id("passkey-line"),
+            page.text_by_id("passkey-fingerprint"),
+        ) {
+            (200, Some(line), Some(print)) => Ok((line, print)),
+            _ => Err(format!(
+                "POST /passkeys answered {status}:\n{}",
+                page.main_text()
+            )),
+        }
+    }
+
+    /// The form posting to `action` on `page`, with the passkey request it carries answered by
+    /// `stand_in` when there is one (as `approve.js` does after the browser's ceremony).
+    pub(crate) fn answered(
+        &self,
+        page: &Page,
+        action: &str,
+        stand_in: &mut StandIn,
+    ) -> Option<Vec<(String, String)>> {
+        let fields = page.form_fields(action)?;
+        let Some(challenge) = page.form_attribute(action, "data-challenge") else {
+            return Some(fields);
+        };
+        let answer = stand_in.answer(&challenge, &self.origin);
+        Some(
+            fields
+                .into_iter()
+                .map(|(name, value)| {
+                    let value = answer
+                        .iter()
+                        .find(|(n, _)| *n == name)
+                        .map_or(value, |(_, v)| v.clone());
+                    (name, value)
+                })
+                .collect(),
+        )
+    }
+}
+
+/// Approves proposal `id` from `browser` with `stand_in`, as a person would: the card must be
+/// that proposal's; Approve, then Confirm when the page asks for it. Prints each exchange
+/// (indented by `indent`) and returns the last page.
+pub(crate) async fn approve_as(
+    browser: &Browser,
+    stand_in: &mut StandIn,
+    id: u64,
+    indent: &str,
+) -> Result<(u16, Page), String> {
+    let (status, card) = browser.get("/").await?;
+    let fields = card
+        .form_fields("/approve")
+        .filter(|_| status == 200)
+        .ok_or_else(|| format!("the page offers no Approve:\n{}", card.main_text()))?;
+    if crate::page_html::field(&fields, "proposal") != Some(id.to_string().as_str()) {
+        return Err(format!(
+            "the card on the page is not proposal #{id} (the page shows the oldest pending \
+             proposal first)"
+        ));
+    }
+    if let Some(line) = card.text_by_id("waiting") {
+        println!("{indent}page: {line}");
+    }
+    let name = stand_in.name();
+    let mut form = browser
+        .answered(&card, "/approve", stand_in)
+        .ok_or_else(|| "the card has no approve form".to_owned())?;
+    let mut path = "/approve";
+    loop {
+        let asked = form.iter().any(|(n, v)| n == "signature" && !v.is_empty());
+        let (status, page) = browser.post_page(path, &form).await?;
+        let heading = page
+            .text_by_id("heading")
+            .or_else(|| page.text_by_id("confirm-text"))
+            .unwrap_or_default();
+        let with = if asked {
+            format!(" with the passkey \"{name}\"")
+        } else {
+            String::new()
+        };
+        println!("{indent}page: POST {path}{with} → {status}, \"{heading}\"");
+        match page.form_fields("/confirm") {
+            Some(_) if path == "/approve" && status == 200 => {
+                form = browser
+                    .answered(&page, "/confirm", stand_in)
+                    .ok_or_else(|| "the confirm page has no form".to_owned())?;
+                path = "/confirm";
+            }
+            _ => return Ok((status, page)),
+        }
+    }
+}
+
+/// Runs `fleetwatch-executor ARGS` on the demo's executor configuration with `input` on
+/// standard input; its standard output, or why it failed.
+pub(crate) fn executor_cli(
+    program: &std::path::Path,
+    config: &std::path::Path,
+    args: &[&str],
+    input: &str,
+) -> Result<String, String> {
+    use std::io::Write as _;
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(program)
+        .args(args)
+        .env_clear()
+        .env("FLEETWATCH_EXECUTOR_CONFIG", config)
+        .env("RUST_LOG", "warn")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("fleetwatch-executor {}: {e}", args.join(" ")))?;
+    if let Some(mut stdin) = child.stdin.take() {
+        stdin
+            .write_all(input.as_bytes())
+            .map_err(|e| format!("fleetwatch-executor: {e}"))?;
+    }
+    let output = child
+        .wait_with_output()
+        .map_err(|e| format!("fleetwatch-executor: {e}"))?;
+    if !output.status.success() {
+        return Err(format!(
+            "fleetwatch-executor {}: {}",
+            args.first().copied().unwrap_or_default(),
+            String::from_utf8_lossy(&output.stderr).trim()
+        ));
+    }
+    Ok(String::from_utf8_lossy(&output.stdout).trim().to_owned())
+}
+
+/// Makes both stand-in passkeys, enrols each on the page from `browser` (signed in) and
+/// installs its line on the executor with `fleetwatch-executor approvers add`, checking the
+/// fingerprint the executor prints against the page's, as an administrator would. Prints each
+/// step (indented by `indent`).
+pub(crate) async fn enrol_stand_ins(
+    browser: &Browser,
+    running: &crate::inprocess::Running,
+    indent: &str,
+) -> Result<Vec<StandIn>, String> {
+    let mut out = Vec::new();
+    for name in STAND_IN_NAMES {
+        let stand_in = StandIn::new(name)?;
+        let (line, shown) = browser.enrol(&stand_in).await?;
+        if line != stand_in.record()?.to_line() {
+            return Err(format!(
+                "the page shows a line that is not this passkey's: {line}"
+            ));
+        }
+        println!("{indent}page: POST /passkeys → enrolled \"{name}\", fingerprint {shown}");
+        let said = executor_cli(
+            &running.executor_program,
+            &running.executor_config,
+            &["approvers", "add", &line],
+            "",
+        )?;
+        if !said.contains(&format!("fingerprint: {shown}")) {
+            return Err(format!(
+                "the executor's fingerprint does not match the page's:\n{said}"
+            ));
+        }
+        println!(
+            "{indent}fleetwatch-executor approvers add '<its line>' → installed, fingerprint \
+             {shown} (the same)"
+        );
+        out.push(stand_in);
+    }
+    Ok(out)
+}
+
+/// The interactive demo's two stand-in operators: a browser session each, with its stand-in
+/// passkey, enrolled and installed at start. `approve N` at the demo's prompt uses them.
+pub(crate) struct Operators {
+    browsers: Vec<Browser>,
+    stand_ins: Vec<StandIn>,
+    executor_program: std::path::PathBuf,
+    executor_config: std::path::PathBuf,
+}
+
+impl Operators {
+    /// Signs both operators in, then enrols and installs the stand-in passkeys.
+    pub(crate) async fn start(
+        running: &crate::inprocess::Running,
+        secret: &str,
+    ) -> Result<Operators, String> {
+        let origin = format!("http://localhost:{}", running.page.addr.port());
+        let mut browsers = Vec::new();
+        for _ in STAND_IN_NAMES {
+            let mut browser = Browser::new(origin.clone(), secret.to_owned())?;
+            browser.sign_in().await?;
+            browsers.push(browser);
+        }
+        let first = browsers
+            .first()
+            .ok_or_else(|| "no operator's browser".to_owned())?;
+        let stand_ins = enrol_stand_ins(first, running, "  ").await?;
+        Ok(Operators {
+            browsers,
+            stand_ins,
+            executor_program: running.executor_program.clone(),
+            executor_config: running.executor_config.clone(),
+        })
+    }
+
+    /// Approves proposal `id` as the first operator, and as the second too when the change
+    /// waits for a second person; prints what the page answers.
+    pub(crate) async fn approve(&mut self, id: u64) -> Result<(), String> {
+        for (browser, stand_in) in self.browsers.iter().zip(self.stand_ins.iter_mut()) {
+            let (_, page) = approve_as(browser, stand_in, id, "  ").await?;
+            for line in page.paragraphs() {
+                println!("    {line}");
+            }
+            if page.text_by_id("heading").as_deref() != Some("Your approval is kept") {
+                return Ok(());
+            }
+        }
+        Ok(())
+    }
+
+    /// Installs an operator's passkey line (from the page's Passkeys page) on the demo's
+    /// executor, as `sudo fleetwatch-executor approvers add` does on a real one.
+    pub(crate) fn install(&self, line: &str) -> Result<String, String> {
+        let line = line.trim().trim_matches('\'');
+        executor_cli(
+            &self.executor_program,
+            &self.executor_config,
+            &["approvers", "add", line],
+            "",
+        )
+    }
+}
