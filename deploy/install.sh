@@ -7,8 +7,13 @@
 # differ; configuration files, keys and state folders that already exist are never overwritten
 # or deleted. The assistant's public key line is added to the approver file only when missing.
 #
-#   deploy/install.sh [--bin-dir DIR] [--policy FILE] [--root DIR] [--dry-run]
+#   deploy/install.sh [--bin-dir DIR] [--policy FILE] [--second-person yes|no] [--root DIR]
+#                     [--dry-run]
 #   deploy/install.sh --uninstall      prints what to remove by hand; removes nothing
+#
+# --second-person says whether a disruptive change needs a second operator's passkey (the
+# executor's passkeys.quorum_disruptive: 2). Without it the script asks when it runs on a
+# terminal and answers "no" otherwise; it applies only when executor.yaml is written.
 #
 # --root DIR installs into a throwaway folder instead of the system: every path is prefixed
 # with DIR, users and groups are written to DIR/etc/passwd and DIR/etc/group, ownership is
@@ -26,6 +31,7 @@ ROOT=""
 DRY_RUN=0
 ACTION=install
 CHANGES=0
+SECOND_PERSON=""
 
 ASSISTANT_USER=fleetwatch
 EXECUTOR_USER=fleetwatch-exec
@@ -33,12 +39,16 @@ SOCKET_GROUP=fleetwatch-sock
 
 usage() {
     cat <<'EOF'
-Usage: install.sh [--bin-dir DIR] [--policy FILE] [--root DIR] [--dry-run]
+Usage: install.sh [--bin-dir DIR] [--policy FILE] [--second-person yes|no] [--root DIR]
+                  [--dry-run]
        install.sh --uninstall [--root DIR]
 
   --bin-dir DIR   folder holding the built fleetwatch and fleetwatch-executor
                   (default: target/deploy next to this script's folder)
   --policy FILE   tool policy to install (default: tool_policy.yaml in the repository)
+  --second-person yes|no
+                  whether a disruptive change needs a second operator's passkey (written
+                  into a new executor.yaml; default: asked on a terminal, otherwise no)
   --root DIR      install into DIR instead of / (throwaway root: no users created on the
                   system, no chown, no systemctl)
   --dry-run       print what would be done and change nothing
@@ -85,6 +95,8 @@ while [[ $# -gt 0 ]]; do
         --bin-dir=*) BIN_DIR=${1#*=}; shift ;;
         --policy) [[ $# -ge 2 ]] || die "--policy needs a file"; POLICY_SRC=$2; shift 2 ;;
         --policy=*) POLICY_SRC=${1#*=}; shift ;;
+        --second-person) [[ $# -ge 2 ]] || die "--second-person needs yes or no"; SECOND_PERSON=$2; shift 2 ;;
+        --second-person=*) SECOND_PERSON=${1#*=}; shift ;;
         --root) [[ $# -ge 2 ]] || die "--root needs a folder"; ROOT=$2; shift 2 ;;
         --root=*) ROOT=${1#*=}; shift ;;
         --dry-run) DRY_RUN=1; shift ;;
@@ -93,6 +105,11 @@ while [[ $# -gt 0 ]]; do
         *) usage >&2; die "unknown argument: $1" ;;
     esac
 done
+
+case $SECOND_PERSON in
+    "" | yes | no) ;;
+    *) die "--second-person takes yes or no, not '$SECOND_PERSON'" ;;
+esac
 
 if [[ -n $ROOT ]]; then
     if [[ ! -d $ROOT ]]; then
@@ -420,7 +437,25 @@ install_if_absent /dev/null "$P_ETC/anthropic-api-key" 0600 root:root
 # The executor serves only the assistant's uid, so the example's placeholder is replaced by it.
 if [[ -e $P_ETC/executor.yaml ]]; then
     say "kept: $P_ETC/executor.yaml (existing configuration is never overwritten)"
+    if [[ -n $SECOND_PERSON ]]; then
+        say "  --second-person applies to a new executor.yaml only: set passkeys.quorum_disruptive in it by hand"
+    fi
 elif has_user "$ASSISTANT_USER"; then
+    # A second person for disruptive changes: asked on a terminal, "no" otherwise.
+    if [[ -z $SECOND_PERSON ]]; then
+        SECOND_PERSON=no
+        if [[ -t 0 && $DRY_RUN -eq 0 ]]; then
+            read -r -p "Require a second operator's passkey for disruptive changes (reboot, firmware, stopping a recording)? [y/N] " answer || answer=""
+            [[ $answer =~ ^[Yy] ]] && SECOND_PERSON=yes
+        fi
+    fi
+    # The example's commented line, switched on when a second person is wanted.
+    quorum_line="^  # quorum_disruptive: 2 "
+    quorum_sed="s|^  # quorum_disruptive: 2 |&|"
+    if [[ $SECOND_PERSON == yes ]]; then
+        quorum_line="^  quorum_disruptive: 2 "
+        quorum_sed="s|^  # quorum_disruptive: 2 .*|  quorum_disruptive: 2   # a second person for every disruptive change (install.sh)|"
+    fi
     uid=$(user_id "$ASSISTANT_USER")
     [[ $uid =~ ^[0-9]+$ ]] || die "cannot find the uid of $ASSISTANT_USER"
     # Passkeys are accepted only from the approval page's own origin.
@@ -432,12 +467,20 @@ elif has_user "$ASSISTANT_USER"; then
     fi
     sed -e "s/^allowed_uids: .*/allowed_uids: [$uid]   # $ASSISTANT_USER/" \
         -e "s|^  origins: .*|  origins: [\"http://localhost:$page_port\"]|" \
+        -e "$quorum_sed" \
         "$SCRIPT_DIR/executor.yaml.example" >"$WORK/executor.yaml"
     grep -q "^allowed_uids: \[$uid\]" "$WORK/executor.yaml" ||
         die "executor.yaml.example has no allowed_uids line to fill in"
     grep -q "^  origins: \[\"http://localhost:$page_port\"\]" "$WORK/executor.yaml" ||
         die "executor.yaml.example has no passkey origins line to fill in"
+    grep -q "$quorum_line" "$WORK/executor.yaml" ||
+        die "executor.yaml.example has no quorum_disruptive line to fill in"
     install_file "$WORK/executor.yaml" "$P_ETC/executor.yaml" 0640 "root:$EXECUTOR_USER"
+    if [[ $SECOND_PERSON == yes ]]; then
+        say "  a disruptive change needs two operators' passkeys (passkeys.quorum_disruptive: 2)"
+    else
+        say "  one operator's passkey approves any change once enrolled (--second-person yes for two)"
+    fi
 else
     changed "install $P_ETC/executor.yaml (0640 root:$EXECUTOR_USER) with allowed_uids: [uid of $ASSISTANT_USER]"
 fi

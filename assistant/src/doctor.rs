@@ -305,18 +305,19 @@ fn person(status: &fleetwatch_protocol::wire::StatusReport) -> Check {
             )
         };
     }
-    let most = status
-        .quorums
-        .iter()
-        .map(|q| q.calm.max(q.disruptive))
-        .max()
-        .unwrap_or(0);
+    let second_person = status.quorums.iter().any(|q| q.disruptive > 1);
     check(
         Level::Ok,
         NAME,
         format!(
-            "{} passkey(s) enrolled on the executor; a change needs up to {most}",
-            status.passkeys_enrolled
+            "{} passkey(s) enrolled on the executor; passkeys per change: {}{}",
+            status.passkeys_enrolled,
+            fleetwatch_protocol::wire::ToolQuorum::summary(&status.quorums),
+            if second_person {
+                " (a second person approves on their own page session)"
+            } else {
+                ""
+            }
         ),
     )
 }
@@ -450,5 +451,14 @@ mod tests {
         let two = person(&status(2, 2));
         assert_eq!(two.level, Level::Ok);
         assert!(two.message.contains("2 passkey(s)"), "{two}");
+        // The quorum in force, per tool, and that a second person is part of it.
+        assert!(
+            two.message.contains("passkeys per change: batch_reboot 2"),
+            "{two}"
+        );
+        assert!(two.message.contains("a second person"), "{two}");
+        let one = person(&status(2, 1));
+        assert!(one.message.contains("batch_reboot 1"), "{one}");
+        assert!(!one.message.contains("second person"), "{one}");
     }
 }

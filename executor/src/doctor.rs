@@ -190,16 +190,7 @@ fn person(
         return lines;
     }
     let quorums = describe::quorums(settings, passkeys.len(), policy);
-    let shown: Vec<String> = quorums
-        .iter()
-        .map(|q| {
-            if q.calm == q.disruptive {
-                format!("{} {}", q.tool, q.calm)
-            } else {
-                format!("{} {} ({} when disruptive)", q.tool, q.calm, q.disruptive)
-            }
-        })
-        .collect();
+    let shown = fleetwatch_protocol::wire::ToolQuorum::summary(&quorums);
     let enrolled = u32::try_from(passkeys.len()).unwrap_or(u32::MAX);
     let unreachable: Vec<&str> = quorums
         .iter()
@@ -207,11 +198,7 @@ fn person(
         .map(|q| q.tool.as_str())
         .collect();
     lines.push(if unreachable.is_empty() {
-        line(
-            Level::Ok,
-            "quorum",
-            format!("passkeys per change: {}", shown.join(", ")),
-        )
+        line(Level::Ok, "quorum", format!("passkeys per change: {shown}"))
     } else {
         line(
             Level::Fail,
@@ -219,7 +206,7 @@ fn person(
             format!(
                 "passkeys per change: {}; {} enrolled, so {} can never be approved: enrol more \
                  passkeys or lower the quorum",
-                shown.join(", "),
+                shown,
                 enrolled,
                 unreachable.join(", ")
             ),

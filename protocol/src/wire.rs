@@ -221,6 +221,24 @@ pub struct ToolQuorum {
     pub disruptive: u32,
 }
 
+impl ToolQuorum {
+    /// Every tool's passkeys per change in a few words, as both `doctor`s show them:
+    /// `batch_recording 1 (2 when disruptive), batch_reboot 2`.
+    pub fn summary(quorums: &[ToolQuorum]) -> String {
+        quorums
+            .iter()
+            .map(|q| {
+                if q.calm == q.disruptive {
+                    format!("{} {}", q.tool, q.calm)
+                } else {
+                    format!("{} {} ({} when disruptive)", q.tool, q.calm, q.disruptive)
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
 /// Why a frame body did not decode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum DecodeError {

@@ -718,9 +718,63 @@ fn install_script_refuses_missing_binaries_and_unknown_arguments() {
 }
 
 #[test]
+fn a_second_person_for_disruptive_changes_is_chosen_by_flag_and_is_off_by_default() {
+    // Without a terminal and without the flag: one passkey approves; the line stays a comment.
+    let s = Sandbox::new();
+    let said = s.install_ok(&[]);
+    let config = std::fs::read_to_string(s.etc("executor.yaml")).unwrap();
+    assert!(
+        config
+            .lines()
+            .any(|l| l.starts_with("  # quorum_disruptive: 2 ")),
+        "{config}"
+    );
+    assert!(
+        !config
+            .lines()
+            .any(|l| l.starts_with("  quorum_disruptive:")),
+        "{config}"
+    );
+    assert!(
+        said.contains("one operator's passkey approves any change"),
+        "{said}"
+    );
+
+    let s = Sandbox::new();
+    let said = s.install_ok(&["--second-person", "yes"]);
+    let config = std::fs::read_to_string(s.etc("executor.yaml")).unwrap();
+    assert!(
+        config
+            .lines()
+            .any(|l| l.starts_with("  quorum_disruptive: 2 ")),
+        "{config}"
+    );
+    assert!(said.contains("needs two operators' passkeys"), "{said}");
+    // A re-run keeps the configuration and says the flag does not rewrite it.
+    let again = s.install_ok(&["--second-person", "no"]);
+    assert!(
+        again.contains("applies to a new executor.yaml only"),
+        "{again}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(s.etc("executor.yaml")).unwrap(),
+        config
+    );
+
+    let out = Sandbox::new().install(&["--second-person", "maybe"]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("--second-person takes yes or no"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
 fn the_real_executor_reads_the_installed_configuration_and_key_file() {
     let s = Sandbox::new();
-    s.install_ok(&[]);
+    // With the two-person rule on, so its line is read too (an unknown key would be refused).
+    s.install_ok(&["--second-person", "yes"]);
     // The installed file names the system's key file; a copy pointing into the root lets the
     // real binary parse both without touching /etc. Unknown keys would be refused.
     let installed = std::fs::read_to_string(s.etc("executor.yaml")).unwrap();
