@@ -368,13 +368,18 @@ impl PagePath {
     /// [`PagePath::start`] with more executor configuration, given the page's port.
     pub async fn start_with(config_extra: impl Fn(u16) -> String) -> PagePath {
         let state = AssistantState::new();
-        let port = free_port();
         let mut h = Harness::prepare(Setup {
             extra_key_lines: vec![state.key_line.clone()],
-            config_extra: config_extra(port),
             ..Setup::default()
         })
         .await;
+        // The page's port is chosen once the simulator listens, so the two cannot meet on one
+        // port; the executor's configuration learns it before the executor starts.
+        let port = free_port();
+        h.setup.config_extra = config_extra(port);
+        let mut config = std::fs::read_to_string(&h.config).expect("executor config");
+        config.push_str(&h.setup.config_extra);
+        std::fs::write(&h.config, config).expect("executor config");
         let devices = sandbox_devices(&h.sim);
         h.setup.allowlist = Some(devices.clone());
         h.spawn();

@@ -43,23 +43,33 @@ pub struct SecretFile {
 }
 
 impl SecretFile {
-    /// Writes the secret to `<state_dir>/approval-page.secret`, mode 0600, created exclusively:
-    /// a stale file is removed first, so the new one is never a file another user prepared.
+    /// Writes the secret to `<state_dir>/approval-page.secret`, mode 0600. It is written whole
+    /// to a new file beside it (created exclusively, so never a file another user prepared)
+    /// and renamed into place: whoever sees the file sees the whole secret, never an empty or
+    /// half-written one, and a stale file from a crash is replaced in the same step.
     pub fn write(state_dir: &Path, secret: &Secret) -> std::io::Result<SecretFile> {
         let path = state_dir.join(SECRET_FILE);
-        match std::fs::remove_file(&path) {
+        let partial = state_dir.join(format!("{SECRET_FILE}.{}.partial", std::process::id()));
+        match std::fs::remove_file(&partial) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => return Err(e),
         }
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&path)?;
-        file.write_all(secret.expose().as_bytes())?;
-        file.write_all(b"\n")?;
-        file.sync_all()?;
+        let written = (|| {
+            let mut file = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&partial)?;
+            file.write_all(secret.expose().as_bytes())?;
+            file.write_all(b"\n")?;
+            file.sync_all()?;
+            std::fs::rename(&partial, &path)
+        })();
+        if let Err(e) = written {
+            let _ = std::fs::remove_file(&partial);
+            return Err(e);
+        }
         Ok(SecretFile { path })
     }
 
@@ -112,6 +122,11 @@ mod tests {
         assert_eq!(meta.permissions().mode() & 0o777, 0o600);
         let text = std::fs::read_to_string(file.path()).unwrap();
         assert!(matches(&secret, &text));
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, [SECRET_FILE], "nothing but the secret file is left");
         let path = file.path().to_owned();
         file.remove();
         assert!(!path.exists());
