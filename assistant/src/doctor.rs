@@ -438,6 +438,7 @@ mod tests {
                 calm: need,
                 disruptive: need,
             }],
+            limits: Default::default(),
         }
     }
 

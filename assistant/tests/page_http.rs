@@ -90,6 +90,8 @@ struct World {
     assertions: Vec<Vec<fleetwatch_protocol::passkey::PasskeyAssertion>>,
     /// What `Status` reports as each tool's quorum.
     quorums: Vec<ToolQuorum>,
+    /// What `Status` reports of the executor's limits.
+    limits: fleetwatch_protocol::wire::LimitsReport,
 }
 
 fn device(id: &str, name: &str) -> DeviceFacts {
@@ -203,6 +205,7 @@ async fn serve_executor(socket: &Path, world: Arc<Mutex<World>>, policy: Arc<Pol
                                 chain_head: [0; 32],
                                 passkeys_enrolled: w.passkeys_enrolled,
                                 quorums: w.quorums.clone(),
+                                limits: w.limits.clone(),
                             }),
                             false,
                         ),
@@ -334,6 +337,7 @@ async fn prepare(
         passkeys_enrolled: 0,
         assertions: Vec::new(),
         quorums: Vec::new(),
+        limits: fleetwatch_protocol::wire::LimitsReport::default(),
     }));
     let socket = dir.path().join("executor.sock");
     serve_executor(&socket, world.clone(), policy.clone()).await;

@@ -3,15 +3,16 @@
 //! consumes the previous one, so the write cannot be reached with a check skipped.
 //!
 //! `PeerChecked` → `VerifiedBytes` → `PersonChecked` → `Claims` → `Fresh` → `Quorate` →
-//! `NonceStored` → `PolicyChecked` → `Fenced` → `LiveState` → `WriteTicket` → [`write`].
+//! `NonceStored` → `PolicyChecked` → `Fenced` → `Limited` → `LiveState` → `WriteTicket` →
+//! [`write`].
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use fleetwatch_protocol::Refusal;
 use fleetwatch_protocol::claims::{
-    ApprovalClaims, CLAIMS_VERSION, CLOCK_SKEW_SECS, ClaimsError, MAX_LIFETIME_SECS,
-    SignatureError, SignedApproval, TrustedKeys,
+    ApprovalClaims, CLAIMS_VERSION, CLOCK_SKEW_SECS, ClaimsError, MAX_ARGUMENTS_BYTES,
+    MAX_FINGERPRINT_BYTES, MAX_LIFETIME_SECS, SignatureError, SignedApproval, TrustedKeys,
 };
 use fleetwatch_protocol::fleet::{self, DeviceList, RoomBlock};
 use fleetwatch_protocol::passkey::{
@@ -20,9 +21,9 @@ use fleetwatch_protocol::passkey::{
 use fleetwatch_protocol::policy::{Policy, Validated};
 use serde_json::{Map, Value};
 
-use crate::config::{Fence, PasskeyConfig};
+use crate::config::{Fence, Limits, PasskeyConfig};
 use crate::epiphan::{Epiphan, WriteAnswer};
-use crate::store::{Approved, NonceError, Store};
+use crate::store::{Approved, LimitError, NonceError, Store};
 use crate::{reads, state};
 
 /// Where the executor gets the time. Injected so tests can stand exactly at a boundary.
@@ -99,8 +100,12 @@ impl Claims {
     }
 }
 
-/// Decodes the verified bytes (never re-encoded), requiring every byte consumed.
-pub fn claims(checked: PersonChecked) -> Result<Claims, Refusal> {
+/// Decodes the verified bytes (never re-encoded), requiring every byte consumed, and bounds
+/// every string in them by what the executor's policy allows, before anything of them is
+/// stored or audited: a tool name no longer than the longest proposable one, at most the
+/// largest `max_targets` targets, each a device ID, and arguments and fingerprint within
+/// their caps. Signed junk then leaves one audit row without its strings.
+pub fn claims(checked: PersonChecked, policy: &Policy) -> Result<Claims, Refusal> {
     let claims = ApprovalClaims::decode(&checked.bytes).map_err(|e| match e {
         ClaimsError::UnknownVersion => Refusal::UnknownClaimsVersion,
         ClaimsError::Malformed => Refusal::ClaimsMalformed,
@@ -108,6 +113,24 @@ pub fn claims(checked: PersonChecked) -> Result<Claims, Refusal> {
     })?;
     if claims.version != CLAIMS_VERSION {
         return Err(Refusal::UnknownClaimsVersion);
+    }
+    let (longest_tool, most_targets) =
+        policy.propose_entries().fold((0, 0), |(name, targets), e| {
+            (name.max(e.name.len()), targets.max(e.max_targets))
+        });
+    if claims.targets.len() > usize::try_from(most_targets).unwrap_or(usize::MAX) {
+        // More than any tool may take: the policy step would say the same, later.
+        return Err(Refusal::TooManyTargets);
+    }
+    let bounded = claims.tool.len() <= longest_tool
+        && claims
+            .targets
+            .iter()
+            .all(|t| fleetwatch_protocol::ids::is_master_id(t))
+        && claims.arguments.len() <= MAX_ARGUMENTS_BYTES
+        && claims.fingerprint.len() <= MAX_FINGERPRINT_BYTES;
+    if !bounded {
+        return Err(Refusal::ClaimTooLong);
     }
     Ok(Claims(claims, checked.passkeys))
 }
@@ -283,6 +306,43 @@ pub fn fence(checked: PolicyChecked, fence: &Fence) -> Result<Fenced, Refusal> {
     Ok(Fenced(checked))
 }
 
+/// The executor's own limits allow this change now, and it is counted against them.
+pub struct Limited(PolicyChecked);
+
+/// The hourly cap across the sandbox and, for a disruptive change, each target's cooldown,
+/// both from the executor's store (they survive a restart). Checked before any read, so a
+/// refused change costs Epiphan nothing.
+pub fn limits(
+    fenced: Fenced,
+    store: &Store,
+    limits: &Limits,
+    policy: &Policy,
+) -> Result<Limited, Refusal> {
+    let checked = fenced.0;
+    let disruptive = policy.is_disruptive(
+        &checked.claims.tool,
+        &Value::Object(checked.arguments.clone()),
+    );
+    let reserved = store.reserve(
+        &checked.claims.approval_id,
+        &checked.validated.targets,
+        disruptive,
+        i64::from(limits.cooldown_minutes) * 60,
+        limits.writes_per_hour,
+    );
+    match reserved {
+        Ok(()) => Ok(Limited(checked)),
+        Err(LimitError::HourlyLimit) => Err(Refusal::HourlyLimit {
+            limit: limits.writes_per_hour,
+        }),
+        Err(LimitError::CoolingDown { remaining_secs }) => Err(Refusal::CoolingDown {
+            // Rounded up, so the wait said is never shorter than the real one.
+            minutes: u32::try_from((remaining_secs.max(1) + 59) / 60).unwrap_or(u32::MAX),
+        }),
+        Err(LimitError::Store) => Err(Refusal::Internal),
+    }
+}
+
 /// Facts that do not change by the minute, read fresh and matched.
 pub struct LiveState {
     checked: PolicyChecked,
@@ -292,11 +352,11 @@ pub struct LiveState {
 /// The slow-moving reads first: the device list (membership, team ID, the named channels) and
 /// the stream destination list.
 pub async fn live_state(
-    fenced: Fenced,
+    limited: Limited,
     epiphan: &Epiphan,
     fence: &Fence,
 ) -> Result<LiveState, Refusal> {
-    let checked = fenced.0;
+    let checked = limited.0;
     let devices = reads::device_list(epiphan).await?;
     for target in &checked.validated.targets {
         if !devices.devices.iter().any(|d| &d.id == target) {
@@ -338,6 +398,7 @@ pub struct WriteTicket {
     approval_id: [u8; 16],
     tool: String,
     arguments: Map<String, Value>,
+    expires_at: i64,
 }
 
 impl WriteTicket {
@@ -355,12 +416,15 @@ impl WriteTicket {
 
 /// The fast-moving reads, last: events, then recorder status. Then the event ID, the
 /// fingerprint and the disruptive window are judged on what was just read, and the caller
-/// sends the write at once with nothing in between.
+/// sends the write at once with nothing in between. For a disruptive change a target must be
+/// online (a change sent to an offline device is sent blind), and a recorder state that is not
+/// clearly stopped counts as recording.
 pub async fn last_reads(
     live: LiveState,
     epiphan: &Epiphan,
     policy: &Policy,
     clock: Clock,
+    open_event_minutes: u32,
 ) -> Result<WriteTicket, Refusal> {
     let LiveState {
         checked,
@@ -391,8 +455,11 @@ pub async fn last_reads(
             devices.devices.iter().map(|d| (d.id.as_str(), d)).collect();
         for target in targets {
             let device = by_id.get(target.as_str()).ok_or(Refusal::NotOnTeam)?;
+            if !device.online {
+                return Err(Refusal::Offline);
+            }
             let event = events.get(target).and_then(Option::as_ref);
-            match fleet::room_block(device, event, now, lead, stops) {
+            match fleet::room_block(device, event, now, lead, stops, open_event_minutes) {
                 RoomBlock::None => {}
                 RoomBlock::Recording => return Err(Refusal::Recording),
                 RoomBlock::Live => return Err(Refusal::EventLive),
@@ -404,13 +471,26 @@ pub async fn last_reads(
         approval_id: c.approval_id,
         tool: c.tool.clone(),
         arguments: checked.arguments,
+        expires_at: c.expires_at,
     })
 }
 
-/// The single write, in exchange for the ticket: sent once, bounded by `timeout`, never
-/// retried.
-pub async fn write(ticket: WriteTicket, epiphan: &Epiphan, timeout: Duration) -> WriteAnswer {
-    epiphan.write_once(ticket, timeout).await
+/// The single write, in exchange for the ticket: the approval's expiry checked once more on
+/// the executor's clock (the reads can take minutes), then, with no I/O in between, the call
+/// sent once, bounded by `timeout`, never retried.
+pub async fn write(
+    ticket: WriteTicket,
+    epiphan: &Epiphan,
+    timeout: Duration,
+    clock: Clock,
+) -> Result<WriteAnswer, Refusal> {
+    let now = clock().as_second();
+    if now >= ticket.expires_at {
+        return Err(Refusal::ExpiredAtWrite {
+            late_secs: u32::try_from(now - ticket.expires_at).unwrap_or(u32::MAX),
+        });
+    }
+    Ok(epiphan.write_once(ticket, timeout).await)
 }
 
 #[cfg(test)]

@@ -29,6 +29,61 @@ struct FileConfig {
     write_device_ids: Option<Vec<String>>,
     write_team_id: Option<String>,
     passkeys: Option<FilePasskeys>,
+    limits: Option<FileLimits>,
+}
+
+/// The `limits:` section as written.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileLimits {
+    cooldown_minutes: Option<u32>,
+    writes_per_hour: Option<u32>,
+    open_event_hours: Option<u32>,
+}
+
+/// What the executor holds even against a valid approval (DESIGN §10). Each has a safe
+/// default; none can be switched off by leaving it out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Minutes a device rests after a disruptive write before another disruptive change
+    /// (`limits.cooldown_minutes`, default 10; 0 turns the cooldown off).
+    pub cooldown_minutes: u32,
+    /// Writes across the sandbox in any hour (`limits.writes_per_hour`, default 20).
+    pub writes_per_hour: u32,
+    /// Minutes an event with no end counts as on after its start (`limits.open_event_hours`,
+    /// default 4 hours).
+    pub open_event_minutes: u32,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            cooldown_minutes: 10,
+            writes_per_hour: 20,
+            open_event_minutes: 4 * 60,
+        }
+    }
+}
+
+/// Checks the `limits:` section against its ranges.
+fn limits(file: FileLimits) -> Result<Limits, ConfigError> {
+    let defaults = Limits::default();
+    let within = |name: &'static str, n: Option<u32>, range: std::ops::RangeInclusive<u32>| match n
+    {
+        Some(n) if !range.contains(&n) => Err(ConfigError::Value {
+            name,
+            problem: format!("{n} is not between {} and {}", range.start(), range.end()),
+        }),
+        other => Ok(other),
+    };
+    Ok(Limits {
+        cooldown_minutes: within("limits.cooldown_minutes", file.cooldown_minutes, 0..=1440)?
+            .unwrap_or(defaults.cooldown_minutes),
+        writes_per_hour: within("limits.writes_per_hour", file.writes_per_hour, 1..=10_000)?
+            .unwrap_or(defaults.writes_per_hour),
+        open_event_minutes: within("limits.open_event_hours", file.open_event_hours, 1..=48)?
+            .map_or(defaults.open_event_minutes, |h| h * 60),
+    })
 }
 
 /// The `passkeys:` section as written.
@@ -156,6 +211,8 @@ pub struct Config {
     pub fence: Fence,
     /// Passkeys: relying party and quorum.
     pub passkeys: PasskeyConfig,
+    /// Cooldown, hourly cap, open events.
+    pub limits: Limits,
 }
 
 /// Why the configuration was refused.
@@ -349,8 +406,10 @@ impl Config {
             });
         }
         let passkeys = passkeys(file.passkeys.unwrap_or_default())?;
+        let limits = limits(file.limits.unwrap_or_default())?;
         Ok(Config {
             passkeys,
+            limits,
             socket: env("FLEETWATCH_EXECUTOR_SOCKET")
                 .map(PathBuf::from)
                 .or(file.socket)
@@ -454,6 +513,40 @@ mod tests {
             assert!(passkeys(file).is_err(), "{bad}");
         }
         assert!(yaml_serde::from_str::<FilePasskeys>("quorom: 2\n").is_err());
+    }
+
+    #[test]
+    fn limits_have_safe_defaults_and_ranges() {
+        assert_eq!(
+            limits(FileLimits::default()).unwrap(),
+            Limits {
+                cooldown_minutes: 10,
+                writes_per_hour: 20,
+                open_event_minutes: 240,
+            }
+        );
+        let set: FileLimits =
+            yaml_serde::from_str("cooldown_minutes: 0\nwrites_per_hour: 5\nopen_event_hours: 8\n")
+                .unwrap();
+        let set = limits(set).unwrap();
+        assert_eq!(
+            (
+                set.cooldown_minutes,
+                set.writes_per_hour,
+                set.open_event_minutes
+            ),
+            (0, 5, 480)
+        );
+        for bad in [
+            "writes_per_hour: 0\n",
+            "cooldown_minutes: 1441\n",
+            "open_event_hours: 0\n",
+        ] {
+            let file: FileLimits = yaml_serde::from_str(bad).unwrap();
+            let err = limits(file).unwrap_err().to_string();
+            assert!(err.contains("limits."), "{bad}: {err}");
+        }
+        assert!(yaml_serde::from_str::<FileLimits>("cooldown: 2\n").is_err());
     }
 
     #[test]

@@ -5,8 +5,8 @@
 use fleetwatch_protocol::Refusal;
 use fleetwatch_protocol::fleet::{self, RoomBlock};
 use fleetwatch_protocol::wire::{
-    ChannelFacts, DescribeRequest, Description, DeviceFacts, EventFacts, StatusReport, StreamFacts,
-    ToolQuorum,
+    ChannelFacts, Cooling, DescribeRequest, Description, DeviceFacts, EventFacts, LimitsReport,
+    StatusReport, StreamFacts, ToolQuorum,
 };
 
 use crate::context::Context;
@@ -126,7 +126,14 @@ async fn read_facts(
                         end: e.end.map(fleet::format_time),
                     }),
                     block: if disruptive {
-                        fleet::room_block(d, event, now, lead, stops)
+                        fleet::room_block(
+                            d,
+                            event,
+                            now,
+                            lead,
+                            stops,
+                            ctx.config.limits.open_event_minutes,
+                        )
                     } else {
                         RoomBlock::None
                     },
@@ -191,6 +198,31 @@ pub fn status(ctx: &Context) -> StatusReport {
         key_ids,
         policy_digest: ctx.policy.whole_digest(),
         chain_head: ctx.store.head().unwrap_or(crate::audit::GENESIS),
+        limits: limits(ctx),
+    }
+}
+
+/// The limits and where they stand now.
+fn limits(ctx: &Context) -> LimitsReport {
+    let limits = &ctx.config.limits;
+    let cooldown = i64::from(limits.cooldown_minutes) * 60;
+    let (writes_last_hour, resting) = ctx.store.limits_now(cooldown).unwrap_or_else(|e| {
+        tracing::error!(error = %e, "limits not read");
+        (0, Vec::new())
+    });
+    LimitsReport {
+        cooldown_minutes: limits.cooldown_minutes,
+        writes_per_hour: limits.writes_per_hour,
+        writes_last_hour,
+        open_event_minutes: limits.open_event_minutes,
+        cooling: resting
+            .into_iter()
+            .map(|r| Cooling {
+                until: r.changed_at + cooldown,
+                device: r.device,
+                changed_at: r.changed_at,
+            })
+            .collect(),
     }
 }
 

@@ -34,7 +34,7 @@ pub async fn execute(ctx: &Context, peer: PeerChecked, request: ExecuteRequest) 
         Ok(p) => p,
         Err(r) => return refused_early(ctx, r, None, &request.assistant_chain_head),
     };
-    let claims = match checks::claims(person) {
+    let claims = match checks::claims(person, &ctx.policy) {
         Ok(c) => c,
         Err(r) => return refused_early(ctx, r, None, &request.assistant_chain_head),
     };
@@ -78,12 +78,21 @@ pub async fn execute(ctx: &Context, peer: PeerChecked, request: ExecuteRequest) 
 async fn checked_write(ctx: &Context, stored: checks::NonceStored) -> Result<WriteAnswer, Refusal> {
     let policy_checked = checks::policy(stored, &ctx.policy)?;
     let fenced = checks::fence(policy_checked, &ctx.config.fence)?;
+    let limited = checks::limits(fenced, &ctx.store, &ctx.config.limits, &ctx.policy)?;
     let epiphan = ctx.sandbox_session().await?;
     let result = async {
-        let live = checks::live_state(fenced, &epiphan, &ctx.config.fence).await?;
-        let ticket = checks::last_reads(live, &epiphan, &ctx.policy, ctx.clock).await?;
+        let live = checks::live_state(limited, &epiphan, &ctx.config.fence).await?;
+        let limits = &ctx.config.limits;
+        let ticket = checks::last_reads(
+            live,
+            &epiphan,
+            &ctx.policy,
+            ctx.clock,
+            limits.open_event_minutes,
+        )
+        .await?;
         // Nothing between the last read and the write: no I/O, no await.
-        Ok(checks::write(ticket, &epiphan, ctx.config.write_timeout).await)
+        checks::write(ticket, &epiphan, ctx.config.write_timeout, ctx.clock).await
     }
     .await;
     epiphan.close().await;

@@ -67,7 +67,9 @@ pub async fn events(
     fleet::parse_events(&value).map_err(parse_failed)
 }
 
-/// `get_recorder_status_for_devices` for the given (online) devices.
+/// `get_recorder_status_for_devices` for the given (online) devices. An online device the
+/// answer leaves out is a failed read: silence is not "stopped", and the device list's flags
+/// are older than the judgement needs.
 pub async fn recorder_status(
     epiphan: &Epiphan,
     device_ids: &[String],
@@ -78,7 +80,12 @@ pub async fn recorder_status(
         .read("get_recorder_status_for_devices", args)
         .await
         .map_err(refusal)?;
-    fleet::parse_recorder_status(&value).map_err(parse_failed)
+    let status = fleet::parse_recorder_status(&value).map_err(parse_failed)?;
+    if let Some(missing) = device_ids.iter().find(|id| !status.contains_key(*id)) {
+        tracing::warn!(device = %missing, "recorder status left out an online device");
+        return Err(Refusal::ReadFailed);
+    }
+    Ok(status)
 }
 
 /// Online targets present on the list, in target order.

@@ -28,6 +28,14 @@ CREATE TABLE IF NOT EXISTS executions (
     started_at INTEGER NOT NULL,
     finished_at INTEGER
 );
+CREATE TABLE IF NOT EXISTS execution_targets (
+    approval_id BLOB NOT NULL REFERENCES executions(approval_id),
+    device_id TEXT NOT NULL,
+    disruptive INTEGER NOT NULL CHECK (disruptive IN (0, 1)),
+    PRIMARY KEY (approval_id, device_id)
+);
+CREATE INDEX IF NOT EXISTS executions_started ON executions (started_at);
+CREATE INDEX IF NOT EXISTS execution_targets_device ON execution_targets (device_id, disruptive);
 CREATE TABLE IF NOT EXISTS passkey_counters (
     credential_id BLOB PRIMARY KEY,
     counter INTEGER NOT NULL CHECK (counter BETWEEN 0 AND 4294967295),
@@ -69,6 +77,32 @@ pub enum NonceError {
     /// The insert failed for another reason (disk full, read-only, locked).
     NotStored,
 }
+
+/// Why [`Store::reserve`] refused a write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LimitError {
+    /// A target's last disruptive write is inside the cooldown.
+    CoolingDown {
+        /// Seconds until it ends.
+        remaining_secs: i64,
+    },
+    /// The hourly cap is reached.
+    HourlyLimit,
+    /// The store could not be read or written.
+    Store,
+}
+
+/// One device's last disruptive write, inside the cooldown.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resting {
+    /// Device ID.
+    pub device: String,
+    /// When (Unix seconds): the write's finish, or its start while in flight.
+    pub changed_at: i64,
+}
+
+/// When a write counts from, in SQL: its finish, or its start while it is in flight.
+const WRITE_TIME: &str = "COALESCE(e.finished_at, e.started_at)";
 
 /// What one approval asks the nonce's transaction to store besides the nonce.
 #[derive(Debug)]
@@ -234,6 +268,93 @@ impl Store {
                 Err(NonceError::NotStored)
             }
         }
+    }
+
+    /// Holds the limits for one execution whose nonce is stored, in one transaction: fewer
+    /// than `per_hour` other writes (done, failed, unknown or in flight; not refused) started
+    /// in the last hour, and, for a disruptive change, no target with a disruptive write in
+    /// the last `cooldown_secs`. Then records the targets, so the next change sees this one.
+    /// Both survive a restart: they are read from the executions table, never from memory.
+    pub fn reserve(
+        &self,
+        approval_id: &[u8; 16],
+        targets: &[String],
+        disruptive: bool,
+        cooldown_secs: i64,
+        per_hour: u32,
+    ) -> Result<(), LimitError> {
+        let result = self.with(|conn| {
+            let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+            let t = now();
+            let id = approval_id.to_vec();
+            let recent: i64 = tx.query_row(
+                "SELECT COUNT(*) FROM executions
+                 WHERE started_at > ?1 AND state != 'refused' AND approval_id != ?2",
+                params![t - 3600, id],
+                |r| r.get(0),
+            )?;
+            if recent >= i64::from(per_hour) {
+                return Ok(Err(LimitError::HourlyLimit));
+            }
+            if disruptive && cooldown_secs > 0 {
+                let mut last = tx.prepare(&format!(
+                    "SELECT MAX({WRITE_TIME}) FROM executions e
+                     JOIN execution_targets t ON t.approval_id = e.approval_id
+                     WHERE t.device_id = ?1 AND t.disruptive = 1 AND e.state != 'refused'
+                       AND e.approval_id != ?2"
+                ))?;
+                for target in targets {
+                    let at: Option<i64> = last.query_row(params![target, id], |r| r.get(0))?;
+                    if let Some(at) = at
+                        && at + cooldown_secs > t
+                    {
+                        return Ok(Err(LimitError::CoolingDown {
+                            remaining_secs: at + cooldown_secs - t,
+                        }));
+                    }
+                }
+            }
+            for target in targets {
+                tx.execute(
+                    "INSERT OR IGNORE INTO execution_targets (approval_id, device_id, disruptive)
+                     VALUES (?1, ?2, ?3)",
+                    params![id, target, disruptive],
+                )?;
+            }
+            tx.commit().map(Ok)
+        });
+        result.unwrap_or_else(|e| {
+            tracing::error!(error = %e, "limits not checked");
+            Err(LimitError::Store)
+        })
+    }
+
+    /// Writes started in the hour before now (not refused), and the devices whose last
+    /// disruptive write is within `cooldown_secs`: what `Status` reports.
+    pub fn limits_now(&self, cooldown_secs: i64) -> rusqlite::Result<(u32, Vec<Resting>)> {
+        self.with(|conn| {
+            let t = now();
+            let recent: i64 = conn.query_row(
+                "SELECT COUNT(*) FROM executions WHERE started_at > ?1 AND state != 'refused'",
+                params![t - 3600],
+                |r| r.get(0),
+            )?;
+            let mut stmt = conn.prepare(&format!(
+                "SELECT t.device_id, MAX({WRITE_TIME}) AS at FROM executions e
+                 JOIN execution_targets t ON t.approval_id = e.approval_id
+                 WHERE t.disruptive = 1 AND e.state != 'refused'
+                 GROUP BY t.device_id HAVING at + ?1 > ?2 ORDER BY t.device_id"
+            ))?;
+            let resting = stmt
+                .query_map(params![cooldown_secs, t], |r| {
+                    Ok(Resting {
+                        device: r.get(0)?,
+                        changed_at: r.get(1)?,
+                    })
+                })?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            Ok((u32::try_from(recent).unwrap_or(u32::MAX), resting))
+        })
     }
 
     /// The stored signature counter of every passkey that has approved here.

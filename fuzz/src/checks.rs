@@ -228,9 +228,16 @@ pub fn fleet(data: &[u8]) {
         }
         for device in &list.devices {
             let event = events.get(&device.id).and_then(Option::as_ref);
-            let _ = fleet::room_block(device, event, jiff::Timestamp::UNIX_EPOCH, 30, false);
-            let _ = fleet::room_block(device, event, jiff::Timestamp::MIN, u32::MAX, false);
-            let _ = fleet::room_block(device, event, jiff::Timestamp::MAX, u32::MAX, true);
+            let _ = fleet::room_block(device, event, jiff::Timestamp::UNIX_EPOCH, 30, false, 240);
+            let _ = fleet::room_block(
+                device,
+                event,
+                jiff::Timestamp::MIN,
+                u32::MAX,
+                false,
+                u32::MAX,
+            );
+            let _ = fleet::room_block(device, event, jiff::Timestamp::MAX, u32::MAX, true, 1);
         }
     }
 

@@ -40,6 +40,10 @@ pub const MAX_LIFETIME_SECS: i64 = 300;
 
 /// Clock skew tolerated between the two processes.
 pub const CLOCK_SKEW_SECS: i64 = 60;
+/// The longest canonical arguments an approval may carry (the page shows no longer ones).
+pub const MAX_ARGUMENTS_BYTES: usize = 4000;
+/// The longest state fingerprint an approval may carry (a few hundred bytes per target).
+pub const MAX_FINGERPRINT_BYTES: usize = 16 * 1024;
 
 /// Which sign-in an approval is for. Only the sandbox slot can write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -50,8 +50,12 @@ pub struct Channel {
     pub number: String,
     /// Name.
     pub name: String,
-    /// Recording now.
+    /// Recording now (the recorder said so clearly).
     pub recording: bool,
+    /// The recorder said neither recording nor a clear stopped/idle (`paused`, `starting`,
+    /// `stopping`, an unknown state or none): a disruptive change counts it as recording.
+    #[serde(default)]
+    pub doubtful: bool,
     /// Streams.
     pub publishers: Vec<Publisher>,
     /// Warnings.
@@ -86,6 +90,12 @@ impl Device {
     pub fn recording(&self) -> bool {
         self.channels.iter().any(|c| c.recording)
     }
+
+    /// True when any channel is recording or might be ([`Channel::doubtful`]): what the
+    /// disruptive-window rule judges by.
+    pub fn busy(&self) -> bool {
+        self.channels.iter().any(|c| c.recording || c.doubtful)
+    }
 }
 
 /// `get_devices_in_my_team`, parsed.
@@ -97,8 +107,34 @@ pub struct DeviceList {
     pub devices: Vec<Device>,
 }
 
-/// Per device, per channel number: `(name if given, recording)`.
-pub type RecorderStatus = BTreeMap<String, BTreeMap<String, (Option<String>, bool)>>;
+/// Per device, per channel number: `(name if given, what the recorder said)`.
+pub type RecorderStatus = BTreeMap<String, BTreeMap<String, (Option<String>, RecState)>>;
+
+/// What a recorder said about one channel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecState {
+    /// `recording`, `started` or `running`.
+    Recording,
+    /// A clear `stopped` or `idle`.
+    Idle,
+    /// Anything else, or nothing: for a disruptive change, as good as recording.
+    Unclear,
+}
+
+impl RecState {
+    fn of(state: &str) -> RecState {
+        if is_recording_state(state) {
+            RecState::Recording
+        } else if ["stopped", "idle"]
+            .iter()
+            .any(|s| state.trim().eq_ignore_ascii_case(s))
+        {
+            RecState::Idle
+        } else {
+            RecState::Unclear
+        }
+    }
+}
 
 /// System status of one device.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -135,11 +171,12 @@ pub struct StreamEndpoint {
     pub host: String,
 }
 
-/// How long an event with no end counts as on after its start. The server reports an event
-/// as "current or next", so one that began with no end given is most likely still running; an
-/// hour covers a typical class or meeting while a stale record still stops blocking the room
-/// the same day.
-pub const OPEN_EVENT_MINUTES: i64 = 60;
+/// How long an event with no end counts as on after its start, unless the executor's
+/// configuration says otherwise (`limits.open_event_hours`). The server reports an event as
+/// "current or next", so one that began with no end given is most likely still running; four
+/// hours cover a court hearing or a long rehearsal, where a shorter guess would let a restart
+/// through in the middle of one.
+pub const OPEN_EVENT_MINUTES: i64 = 240;
 
 // ---- shared helpers ------------------------------------------------------------------------
 
@@ -343,16 +380,16 @@ fn is_recording_state(state: &str) -> bool {
 
 /// A channel's recording state: `recording_status.state`, `state` on the channel itself, or a
 /// bare state string. `None` when the entry says nothing.
-fn channel_state(value: &Value) -> Option<bool> {
+fn channel_state(value: &Value) -> Option<RecState> {
     match value {
-        Value::String(state) => Some(is_recording_state(state)),
+        Value::String(state) => Some(RecState::of(state)),
         Value::Object(channel) => object_channel_state(channel),
         _ => None,
     }
 }
 
 /// [`channel_state`] of a channel object.
-fn object_channel_state(channel: &Map<String, Value>) -> Option<bool> {
+fn object_channel_state(channel: &Map<String, Value>) -> Option<RecState> {
     match field(channel, &["recordingstatus"]) {
         Some(status) => channel_state_of_fields(Some(status), None),
         None => channel_state_of_fields(None, field(channel, &["state", "status"])),
@@ -363,17 +400,17 @@ fn object_channel_state(channel: &Map<String, Value>) -> Option<bool> {
 fn channel_state_of_fields(
     recording_status: Option<&Value>,
     state: Option<&Value>,
-) -> Option<bool> {
+) -> Option<RecState> {
     if let Some(status) = recording_status {
         return match status {
             Value::Object(status) => field(status, &["state", "status"])
                 .and_then(Value::as_str)
-                .map(is_recording_state),
-            Value::String(state) => Some(is_recording_state(state)),
+                .map(RecState::of),
+            Value::String(state) => Some(RecState::of(state)),
             _ => None,
         };
     }
-    state.and_then(Value::as_str).map(is_recording_state)
+    state.and_then(Value::as_str).map(RecState::of)
 }
 
 // ---- device list ---------------------------------------------------------------------------
@@ -453,10 +490,12 @@ fn parse_channel(object: &Map<String, Value>) -> Option<Channel> {
             .collect(),
         _ => Vec::new(),
     };
+    let said = channel_state_of_fields(recording_status, state).unwrap_or(RecState::Unclear);
     Some(Channel {
         number,
         name: name.and_then(text_of).unwrap_or_default(),
-        recording: channel_state_of_fields(recording_status, state).unwrap_or(false),
+        recording: said == RecState::Recording,
+        doubtful: said == RecState::Unclear,
         publishers,
         warnings: parse_warnings(warnings),
     })
@@ -560,11 +599,11 @@ pub fn parse_recorder_status(value: &serde_json::Value) -> Result<RecorderStatus
     let mut status = RecorderStatus::new();
     for (id, entry) in keyed_entries(RECORDER_TOOL, part)? {
         let mut channels = BTreeMap::new();
+        // A channel entry that states nothing is unclear, not idle.
         let mut add = |number: String, channel: &Value| {
-            if let Some(recording) = channel_state(channel) {
-                let name = channel.as_object().and_then(|c| text_field(c, &["name"]));
-                channels.insert(number, (name, recording));
-            }
+            let said = channel_state(channel).unwrap_or(RecState::Unclear);
+            let name = channel.as_object().and_then(|c| text_field(c, &["name"]));
+            channels.insert(number, (name, said));
         };
         match field(entry, &["channels"]) {
             Some(Value::Object(map)) => {
@@ -611,10 +650,12 @@ pub fn apply_recorder_status(list: &mut DeviceList, status: &RecorderStatus) {
         let Some(channels) = status.get(&device.id) else {
             continue;
         };
-        for (number, (name, recording)) in channels {
+        for (number, (name, said)) in channels {
+            let (recording, doubtful) = (*said == RecState::Recording, *said == RecState::Unclear);
             match device.channels.iter_mut().find(|c| &c.number == number) {
                 Some(channel) => {
-                    channel.recording = *recording;
+                    channel.recording = recording;
+                    channel.doubtful = doubtful;
                     if let Some(name) = name {
                         channel.name.clone_from(name);
                     }
@@ -624,7 +665,8 @@ pub fn apply_recorder_status(list: &mut DeviceList, status: &RecorderStatus) {
                 None => device.channels.push(Channel {
                     number: number.clone(),
                     name: name.clone().unwrap_or_default(),
-                    recording: *recording,
+                    recording,
+                    doubtful,
                     publishers: Vec::new(),
                     warnings: Vec::new(),
                 }),
@@ -918,17 +960,19 @@ const NANOS_PER_MINUTE: i128 = 60_000_000_000;
 
 /// The disruptive-window rule. An event that has ended blocks nothing.
 ///
-/// Order: a recording (unless the change is the stop that ends it), then an event on now
-/// (start ≤ now < end; with no end, for [`OPEN_EVENT_MINUTES`] after its start), then an event
-/// starting within `lead_minutes` (0 < start − now ≤ lead).
+/// Order: a recording, or a recorder state that is not clearly stopped ([`Device::busy`]),
+/// unless the change is the stop that ends it; then an event on now (start ≤ now < end; with
+/// no end, for `open_event_minutes` after its start, [`OPEN_EVENT_MINUTES`] by default), then
+/// an event starting within `lead_minutes` (0 < start − now ≤ lead).
 pub fn room_block(
     device: &Device,
     event: Option<&Event>,
     now: jiff::Timestamp,
     lead_minutes: u32,
     stops_recording: bool,
+    open_event_minutes: u32,
 ) -> RoomBlock {
-    if device.recording() && !stops_recording {
+    if device.busy() && !stops_recording {
         return RoomBlock::Recording;
     }
     let Some(event) = event else {
@@ -939,7 +983,7 @@ pub fn room_block(
     if start_ns <= now_ns {
         let end_ns = match event.end {
             Some(end) => end.as_nanosecond(),
-            None => start_ns.saturating_add(i128::from(OPEN_EVENT_MINUTES) * NANOS_PER_MINUTE),
+            None => start_ns.saturating_add(i128::from(open_event_minutes) * NANOS_PER_MINUTE),
         };
         return if now_ns < end_ns {
             RoomBlock::Live

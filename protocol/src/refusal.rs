@@ -120,6 +120,25 @@ pub enum Refusal {
         /// Minutes until the event starts, rounded up.
         minutes: u32,
     },
+    /// A disruptive change to a device whose last disruptive change is within the cooldown.
+    CoolingDown {
+        /// Minutes until the cooldown ends, rounded up.
+        minutes: u32,
+    },
+    /// The executor already made its limit of writes in the last hour.
+    HourlyLimit {
+        /// The limit (`limits.writes_per_hour`).
+        limit: u32,
+    },
+    /// A disruptive change to a target that is offline.
+    Offline,
+    /// The approval expired while the executor was reading, before the write was sent.
+    ExpiredAtWrite {
+        /// Seconds past the expiry when the write would have gone.
+        late_secs: u32,
+    },
+    /// A string in the claims is longer than anything the executor's policy allows.
+    ClaimTooLong,
     /// A read through the sandbox sign-in failed or timed out.
     ReadFailed,
     /// There is no sandbox sign-in.
@@ -188,6 +207,11 @@ impl Refusal {
             Refusal::Recording => "recording",
             Refusal::EventLive => "event_live",
             Refusal::EventSoon { .. } => "event_soon",
+            Refusal::CoolingDown { .. } => "cooling_down",
+            Refusal::HourlyLimit { .. } => "hourly_limit",
+            Refusal::Offline => "offline",
+            Refusal::ExpiredAtWrite { .. } => "expired_at_write",
+            Refusal::ClaimTooLong => "claim_too_long",
             Refusal::ReadFailed => "read_failed",
             Refusal::NoSignIn => "no_sign_in",
             Refusal::SignInExpired => "sign_in_expired",
@@ -349,7 +373,7 @@ impl Refusal {
                 "A target device changed (online, recording or next event) since the change was approved. Nothing ran. Review the new state and approve again."
             }
             Refusal::Recording => {
-                "A target device is recording, and this change would disturb it. Nothing ran. Wait until the recording ends."
+                "A target device is recording, or its recorder did not clearly report stopped (paused, starting, stopping or no state), and this change would disturb it. Nothing ran. Wait until the recording ends."
             }
             Refusal::EventLive => {
                 "An event is on now in a target room, and this change would disturb it. Nothing ran. Wait until the event ends."
@@ -359,6 +383,28 @@ impl Refusal {
                     "An event starts in a target room in {minutes} minute{}, and this change would disturb it. Nothing ran. Wait until the event is over.",
                     if *minutes == 1 { "" } else { "s" }
                 );
+            }
+            Refusal::CoolingDown { minutes } => {
+                return format!(
+                    "A target had a disruptive change (a restart, a firmware update, a stopped recording) a short while ago, and the executor lets a device settle between such changes: it refuses for {minutes} more minute{}. Nothing ran. Check that the earlier change did what was meant, then try again.",
+                    if *minutes == 1 { "" } else { "s" }
+                );
+            }
+            Refusal::HourlyLimit { limit } => {
+                return format!(
+                    "The executor has already made {limit} changes in the last hour, its limit. Nothing ran. Wait, or raise `limits.writes_per_hour` in the executor's configuration if this pace is expected."
+                );
+            }
+            Refusal::Offline => {
+                "A target is offline, so a disruptive change to it would be sent blind. Nothing ran. Bring the device back online, check it, then propose the change again."
+            }
+            Refusal::ExpiredAtWrite { late_secs } => {
+                return format!(
+                    "The approval expired while the executor was still reading the devices' state ({late_secs} s past its expiry), so the change was not sent. Nothing ran. Approve it again; if reads keep being slow, check the connection to Epiphan."
+                );
+            }
+            Refusal::ClaimTooLong => {
+                "The approval held a tool name, a device ID or another value longer than anything the executor's policy allows. Nothing ran. Check that the assistant and the executor are the same Fleetwatch version."
             }
             Refusal::ReadFailed => {
                 "The executor could not read the devices' current state through the sandbox sign-in. Nothing ran. Try again in a moment."
@@ -447,6 +493,11 @@ mod tests {
             Refusal::Recording,
             Refusal::EventLive,
             Refusal::EventSoon { minutes: 7 },
+            Refusal::CoolingDown { minutes: 6 },
+            Refusal::HourlyLimit { limit: 20 },
+            Refusal::Offline,
+            Refusal::ExpiredAtWrite { late_secs: 3 },
+            Refusal::ClaimTooLong,
             Refusal::ReadFailed,
             Refusal::NoSignIn,
             Refusal::SignInExpired,
@@ -507,6 +558,11 @@ mod tests {
                 | Refusal::Recording
                 | Refusal::EventLive
                 | Refusal::EventSoon { .. }
+                | Refusal::CoolingDown { .. }
+                | Refusal::HourlyLimit { .. }
+                | Refusal::Offline
+                | Refusal::ExpiredAtWrite { .. }
+                | Refusal::ClaimTooLong
                 | Refusal::ReadFailed
                 | Refusal::NoSignIn
                 | Refusal::SignInExpired

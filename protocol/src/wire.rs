@@ -16,7 +16,7 @@ use crate::refusal::Refusal;
 /// [`SignedApproval`]; version 3 added the enrolled passkeys and the quorum per tool to
 /// [`StatusReport`]. A peer of another version is told "unknown version", never "malformed",
 /// because the version is decoded alone before anything else.
-pub const WIRE_VERSION: u16 = 3;
+pub const WIRE_VERSION: u16 = 4;
 
 /// Largest frame either side accepts, in bytes (the length prefix excluded).
 pub const MAX_FRAME: usize = 64 * 1024;
@@ -208,6 +208,35 @@ pub struct StatusReport {
     /// How many distinct passkeys each proposable tool needs, from the executor's
     /// configuration; 0 means the assistant's signature alone (no passkey enrolled).
     pub quorums: Vec<ToolQuorum>,
+    /// The limits the executor holds even against a valid approval, and where they stand.
+    pub limits: LimitsReport,
+}
+
+/// The executor's limits (its `limits:` configuration) and their state now, so the card can
+/// say ahead of time what the executor will refuse.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LimitsReport {
+    /// Minutes a device rests after a disruptive write before another (0: no cooldown).
+    pub cooldown_minutes: u32,
+    /// Writes allowed per hour across the sandbox.
+    pub writes_per_hour: u32,
+    /// Writes made (or in flight) in the last hour.
+    pub writes_last_hour: u32,
+    /// How long an event with no end counts as on after its start.
+    pub open_event_minutes: u32,
+    /// Devices inside their cooldown now.
+    pub cooling: Vec<Cooling>,
+}
+
+/// One device resting after a disruptive write.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Cooling {
+    /// Device ID.
+    pub device: String,
+    /// When the disruptive write was made (Unix seconds, the executor's clock).
+    pub changed_at: i64,
+    /// When the cooldown ends (Unix seconds).
+    pub until: i64,
 }
 
 /// The passkeys one tool's changes need on this executor.

@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 
 use fleetwatch_protocol::fleet::{
-    self, Channel, Device, DeviceList, Event, Fingerprint, RoomBlock, TargetState,
+    self, Channel, Device, DeviceList, Event, Fingerprint, RecState, RoomBlock, TargetState,
 };
 use jiff::{SignedDuration, Timestamp};
 use serde_json::{Value, json};
@@ -176,8 +176,8 @@ fn a_device_named_like_an_error_is_still_a_device() {
 fn parses_recorder_status_as_a_map() {
     let status =
         fleet::parse_recorder_status(&fixture(include_str!("data/recorder_map.json"))).unwrap();
-    assert_eq!(status[A]["1"], (Some("Lectern".into()), false));
-    assert_eq!(status[A]["2"], (Some("Wide".into()), true));
+    assert_eq!(status[A]["1"], (Some("Lectern".into()), RecState::Idle));
+    assert_eq!(status[A]["2"], (Some("Wide".into()), RecState::Recording));
     assert!(status[B].is_empty());
 }
 
@@ -185,13 +185,75 @@ fn parses_recorder_status_as_a_map() {
 fn parses_recorder_status_as_a_list_with_state_on_the_channel() {
     let status =
         fleet::parse_recorder_status(&fixture(include_str!("data/recorder_list.json"))).unwrap();
-    assert_eq!(status[A]["1"], (None, true), "Started means recording");
-    assert_eq!(status[A]["3"], (None, false));
+    assert_eq!(
+        status[A]["1"],
+        (None, RecState::Recording),
+        "Started means recording"
+    );
+    assert_eq!(status[A]["3"], (None, RecState::Idle));
     assert_eq!(
         status[B]["1"],
-        (Some("Main".into()), true),
+        (Some("Main".into()), RecState::Recording),
         "RUNNING means recording"
     );
+}
+
+#[test]
+fn only_a_clear_stopped_or_idle_is_idle_and_doubt_blocks_a_disruptive_change() {
+    for (said, want) in [
+        (
+            json!({"recording_status": {"state": "stopped"}}),
+            RecState::Idle,
+        ),
+        (
+            json!({"recording_status": {"state": " IDLE "}}),
+            RecState::Idle,
+        ),
+        (
+            json!({"recording_status": {"state": "recording"}}),
+            RecState::Recording,
+        ),
+        (
+            json!({"recording_status": {"state": "paused"}}),
+            RecState::Unclear,
+        ),
+        (
+            json!({"recording_status": {"state": "starting"}}),
+            RecState::Unclear,
+        ),
+        (
+            json!({"recording_status": {"state": "stopping"}}),
+            RecState::Unclear,
+        ),
+        (
+            json!({"recording_status": {"state": "archiving"}}),
+            RecState::Unclear,
+        ),
+        (json!({"recording_status": {}}), RecState::Unclear),
+        (json!({"name": "no state at all"}), RecState::Unclear),
+        (json!({"state": 3}), RecState::Unclear),
+    ] {
+        let status = fleet::parse_recorder_status(
+            &json!({"devices": {A: {"channels": {"1": said.clone()}}}}),
+        )
+        .unwrap();
+        assert_eq!(status[A]["1"].1, want, "{said}");
+        let mut list = DeviceList {
+            team_id: None,
+            devices: vec![device(A, false)],
+        };
+        fleet::apply_recorder_status(&mut list, &status);
+        let d = &list.devices[0];
+        assert_eq!(d.recording(), want == RecState::Recording, "{said}");
+        assert_eq!(d.busy(), want != RecState::Idle, "{said}");
+        let verdict = fleet::room_block(d, None, now(), 30, false, OPEN_EVENT);
+        let expected = if want == RecState::Idle {
+            RoomBlock::None
+        } else {
+            RoomBlock::Recording
+        };
+        assert_eq!(verdict, expected, "{said}");
+    }
 }
 
 #[test]
@@ -438,6 +500,7 @@ fn device(id: &str, recording: bool) -> Device {
             number: "1".into(),
             name: "Main".into(),
             recording,
+            doubtful: false,
             publishers: Vec::new(),
             warnings: Vec::new(),
         }],
@@ -505,7 +568,14 @@ fn event_at(start: Timestamp, end: Option<Timestamp>) -> Event {
 }
 
 fn block(recording: bool, event: Option<Event>, lead: u32, stops: bool) -> RoomBlock {
-    fleet::room_block(&device(A, recording), event.as_ref(), now(), lead, stops)
+    fleet::room_block(
+        &device(A, recording),
+        event.as_ref(),
+        now(),
+        lead,
+        stops,
+        OPEN_EVENT,
+    )
 }
 
 #[test]
@@ -568,12 +638,22 @@ fn live_and_ended_events() {
     assert_eq!(block(false, None, 30, false), RoomBlock::None);
 }
 
+/// The executor's default for an event with no end (`limits.open_event_hours: 4`).
+const OPEN_EVENT: u32 = 240;
+
 #[test]
-fn an_event_without_an_end_is_live_for_an_hour() {
+fn an_event_without_an_end_is_live_for_four_hours_or_as_configured() {
     let open = |m: i64| Some(event_at(plus_minutes(now(), m), None));
-    assert_eq!(block(false, open(-59), 30, false), RoomBlock::Live);
-    assert_eq!(block(false, open(-60), 30, false), RoomBlock::None);
-    assert_eq!(block(false, open(-61), 30, false), RoomBlock::None);
+    // A court hearing three hours in is still on.
+    assert_eq!(block(false, open(-180), 30, false), RoomBlock::Live);
+    assert_eq!(block(false, open(-239), 30, false), RoomBlock::Live);
+    assert_eq!(block(false, open(-240), 30, false), RoomBlock::None);
+    assert_eq!(block(false, open(-241), 30, false), RoomBlock::None);
+    assert_eq!(i64::from(OPEN_EVENT), fleet::OPEN_EVENT_MINUTES);
+    let shorter =
+        |m: i64| fleet::room_block(&device(A, false), open(m).as_ref(), now(), 30, false, 60);
+    assert_eq!(shorter(-59), RoomBlock::Live);
+    assert_eq!(shorter(-60), RoomBlock::None);
 }
 
 #[test]

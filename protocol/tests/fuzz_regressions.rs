@@ -231,6 +231,17 @@ fn frame_seeds() -> Vec<(&'static str, Vec<u8>)> {
                     calm: 1,
                     disruptive: 2,
                 }],
+                limits: fleetwatch_protocol::wire::LimitsReport {
+                    cooldown_minutes: 10,
+                    writes_per_hour: 20,
+                    writes_last_hour: 3,
+                    open_event_minutes: 240,
+                    cooling: vec![fleetwatch_protocol::wire::Cooling {
+                        device: "abcdef0123".to_owned(),
+                        changed_at: 1_800_000_000,
+                        until: 1_800_000_600,
+                    }],
+                },
             })),
         ),
         (

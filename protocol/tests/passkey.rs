@@ -1180,7 +1180,8 @@ fn an_approval_carries_the_assistant_signature_and_the_passkeys_over_the_same_by
 
 #[test]
 fn the_wire_version_moved_and_an_old_peer_hears_unknown_version() {
-    assert_eq!(WIRE_VERSION, 3);
+    // Version 4 carries the executor's limits in `Status`.
+    assert_eq!(WIRE_VERSION, 4);
     // What a peer of the previous version sends is refused as a version, not as malformed.
     let old = postcard::to_stdvec(&RequestEnvelope {
         version: WIRE_VERSION - 1,

@@ -240,6 +240,15 @@ fn arb_response() -> impl Strategy<Value = Response> {
                         chain_head,
                         passkeys_enrolled,
                         quorums,
+                        limits: fleetwatch_protocol::wire::LimitsReport {
+                            writes_last_hour: passkeys_enrolled,
+                            cooling: vec![fleetwatch_protocol::wire::Cooling {
+                                device: "abcdef0123".into(),
+                                changed_at: i64::from(passkeys_enrolled),
+                                until: i64::from(passkeys_enrolled) + 600,
+                            }],
+                            ..Default::default()
+                        },
                     })
                 }
             ),

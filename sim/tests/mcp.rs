@@ -921,7 +921,7 @@ async fn demo_reads_parse_with_the_protocol_fleet_model() {
         // Some room is blocked by an event within 20 minutes.
         let soon = list.devices.iter().any(|d| {
             let event = events.get(&d.id).and_then(|e| e.as_ref());
-            matches!(fleet::room_block(d, event, now, 20, false), fleet::RoomBlock::Soon(m) if m <= 20)
+            matches!(fleet::room_block(d, event, now, 20, false, 240), fleet::RoomBlock::Soon(m) if m <= 20)
         });
         assert!(soon, "{team}: an event starts within 20 minutes");
     }

@@ -326,15 +326,27 @@ async fn the_executors_own_policy_is_rechecked() {
             }),
             Refusal::NotCanonical,
         ),
-        (
-            "targets differ",
-            fresh(&|c| c.targets = vec![other.clone()]),
-            Refusal::TargetsMismatch,
-        ),
     ];
     for (case, approval, expected) in cases {
         refused(&h, approval, expected, case).await;
     }
+    let differ = ApprovalClaims {
+        approval_id: random_id(),
+        targets: vec![other.clone()],
+        ..base.clone()
+    };
+    refused(
+        &h,
+        sign(&differ, 7),
+        Refusal::TargetsMismatch,
+        "targets differ",
+    )
+    .await;
+    // An approval refused by the policy is spent: it has a refused execution row.
+    assert_eq!(
+        h.execution_state(&differ.approval_id).as_deref(),
+        Some("refused")
+    );
     let two = json!({"device_ids": [dev.clone(), other.clone()]});
     let mut c = ApprovalClaims {
         approval_id: random_id(),
@@ -354,11 +366,9 @@ async fn the_executors_own_policy_is_rechecked() {
         "more than max_targets",
     )
     .await;
-    // The refused approvals are spent: each has a refused execution row.
-    assert_eq!(
-        h.execution_state(&c.approval_id).as_deref(),
-        Some("refused")
-    );
+    // More targets than any tool takes is refused with the claims' sizes, before the nonce is
+    // stored: nothing of it is kept but the audit row.
+    assert_eq!(h.execution_state(&c.approval_id), None);
 }
 
 #[tokio::test(flavor = "multi_thread")]

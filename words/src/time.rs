@@ -61,8 +61,8 @@ pub fn clock(t: Timestamp, now: Timestamp) -> String {
 }
 
 /// Whether an event is still on or ahead. One with no end counts as on for
-/// [`fleet::OPEN_EVENT_MINUTES`] after its start, the same rule the disruptive window uses, so
-/// the two never disagree about whether a room is busy.
+/// [`fleet::OPEN_EVENT_MINUTES`] after its start, the default of the rule the disruptive window
+/// uses (an executor configured otherwise says so on the card).
 pub fn not_ended(e: &Event, now: Timestamp) -> bool {
     match e.end {
         Some(end) => end > now,
@@ -196,7 +196,9 @@ mod tests {
     fn an_open_event_ends_with_the_disruptive_window() {
         let now = at("2026-09-24T20:00:00Z");
         assert!(is_on(&event("2026-09-24T19:30:00Z", None), now));
-        assert!(!not_ended(&event("2026-09-24T18:30:00Z", None), now));
+        // Four hours by default, as the executor's window: a hearing three hours in is on.
+        assert!(is_on(&event("2026-09-24T17:00:00Z", None), now));
+        assert!(!not_ended(&event("2026-09-24T16:00:00Z", None), now));
         assert!(starts_soon(&event("2026-09-24T22:00:00Z", None), now));
         assert!(!starts_soon(&event("2026-09-24T22:01:00Z", None), now));
     }

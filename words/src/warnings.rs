@@ -96,6 +96,7 @@ mod tests {
             number: "2".to_owned(),
             name: "Camera".to_owned(),
             recording: false,
+            doubtful: false,
             publishers: Vec::new(),
             warnings: Vec::new(),
         };

@@ -293,7 +293,8 @@ impl Rig {
         std::fs::write(
             &config,
             format!(
-                "socket: {}\nallowed_uids: [{uid}]\napprover_keys: {}\npolicy: {}\nstate_dir: {}\nmax_connections: 16\nframe_timeout_secs: 5\n",
+                "socket: {}\nallowed_uids: [{uid}]\napprover_keys: {}\npolicy: {}\nstate_dir: {}\nmax_connections: 16\nframe_timeout_secs: 5\n\
+                 limits:\n  writes_per_hour: 10000\n  cooldown_minutes: 0\n",
                 socket.display(),
                 keys.display(),
                 policy.display(),
@@ -899,7 +900,7 @@ fn in_process_checks(rig: &Rig, approvals: &[ApprovalClaims]) -> InProcess {
         let person = checks::person(verified, &signed, &file.passkeys, &rp).expect("person");
         out.signature.push(us(t.elapsed()));
         let t = Instant::now();
-        let decoded = checks::claims(person).expect("claims");
+        let decoded = checks::claims(person, &policy).expect("claims");
         let fresh = checks::fresh(decoded, now()).expect("fresh");
         let quorate = checks::quorum(fresh, &passkeys, &file.passkeys, &policy).expect("quorum");
         out.claims.push(us(t.elapsed()));
