@@ -404,7 +404,7 @@ impl Refusal {
                 );
             }
             Refusal::ClaimTooLong => {
-                "The approval held a tool name, a device ID or another value longer than anything the executor's policy allows. Nothing ran. Check that the assistant and the executor are the same Fleetwatch version."
+                "The approval held a tool name, a device ID or another value longer than, or of another form than, anything the executor's policy allows. Nothing ran. Check that the assistant and the executor are the same Fleetwatch version."
             }
             Refusal::ReadFailed => {
                 "The executor could not read the devices' current state through the sandbox sign-in. Nothing ran. Try again in a moment."

@@ -149,6 +149,9 @@ pub enum Fault {
     Text(String),
     /// Answer with an error result holding this text; a write is not applied.
     ErrorText(String),
+    /// Answer as usual, this many milliseconds late (a slow device or a loaded server); the
+    /// answer is computed after the wait.
+    DelayMs(u64),
 }
 
 /// One `tools/call` as the simulator saw it.

@@ -107,8 +107,11 @@ impl ServerHandler for SimMcp {
                 None,
             ));
         };
-        let now = self.shared.now();
         let fault = self.shared.fault(&tool);
+        if let Some(Fault::DelayMs(ms)) = fault {
+            tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+        }
+        let now = self.shared.now();
         match &fault {
             Some(Fault::Fail) => {
                 self.shared.answered(index);
@@ -123,7 +126,7 @@ impl ServerHandler for SimMcp {
                 return Ok(text_result(text.clone(), true));
             }
             Some(Fault::Hang) => return Err(self.never_answer(&context).await),
-            Some(Fault::DropAfterWrite) | Some(Fault::Text(_)) | None => {}
+            Some(Fault::DropAfterWrite | Fault::Text(_) | Fault::DelayMs(_)) | None => {}
         }
 
         let outcome = self

@@ -318,6 +318,25 @@ impl Harness {
         self.wait_ready().await;
     }
 
+    /// Starts `serve` with libfaketime moving its wall clock by `offset` (`+10m`, `-1h`), and
+    /// waits until it answers.
+    pub async fn spawn_under_faketime(&mut self, offset: &str) {
+        let lib = faults::libfaketime().expect(
+            "libfaketime is not installed; install Debian's `faketime` package (.ci/run does this)",
+        );
+        let mut cmd = self.command();
+        cmd.arg("serve");
+        faults::under_faketime(&lib, offset, &mut cmd);
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.log)
+            .expect("log");
+        cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(log);
+        self.child = Some(cmd.spawn().expect("executor starts"));
+        self.wait_ready().await;
+    }
+
     /// What the executor wrote to stderr so far.
     pub fn log_text(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
@@ -411,6 +430,16 @@ impl Harness {
     /// Number of write calls the simulator recorded.
     pub fn writes(&self) -> usize {
         self.sim.writes().len()
+    }
+}
+
+/// Claims that are valid on a clock `shift` seconds off the real one.
+pub fn shifted(claims: &ApprovalClaims, shift: i64) -> ApprovalClaims {
+    ApprovalClaims {
+        approval_id: random_id(),
+        approved_at: claims.approved_at + shift,
+        expires_at: claims.expires_at + shift,
+        ..claims.clone()
     }
 }
 

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use fleetwatch_e2e::authenticator::SoftPasskey;
 use fleetwatch_e2e::faults::{self, Tmpfs};
-use fleetwatch_e2e::{Harness, Setup, frame, sandbox_devices, sign, sign_with_passkeys};
+use fleetwatch_e2e::{Harness, Setup, frame, sandbox_devices, shifted, sign, sign_with_passkeys};
 use fleetwatch_protocol::Refusal;
 use fleetwatch_protocol::claims::ApprovalClaims;
 use fleetwatch_protocol::hex::encode as hex;
@@ -508,34 +508,6 @@ async fn a_full_disk_refuses_before_any_write_and_service_resumes_when_space_is_
 // ---------------------------------------------------------------------------------------------
 // Clock
 
-/// Starts the prepared executor with libfaketime moving its wall clock by `offset`.
-async fn spawn_under_faketime(h: &mut Harness, offset: &str) {
-    let lib = faults::libfaketime().expect(
-        "libfaketime is not installed; install Debian's `faketime` package (.ci/run does this)",
-    );
-    let mut cmd = h.command();
-    cmd.arg("serve");
-    faults::under_faketime(&lib, offset, &mut cmd);
-    let log = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&h.log)
-        .expect("log");
-    cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(log);
-    h.child = Some(cmd.spawn().expect("executor starts"));
-    h.wait_ready().await;
-}
-
-/// Claims that are valid on a clock `shift` seconds off the real one.
-fn shifted(claims: &ApprovalClaims, shift: i64) -> ApprovalClaims {
-    ApprovalClaims {
-        approval_id: fleetwatch_e2e::random_id(),
-        approved_at: claims.approved_at + shift,
-        expires_at: claims.expires_at + shift,
-        ..claims.clone()
-    }
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn an_executor_clock_ten_minutes_off_refuses_and_writes_nothing() {
     let mut h = prepared(Setup::default()).await;
@@ -543,7 +515,7 @@ async fn an_executor_clock_ten_minutes_off_refuses_and_writes_nothing() {
         ("+10m", 600, Refusal::Expired),
         ("-10m", -600, Refusal::NotYetValid),
     ] {
-        spawn_under_faketime(&mut h, offset).await;
+        h.spawn_under_faketime(offset).await;
         let claims = h
             .claims("batch_recording", &start_recording(&device(&h, 0)))
             .await;

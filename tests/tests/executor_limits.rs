@@ -1,0 +1,327 @@
+//! The limits no signature lifts (DESIGN §10), through the real executor binary with the
+//! simulator as Epiphan: the per-device cooldown and the hourly cap (kept across a restart),
+//! offline targets, doubtful recorder states, an online target missing from recorder status,
+//! events with no end, the expiry checked again at the write, and the claims' sizes checked
+//! before anything of them is stored. Every refusal is checked against the simulator's write
+//! log and the executor's audit.
+//!
+//! The cooldown's end is reached by moving the executor's wall clock with libfaketime (Debian's
+//! `faketime` package, which `.ci/run` installs).
+
+use fleetwatch_e2e::{Harness, Setup, sandbox_devices, shifted, sign};
+use fleetwatch_protocol::Refusal;
+use fleetwatch_protocol::claims::ApprovalClaims;
+use fleetwatch_protocol::wire::{OutcomeKind, Request, Response};
+use fleetwatch_sim::Fault;
+use jiff::SignedDuration;
+use serde_json::{Value, json};
+
+async fn started() -> Harness {
+    let mut h = Harness::prepare(Setup::default()).await;
+    h.setup.allowlist = Some(sandbox_devices(&h.sim));
+    h.spawn();
+    h.wait_ready().await;
+    h
+}
+
+fn device(h: &Harness, i: usize) -> String {
+    sandbox_devices(&h.sim)[i].clone()
+}
+
+fn reboot(device: &str) -> Value {
+    json!({"device_ids": [device]})
+}
+
+fn recording(device: &str, action: &str) -> Value {
+    json!({"action": action, "device_ids": [format!("{device}-1")]})
+}
+
+async fn done(h: &Harness, claims: &ApprovalClaims, case: &str) {
+    let response = h.execute(sign(claims, 7)).await;
+    let Some(Response::Executed(outcome)) = &response else {
+        panic!("{case}: {response:?}\n{}", h.log_text())
+    };
+    assert_eq!(outcome.kind, OutcomeKind::Done, "{case}");
+}
+
+/// The refusal the executor answers (with the audit row carrying its code), and that nothing
+/// was written by it.
+async fn refusal(h: &Harness, claims: &ApprovalClaims, case: &str) -> Refusal {
+    let before = h.writes();
+    let response = h.execute(sign(claims, 7)).await;
+    let Some(Response::Refused(refusal)) = response else {
+        panic!(
+            "{case}: expected a refusal, got {response:?}\n{}",
+            h.log_text()
+        )
+    };
+    assert_eq!(h.writes(), before, "{case}: nothing written");
+    assert!(
+        h.audit_rows()
+            .iter()
+            .any(|r| r.1 == "refused" && r.2 == refusal.code()),
+        "{case}: an audit row with reason {}",
+        refusal.code()
+    );
+    refusal
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn stop_then_reboot_waits_out_the_cooldown_across_a_restart() {
+    let mut h = started().await;
+    let dev = device(&h, 0);
+    assert!(h.sim.set_recording("sandbox", &format!("{dev}-1"), true));
+    let stop = h.claims("batch_recording", &recording(&dev, "stop")).await;
+    done(&h, &stop, "the stop").await;
+    assert_eq!(h.writes(), 1);
+
+    let cooling =
+        |r: &Refusal| matches!(r, Refusal::CoolingDown { minutes } if (1..=10).contains(minutes));
+    let restart = h.claims("batch_reboot", &reboot(&dev)).await;
+    let r = refusal(&h, &restart, "reboot right after the stop").await;
+    assert!(cooling(&r), "{r:?}");
+
+    // Another device is not held by this one's cooldown.
+    let other = device(&h, 1);
+    for channel in 1..=8 {
+        h.sim
+            .set_recording("sandbox", &format!("{other}-{channel}"), false);
+    }
+    let elsewhere = h.claims("batch_reboot", &reboot(&other)).await;
+    done(&h, &elsewhere, "a reboot of another device").await;
+    assert_eq!(h.writes(), 2);
+
+    // The cooldown is kept in the store, not in memory.
+    h.restart().await;
+    let again = h.claims("batch_reboot", &reboot(&dev)).await;
+    let r = refusal(&h, &again, "reboot after a restart").await;
+    assert!(cooling(&r), "{r:?}");
+
+    // Eleven minutes on (the executor's clock moved, the approval made on that clock), the
+    // reboot runs.
+    h.kill();
+    h.spawn_under_faketime("+11m").await;
+    let later = h.claims("batch_reboot", &reboot(&dev)).await;
+    done(&h, &shifted(&later, 660), "reboot after the cooldown").await;
+    assert_eq!(h.writes(), 3);
+    let writes = h.sim.writes();
+    assert_eq!(writes[2].tool, "batch_reboot");
+    assert_eq!(writes[2].arguments, reboot(&dev));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_twenty_first_write_in_an_hour_is_refused() {
+    let h = started().await;
+    let devices = sandbox_devices(&h.sim);
+    // Starts are not disruptive, so only the hourly cap (default 20) can hold them.
+    for i in 0..20 {
+        let c = h
+            .claims(
+                "batch_recording",
+                &recording(&devices[i % devices.len()], "start"),
+            )
+            .await;
+        done(&h, &c, &format!("write {}", i + 1)).await;
+    }
+    assert_eq!(h.writes(), 20);
+    let c = h
+        .claims("batch_recording", &recording(&devices[0], "start"))
+        .await;
+    assert_eq!(
+        refusal(&h, &c, "the 21st write").await,
+        Refusal::HourlyLimit { limit: 20 }
+    );
+    assert_eq!(h.writes(), 20);
+    // Status says so ahead of time.
+    let Some(Response::Status(status)) = h.request(&Request::Status).await else {
+        panic!("no status")
+    };
+    assert_eq!(status.limits.writes_per_hour, 20);
+    assert_eq!(status.limits.writes_last_hour, 20);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_disruptive_change_to_an_offline_device_is_refused() {
+    let h = started().await;
+    let dev = device(&h, 0);
+    assert!(h.sim.set_online("sandbox", &dev, false));
+    let c = h.claims("batch_reboot", &reboot(&dev)).await;
+    assert_eq!(refusal(&h, &c, "offline reboot").await, Refusal::Offline);
+    assert_eq!(h.writes(), 0);
+}
+
+/// A recorder-status answer giving channel 1 of `device` this `recording_status` (or none).
+fn recorder_status_with(device: &str, recording_status: Option<Value>) -> String {
+    let mut channel = json!({"name": "Lectern"});
+    if let Some(status) = recording_status {
+        channel["recording_status"] = status;
+    }
+    json!({"devices": {device: {"channels": {"1": channel}}}}).to_string()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn every_recorder_state_but_a_clear_stop_counts_as_recording() {
+    let h = started().await;
+    let dev = device(&h, 0);
+    let cases = [
+        ("paused", Some(json!({"state": "paused"}))),
+        ("starting", Some(json!({"state": "starting"}))),
+        ("stopping", Some(json!({"state": "stopping"}))),
+        ("unknown", Some(json!({"state": "unknown"}))),
+        ("a state never seen", Some(json!({"state": "calibrating"}))),
+        ("missing", Some(json!({}))),
+        ("no recording status", None),
+    ];
+    for (case, status) in cases {
+        h.sim.set_fault(
+            "get_recorder_status_for_devices",
+            Fault::Text(recorder_status_with(&dev, status)),
+        );
+        let c = h.claims("batch_reboot", &reboot(&dev)).await;
+        assert_eq!(refusal(&h, &c, case).await, Refusal::Recording, "{case}");
+    }
+    assert_eq!(h.writes(), 0);
+    // Positive control: the same answer saying "stopped" lets the reboot through.
+    h.sim.set_fault(
+        "get_recorder_status_for_devices",
+        Fault::Text(recorder_status_with(
+            &dev,
+            Some(json!({"state": "stopped"})),
+        )),
+    );
+    let c = h.claims("batch_reboot", &reboot(&dev)).await;
+    done(&h, &c, "stopped").await;
+    assert_eq!(h.writes(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_online_target_left_out_of_recorder_status_is_a_failed_read() {
+    let h = started().await;
+    let dev = device(&h, 0);
+    let c = h.claims("batch_reboot", &reboot(&dev)).await;
+    h.sim.set_fault(
+        "get_recorder_status_for_devices",
+        Fault::Text(json!({"devices": {}}).to_string()),
+    );
+    assert_eq!(refusal(&h, &c, "left out").await, Refusal::ReadFailed);
+    assert_eq!(h.writes(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_event_with_no_end_blocks_for_four_hours_after_its_start() {
+    let h = started().await;
+    let dev = device(&h, 0);
+    let hearing = |ago: SignedDuration| json!({"id": "hearing-1", "title": "Hearing", "start": (h.sim.now() - ago).to_string()});
+    assert!(h.sim.set_event(
+        "sandbox",
+        &dev,
+        hearing(SignedDuration::from_mins(3 * 60 + 59))
+    ));
+    let c = h.claims("batch_reboot", &reboot(&dev)).await;
+    assert_eq!(
+        refusal(&h, &c, "3 h 59 min after the start").await,
+        Refusal::EventLive
+    );
+    assert!(h.sim.set_event(
+        "sandbox",
+        &dev,
+        hearing(SignedDuration::from_mins(4 * 60 + 1))
+    ));
+    let c = h.claims("batch_reboot", &reboot(&dev)).await;
+    done(&h, &c, "4 h 1 min after the start").await;
+    assert_eq!(h.writes(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_approval_that_expires_during_a_slow_read_is_refused_at_the_write() {
+    let h = started().await;
+    let dev = device(&h, 0);
+    let mut c = h.claims("batch_recording", &recording(&dev, "start")).await;
+    // Valid when it arrives, for two seconds; the last read takes three.
+    c.expires_at = fleetwatch_e2e::now() + 2;
+    h.sim
+        .set_fault("get_recorder_status_for_devices", Fault::DelayMs(3_000));
+    let r = refusal(&h, &c, "expired during the reads").await;
+    assert!(
+        matches!(r, Refusal::ExpiredAtWrite { late_secs } if late_secs <= 3),
+        "{r:?}"
+    );
+    assert!(r.message().contains("s past its expiry"), "{}", r.message());
+    assert_eq!(h.writes(), 0);
+    assert_eq!(
+        h.execution_state(&c.approval_id).as_deref(),
+        Some("refused")
+    );
+}
+
+fn executions(h: &Harness) -> i64 {
+    let conn = rusqlite::Connection::open(h.state.join("executor.db")).expect("db");
+    conn.query_row("SELECT COUNT(*) FROM executions", [], |r| r.get(0))
+        .expect("count")
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn over_long_claims_leave_one_bounded_audit_row_and_nothing_else() {
+    let h = started().await;
+    let dev = device(&h, 0);
+    let base = h.claims("batch_reboot", &reboot(&dev)).await;
+    let long = "a".repeat(40_000);
+    let cases: Vec<(&str, ApprovalClaims)> = vec![
+        (
+            "an over-long target",
+            ApprovalClaims {
+                approval_id: fleetwatch_e2e::random_id(),
+                targets: vec![format!("{dev}{long}")],
+                ..base.clone()
+            },
+        ),
+        (
+            "a target that is not a device ID",
+            ApprovalClaims {
+                approval_id: fleetwatch_e2e::random_id(),
+                targets: vec!["../../etc/passwd".into()],
+                ..base.clone()
+            },
+        ),
+        (
+            "an over-long tool name",
+            ApprovalClaims {
+                approval_id: fleetwatch_e2e::random_id(),
+                tool: format!("batch_reboot{long}"),
+                ..base.clone()
+            },
+        ),
+        (
+            "over-long arguments",
+            ApprovalClaims {
+                approval_id: fleetwatch_e2e::random_id(),
+                arguments: format!("{{\"device_ids\":[\"{dev}\"],\"x\":\"{long}\"}}"),
+                ..base.clone()
+            },
+        ),
+    ];
+    for (case, claims) in cases {
+        let rows = h.audit_rows().len();
+        let before = executions(&h);
+        assert_eq!(
+            refusal(&h, &claims, case).await,
+            Refusal::ClaimTooLong,
+            "{case}"
+        );
+        assert_eq!(executions(&h), before, "{case}: no execution row");
+        assert_eq!(
+            h.execution_state(&claims.approval_id),
+            None,
+            "{case}: no nonce"
+        );
+        let audit = h.audit_rows();
+        assert_eq!(audit.len(), rows + 1, "{case}: one audit row");
+        let row = audit.last().expect("a row");
+        let size = row.1.len() + row.2.len() + row.3.len() + row.4.len();
+        assert!(size < 1024, "{case}: the row is {size} bytes: {row:?}");
+        assert!(!row.4.contains("aaaa"), "{case}: {row:?}");
+    }
+    assert_eq!(h.writes(), 0);
+    // Positive control: the same claims, unaltered, run.
+    done(&h, &base, "the claims as described").await;
+}
