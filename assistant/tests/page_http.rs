@@ -2317,3 +2317,62 @@ async fn sixteen_second_approvals_at_once_send_one_execute() {
     assert_eq!(e.executes(), 1);
     assert_eq!(e.status(id), Status::Executed);
 }
+
+#[tokio::test]
+async fn the_executors_limits_leave_only_deny_and_say_until_when() {
+    use fleetwatch_protocol::wire::{Cooling, LimitsReport};
+    let e = env().await;
+    let cookie = e.login().await;
+    let now = now_secs();
+    let limits = |writes_last_hour: u32, cooling: Vec<Cooling>| LimitsReport {
+        cooldown_minutes: 10,
+        writes_per_hour: 20,
+        writes_last_hour,
+        open_event_minutes: 240,
+        cooling,
+    };
+    // Courtroom was changed four minutes ago: a reboot of it waits until six minutes on.
+    let until = now + 6 * 60;
+    e.world.lock().unwrap().limits = limits(
+        1,
+        vec![Cooling {
+            device: DEV_A.into(),
+            changed_at: now - 4 * 60,
+            until,
+        }],
+    );
+    let at = jiff::Timestamp::from_second(until)
+        .unwrap()
+        .strftime("%H:%M")
+        .to_string();
+    e.propose("batch_reboot", json!({"device_ids": [DEV_A]}), "x");
+    let (_, spanish) = e.get(&cookie, "es").await;
+    assert!(
+        spanish.contains("Courtroom tuvo un cambio disruptivo")
+            && spanish.contains(&format!("el ejecutor rechazará otro hasta las {at} UTC")),
+        "{spanish}"
+    );
+    assert!(!spanish.contains("action=\"/approve\""));
+    assert_deny_only(
+        &e,
+        &cookie,
+        &format!("4 min ago; the executor will refuse another until {at} UTC"),
+    )
+    .await;
+    // A calm change to the same device is not held by the cooldown.
+    e.propose("batch_recording", record(&format!("{DEV_A}-1")), "x");
+    let html = e.card(&cookie).await;
+    assert!(html.contains("action=\"/approve\""), "{html}");
+    let deny = form(&html, "/deny");
+    assert_eq!(e.post("/deny", &cookie, &deny).await.0, 303);
+    // At the hourly cap, every change waits.
+    e.world.lock().unwrap().limits = limits(20, Vec::new());
+    e.propose("batch_recording", record(&format!("{DEV_A}-1")), "x");
+    assert_deny_only(
+        &e,
+        &cookie,
+        "The executor has made 20 changes in the last hour, its limit of 20",
+    )
+    .await;
+    assert_eq!(e.executes(), 0);
+}

@@ -119,17 +119,57 @@ pub async fn doctor(config: &Config) -> Vec<Line> {
     lines.push(running(config));
     lines.push(sign_in(config).await);
     match context::open_store(config) {
-        Err(e) => lines.push(line(Level::Fail, "state folder", e.to_string())),
-        Ok(_store) => {
+        Err(e) => {
+            lines.push(line(Level::Fail, "state folder", e.to_string()));
+            lines.push(limits(config, None));
+        }
+        Ok(store) => {
             lines.push(line(
                 Level::Ok,
                 "state folder",
                 config.state_dir.display().to_string(),
             ));
             lines.extend(database(config));
+            lines.push(limits(config, Some(&store)));
         }
     }
     lines
+}
+
+/// The limits no signature lifts (DESIGN §10), with where they stand now when the store can
+/// be read: writes in the last hour and the devices still cooling down.
+fn limits(config: &Config, store: Option<&store::Store>) -> Line {
+    let l = &config.limits;
+    let mut text = format!(
+        "cooldown {} min per device after a disruptive change; at most {} writes an hour; an \
+         event with no end counts as on for {} h after its start",
+        l.cooldown_minutes,
+        l.writes_per_hour,
+        l.open_event_minutes / 60
+    );
+    let Some(store) = store else {
+        return line(Level::Ok, "limits", text);
+    };
+    match store.limits_now(i64::from(l.cooldown_minutes) * 60) {
+        Ok((recent, resting)) => {
+            text.push_str(&format!("; {recent} write(s) in the last hour"));
+            if !resting.is_empty() {
+                let names: Vec<&str> = resting.iter().map(|r| r.device.as_str()).collect();
+                text.push_str(&format!("; cooling down: {}", names.join(", ")));
+            }
+            let level = if recent >= l.writes_per_hour {
+                Level::Warn
+            } else {
+                Level::Ok
+            };
+            line(level, "limits", text)
+        }
+        Err(e) => line(
+            Level::Fail,
+            "limits",
+            format!("{text}; the store could not be read: {e}"),
+        ),
+    }
 }
 
 /// Whether approvals are bound to a person: the enrolled passkeys, where their assertions must

@@ -81,6 +81,30 @@ async fn stop_then_reboot_waits_out_the_cooldown_across_a_restart() {
     let r = refusal(&h, &restart, "reboot right after the stop").await;
     assert!(cooling(&r), "{r:?}");
 
+    // Status and doctor say so ahead of time.
+    let Some(Response::Status(status)) = h.request(&Request::Status).await else {
+        panic!("no status")
+    };
+    assert_eq!(status.limits.cooldown_minutes, 10);
+    let cooling_now: Vec<_> = status.limits.cooling.iter().map(|c| &c.device).collect();
+    assert_eq!(cooling_now, [&dev]);
+    let entry = &status.limits.cooling[0];
+    assert_eq!(entry.until - entry.changed_at, 600);
+    let doctor = String::from_utf8_lossy(&h.cli(&["doctor"], None).stdout).into_owned();
+    let line = doctor
+        .lines()
+        .find(|l| l.contains("limits:"))
+        .unwrap_or_else(|| panic!("no limits line:\n{doctor}"));
+    for part in [
+        "cooldown 10 min",
+        "at most 20 writes an hour",
+        "4 h after its start",
+        "1 write(s) in the last hour",
+        &format!("cooling down: {dev}"),
+    ] {
+        assert!(line.contains(part), "{part:?} in {line}");
+    }
+
     // Another device is not held by this one's cooldown.
     let other = device(&h, 1);
     for channel in 1..=8 {

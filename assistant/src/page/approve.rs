@@ -215,7 +215,10 @@ pub async fn show(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
         .executor
         .describe(&first.tool, &first.arguments)
         .await;
-    let card = card::build(lang, &first, &described, &app.deps.policy);
+    let mut card = card::build(lang, &first, &described, &app.deps.policy);
+    if let Some(status) = &status {
+        card::hold_limits(&mut card, lang, &status.limits, jiff::Timestamp::now());
+    }
     let digest = card.binding.digest();
     let tag = hex(&sessions::tag(&session));
     let needed = passkeys_needed(status.as_ref(), &first.tool, card.disruptive);

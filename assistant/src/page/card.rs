@@ -9,7 +9,7 @@
 use fleetwatch_protocol::canonical;
 use fleetwatch_protocol::fleet::RoomBlock;
 use fleetwatch_protocol::policy::{ChannelRef, Policy, Validated};
-use fleetwatch_protocol::wire::{Description, DeviceFacts};
+use fleetwatch_protocol::wire::{Description, DeviceFacts, LimitsReport};
 use serde_json::Value;
 use sha2::{Digest as _, Sha256};
 use unicode_general_category::{GeneralCategory, get_general_category};
@@ -411,6 +411,51 @@ pub fn build(
     }
     card.deny_only = deny;
     card
+}
+
+/// What the executor's limits (its `Status`) say of this card ahead of time: a disruptive
+/// change to a device still cooling down after its last one, or any change once the hourly cap
+/// is reached, is refused there, so the card offers only Deny and says until when. The
+/// executor decides in any case; this only spares the operator a refusal.
+pub fn hold_limits(card: &mut Card, lang: Lang, limits: &LimitsReport, now: jiff::Timestamp) {
+    if card.disruptive {
+        for target in &card.targets {
+            let Some(cooling) = limits.cooling.iter().find(|c| c.device == target.id) else {
+                continue;
+            };
+            let (Ok(changed), Ok(until)) = (
+                jiff::Timestamp::from_second(cooling.changed_at),
+                jiff::Timestamp::from_second(cooling.until),
+            ) else {
+                continue;
+            };
+            if until <= now {
+                continue;
+            }
+            let words_lang = match lang {
+                Lang::En => fleetwatch_words::Lang::En,
+                Lang::Es => fleetwatch_words::Lang::Es,
+            };
+            let ago = fleetwatch_words::time::relative(changed.min(now), now, words_lang);
+            card.deny_only.push(lang.f(
+                "deny.cooling",
+                &[
+                    ("device", &target.name),
+                    ("ago", &ago),
+                    ("time", &fleetwatch_words::time::clock(until, now)),
+                ],
+            ));
+        }
+    }
+    if limits.writes_last_hour >= limits.writes_per_hour {
+        card.deny_only.push(lang.f(
+            "deny.hourly",
+            &[
+                ("n", &limits.writes_last_hour.to_string()),
+                ("limit", &limits.writes_per_hour.to_string()),
+            ],
+        ));
+    }
 }
 
 /// Names and effects for what the arguments point at.

@@ -377,6 +377,14 @@ pub const EN: &[(&str, &str)] = &[
         "Device {id} is not on the sandbox team's device list.",
     ),
     (
+        "deny.cooling",
+        "{device} had a disruptive change (a restart, a firmware update or a stopped recording) {ago}; the executor will refuse another until {time}.",
+    ),
+    (
+        "deny.hourly",
+        "The executor has made {n} changes in the last hour, its limit of {limit}, so it would refuse this; try again later.",
+    ),
+    (
         "deny.not_allowlisted",
         "Device {id} is not on the write allowlist.",
     ),
@@ -433,7 +441,7 @@ pub const EN: &[(&str, &str)] = &[
     ),
     (
         "window.recording",
-        "{device} is recording now, so the executor would refuse this.",
+        "{device} is recording, or its recorder state is not clearly stopped, so the executor would refuse this.",
     ),
     (
         "window.live",
@@ -800,6 +808,14 @@ pub const ES: &[(&str, &str)] = &[
         "El equipo {id} no está en la lista de equipos del equipo de pruebas.",
     ),
     (
+        "deny.cooling",
+        "{device} tuvo un cambio disruptivo (un reinicio, una actualización de firmware o una grabación parada) {ago}; el ejecutor rechazará otro hasta las {time}.",
+    ),
+    (
+        "deny.hourly",
+        "El ejecutor ha hecho {n} cambios en la última hora, su límite de {limit}, así que rechazaría este; inténtelo más tarde.",
+    ),
+    (
         "deny.not_allowlisted",
         "El equipo {id} no está en la lista de equipos autorizados para cambios.",
     ),
@@ -856,7 +872,7 @@ pub const ES: &[(&str, &str)] = &[
     ),
     (
         "window.recording",
-        "{device} está grabando ahora, así que el ejecutor lo rechazaría.",
+        "{device} está grabando, o el estado de su grabador no es claramente parado, así que el ejecutor lo rechazaría.",
     ),
     (
         "window.live",
