@@ -273,7 +273,7 @@ impl Store {
     /// Holds the limits for one execution whose nonce is stored, in one transaction: fewer
     /// than `per_hour` other writes (done, failed, unknown or in flight; not refused) started
     /// in the last hour, and, for a disruptive change, no target with a disruptive write in
-    /// the last `cooldown_secs`. Then records the targets, so the next change sees this one.
+    /// the last `cooldown_secs`; a disruptive change then records its targets, so the next sees it.
     /// Both survive a restart: they are read from the executions table, never from memory.
     pub fn reserve(
         &self,
@@ -284,7 +284,17 @@ impl Store {
         per_hour: u32,
     ) -> Result<(), LimitError> {
         let result = self.with(|conn| {
-            let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+            // Every execution's nonce row is committed before its limits are checked, so the
+            // count below sees every change in flight without a write of its own: a calm
+            // change costs one read, no commit. A disruptive one records its targets in the
+            // same immediate transaction as the check, so of two at once on one device the
+            // second sees the first.
+            let behavior = if disruptive {
+                rusqlite::TransactionBehavior::Immediate
+            } else {
+                rusqlite::TransactionBehavior::Deferred
+            };
+            let tx = conn.transaction_with_behavior(behavior)?;
             let t = now();
             let id = approval_id.to_vec();
             let recent: i64 = tx.query_row(
@@ -314,11 +324,15 @@ impl Store {
                     }
                 }
             }
+            if !disruptive {
+                // Nothing written: ending the read transaction costs no sync.
+                return tx.commit().map(Ok);
+            }
             for target in targets {
                 tx.execute(
                     "INSERT OR IGNORE INTO execution_targets (approval_id, device_id, disruptive)
-                     VALUES (?1, ?2, ?3)",
-                    params![id, target, disruptive],
+                     VALUES (?1, ?2, 1)",
+                    params![id, target],
                 )?;
             }
             tx.commit().map(Ok)

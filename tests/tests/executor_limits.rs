@@ -349,3 +349,28 @@ async fn over_long_claims_leave_one_bounded_audit_row_and_nothing_else() {
     // Positive control: the same claims, unaltered, run.
     done(&h, &base, "the claims as described").await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sixteen_reboots_of_one_device_at_once_make_one_write() {
+    let h = started().await;
+    let dev = device(&h, 0);
+    let base = h.claims("batch_reboot", &reboot(&dev)).await;
+    let approvals: Vec<ApprovalClaims> = (0..16)
+        .map(|_| ApprovalClaims {
+            approval_id: fleetwatch_e2e::random_id(),
+            ..base.clone()
+        })
+        .collect();
+    let answers =
+        futures_util::future::join_all(approvals.iter().map(|c| h.execute(sign(c, 7)))).await;
+    let done = answers
+        .iter()
+        .filter(|a| matches!(a, Some(Response::Executed(o)) if o.kind == OutcomeKind::Done))
+        .count();
+    let cooling = answers
+        .iter()
+        .filter(|a| matches!(a, Some(Response::Refused(Refusal::CoolingDown { .. }))))
+        .count();
+    assert_eq!((done, cooling), (1, 15), "{answers:?}");
+    assert_eq!(h.writes(), 1);
+}
