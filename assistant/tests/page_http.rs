@@ -337,7 +337,12 @@ async fn prepare(
         passkeys_enrolled: 0,
         assertions: Vec::new(),
         quorums: Vec::new(),
-        limits: fleetwatch_protocol::wire::LimitsReport::default(),
+        limits: fleetwatch_protocol::wire::LimitsReport {
+            cooldown_minutes: 10,
+            writes_per_hour: 20,
+            open_event_minutes: 240,
+            ..fleetwatch_protocol::wire::LimitsReport::default()
+        },
     }));
     let socket = dir.path().join("executor.sock");
     serve_executor(&socket, world.clone(), policy.clone()).await;

@@ -447,7 +447,8 @@ pub fn hold_limits(card: &mut Card, lang: Lang, limits: &LimitsReport, now: jiff
             ));
         }
     }
-    if limits.writes_last_hour >= limits.writes_per_hour {
+    // A cap of 0 is not one the executor can set (1..=10000): nothing reported, nothing held.
+    if limits.writes_per_hour > 0 && limits.writes_last_hour >= limits.writes_per_hour {
         card.deny_only.push(lang.f(
             "deny.hourly",
             &[
