@@ -85,6 +85,7 @@ pub async fn run(config: &Config) -> Vec<Check> {
     }
     out.push(redaction_self_test());
     out.push(sign_in(config));
+    out.extend(sign_in_scopes(config, env_lang()));
     out.extend(state_files(config));
     out.push(if config.fence.configured() {
         check(
@@ -220,6 +221,64 @@ fn sign_in(config: &Config) -> Check {
         }
         Err(e) => check(Level::Fail, "sign-in", e.to_string()),
     }
+}
+
+/// The language of the person at the terminal, from `LC_ALL`, `LC_MESSAGES` or `LANG` (the
+/// first one set): Spanish for `es…`, English otherwise.
+fn env_lang() -> fleetwatch_words::Lang {
+    let tag = ["LC_ALL", "LC_MESSAGES", "LANG"]
+        .iter()
+        .filter_map(|v| std::env::var(v).ok())
+        .find(|v| !v.trim().is_empty())
+        .unwrap_or_default();
+    if tag.to_ascii_lowercase().starts_with("es") {
+        fleetwatch_words::Lang::Es
+    } else {
+        fleetwatch_words::Lang::En
+    }
+}
+
+/// The normal sign-in must only read: a scope granted to it that does not say it only reads
+/// could let a compromised assistant write to the fleet around the executor.
+fn sign_in_scopes(config: &Config, lang: fleetwatch_words::Lang) -> Option<Check> {
+    let slot = crate::login::slot(config);
+    let scopes = slot.scopes().ok().flatten()?;
+    let writing: Vec<&str> = scopes
+        .iter()
+        .map(String::as_str)
+        .filter(|s| !fleetwatch_signin::scopes::is_read_only(s))
+        .collect();
+    let shown = fleetwatch_signin::scopes::shown(&scopes);
+    Some(if writing.is_empty() {
+        check(
+            Level::Ok,
+            "sign-in scopes",
+            match lang {
+                fleetwatch_words::Lang::En => format!("the normal sign-in only reads ({shown})"),
+                fleetwatch_words::Lang::Es => {
+                    format!("la sesión normal solo lee ({shown})")
+                }
+            },
+        )
+    } else {
+        let writing = writing.join(" ");
+        check(
+            Level::Warn,
+            "sign-in scopes",
+            match lang {
+                fleetwatch_words::Lang::En => format!(
+                    "the normal sign-in holds {writing}, which may be able to change devices \
+                     without the executor; sign in again with `fleetwatch login` (it asks only \
+                     for reading) as an Epiphan user who can only view"
+                ),
+                fleetwatch_words::Lang::Es => format!(
+                    "la sesión normal tiene {writing}, que quizá pueda cambiar equipos sin pasar \
+                     por el ejecutor; vuelva a iniciar sesión con `fleetwatch login` (solo pide \
+                     lectura) como un usuario de Epiphan que solo pueda ver"
+                ),
+            },
+        )
+    })
 }
 
 fn state_files(config: &Config) -> Vec<Check> {

@@ -6,7 +6,7 @@
 use std::io::{IsTerminal as _, Read as _};
 use std::path::Path;
 
-use fleetwatch_signin::{LoginOptions, Secret, SignInError, Slot, SlotStatus};
+use fleetwatch_signin::{Access, LoginOptions, Secret, SignInError, Slot, SlotStatus};
 
 use crate::config::Config;
 use crate::reads::{ReadError, TOKEN_FILE};
@@ -53,10 +53,14 @@ pub fn status_line(config: &Config) -> (bool, String) {
 }
 
 /// `fleetwatch login`: a token piped on standard input is stored as a static token;
-/// otherwise (a terminal, or nothing piped) the OAuth sign-in runs.
+/// otherwise (a terminal, or nothing piped) the OAuth sign-in runs, asking only for scopes that
+/// read. Either way the new sign-in is written beside the live slot, checked there (it must
+/// be a usable sign-in), and only then put in place: a login that fails or is refused part-way leaves
+/// the sign-in in use as it was.
 pub async fn login(config: &Config) -> Result<String, String> {
     create_state_dir(&config.state_dir)?;
     let slot = slot(config);
+    let staged = slot.staging();
     let mut text = String::new();
     if !std::io::stdin().is_terminal() {
         std::io::stdin()
@@ -66,29 +70,60 @@ pub async fn login(config: &Config) -> Result<String, String> {
     }
     let bare = text.trim();
     let bare = bare.strip_prefix("Bearer ").unwrap_or(bare);
-    if !bare.is_empty() {
+    let how = if bare.is_empty() {
+        let options = LoginOptions::from_env(
+            &config.epiphan_url,
+            config.allow_loopback_http,
+            "Fleetwatch assistant (read sign-in)",
+            Access::Read,
+        )
+        .map_err(|e| e.to_string())?;
+        fleetwatch_signin::login(&staged, &options)
+            .await
+            .map_err(|e| kept_old(&staged, &slot, e.to_string()))?;
+        "OAuth"
+    } else {
         let token =
             Secret::new(bare).ok_or("the token is empty or holds spaces or control characters")?;
-        slot.store_static(&token).await.map_err(|e| e.to_string())?;
-        return Ok(format!(
-            "sign-in stored in {} (mode 0600, static token)",
-            slot.path().display()
-        ));
+        staged
+            .store_static(&token)
+            .await
+            .map_err(|e| kept_old(&staged, &slot, e.to_string()))?;
+        "static token"
+    };
+    // Checked without a network call (a refresh now would spend the new refresh token).
+    match staged.status() {
+        Ok(SlotStatus::Static | SlotStatus::SignedIn { .. }) => {}
+        Ok(other) => {
+            return Err(kept_old(
+                &staged,
+                &slot,
+                format!("the new sign-in is not usable ({other})"),
+            ));
+        }
+        Err(e) => return Err(kept_old(&staged, &slot, e.to_string())),
     }
-    let options = LoginOptions::from_env(
-        &config.epiphan_url,
-        config.allow_loopback_http,
-        "Fleetwatch assistant (read sign-in)",
-    )
-    .map_err(|e| e.to_string())?;
-    fleetwatch_signin::login(&slot, &options)
+    slot.adopt(&staged)
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| kept_old(&staged, &slot, e.to_string()))?;
     let state = slot.status().map(|s| s.to_string()).unwrap_or_default();
     Ok(format!(
-        "sign-in stored in {} (mode 0600); {state}",
+        "sign-in ({how}) stored in {} (mode 0600); {state}",
         slot.path().display()
     ))
+}
+
+/// Removes a refused new sign-in and says that the one in use stays.
+fn kept_old(staged: &Slot, slot: &Slot, why: String) -> String {
+    if let Err(e) = std::fs::remove_file(staged.path())
+        && e.kind() != std::io::ErrorKind::NotFound
+    {
+        tracing::warn!(path = %staged.path().display(), error = %e, "could not remove the refused sign-in");
+    }
+    format!(
+        "{why}; the sign-in in {} (if any) is unchanged",
+        slot.path().display()
+    )
 }
 
 /// `fleetwatch logout`: deletes the normal sign-in's slot (only that one).

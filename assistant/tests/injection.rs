@@ -110,6 +110,7 @@ async fn a_model_obeying_injected_names_stores_nothing_outside_policy_and_fence(
     let mut sim_config = SimConfig::demo();
     sim_config.now = Some(NOW.parse().unwrap());
     sim_config.teams[0] = TeamConfig {
+        view_only: false,
         name: "normal".into(),
         token: "normal-token".into(),
         source: TeamSource::Replay(team_dir.path().to_path_buf()),

@@ -1,8 +1,9 @@
 //! `login --sandbox` and `logout --sandbox`: sign in (OAuth in a browser, or a static token)
-//! or forget the sandbox sign-in. A sign-in is
-//! kept only if the sandbox team lists devices and shares none with the normal sign-in's
-//! known devices; otherwise it is deleted again, because writes through a sign-in that
-//! can reach the production fleet would defeat the fence.
+//! or forget the sandbox sign-in. A new sign-in is written beside the live one and put in
+//! place only if the sandbox team lists devices and shares none with the normal sign-in's
+//! known devices (a list that must itself name some); otherwise it is deleted and the sign-in
+//! in use stays as it was, because writes through a sign-in that can reach the production
+//! fleet would defeat the fence.
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -14,7 +15,7 @@ use crate::config::Config;
 use crate::context;
 use crate::epiphan::{self, Epiphan};
 use crate::{reads, slot};
-use fleetwatch_signin::{LoginOptions, Secret};
+use fleetwatch_signin::{Access, LoginOptions, Secret};
 
 /// The assistant's export of the devices its normal sign-in can see.
 #[derive(Debug, Deserialize)]
@@ -23,7 +24,7 @@ struct KnownDevices {
     device_ids: Vec<String>,
 }
 
-/// Why the sign-in was refused (and forgotten).
+/// Why the new sign-in was refused (and forgotten; the one in use stays).
 #[derive(Debug, thiserror::Error)]
 pub enum LoginError {
     /// Setup problem before anything was stored.
@@ -31,19 +32,19 @@ pub enum LoginError {
     Setup(String),
     /// The sandbox team's device list could not be read.
     #[error(
-        "could not read the sandbox team's devices ({0}); the token was not kept. Check the token and FLEETWATCH_EPIPHAN_URL, then try again"
+        "could not read the sandbox team's devices ({0}); the new sign-in was not kept and the one in use (if any) is unchanged. Check the token and FLEETWATCH_EPIPHAN_URL, then try again"
     )]
     Read(String),
     /// The sandbox team lists no devices.
     #[error(
-        "the sandbox team lists no devices; the token was not kept. Sign in with a sandbox team that has at least one device"
+        "the sandbox team lists no devices; the new sign-in was not kept and the one in use (if any) is unchanged. Sign in with a sandbox team that has at least one device"
     )]
     Empty,
     /// The OAuth sign-in did not complete; nothing was stored.
     #[error("{0}")]
     SignIn(String),
     /// The sandbox shares devices with the normal sign-in.
-    #[error("the sandbox team shares {} device(s) with the normal sign-in ({}); the token was not kept. Use a separate sandbox team", .0.len(), .0.join(", "))]
+    #[error("the sandbox team shares {} device(s) with the normal sign-in ({}); the new sign-in was not kept and the one in use (if any) is unchanged. Use a separate sandbox team", .0.len(), .0.join(", "))]
     Overlap(Vec<String>),
 }
 
@@ -60,6 +61,12 @@ fn read_known(path: &Path) -> Result<BTreeSet<String>, LoginError> {
     }
     let text = std::fs::read_to_string(path).map_err(|e| setup(e.to_string()))?;
     let known: KnownDevices = serde_json::from_str(&text).map_err(|e| setup(e.to_string()))?;
+    if known.device_ids.is_empty() {
+        // An empty list would let any team pass the overlap check, the production one too.
+        return Err(setup(
+            "lists no devices, so the overlap check would pass for any team".into(),
+        ));
+    }
     Ok(known.device_ids.into_iter().collect())
 }
 
@@ -71,8 +78,9 @@ pub enum Source {
     Static(String),
 }
 
-/// Signs in (OAuth or a static token), checks the sandbox team, and forgets the new sign-in on
-/// any refusal.
+/// Signs in (OAuth or a static token) into a slot beside the live one, checks the sandbox team
+/// through it, and only then puts it in place. A refusal removes the new sign-in and leaves the
+/// one in use (if any) as it was, byte for byte, so a running executor keeps working.
 pub async fn login(
     config: &Config,
     source: Source,
@@ -83,13 +91,15 @@ pub async fn login(
         .map_err(|e| LoginError::Setup(e.to_string()))?;
     let store = context::open_store(config).map_err(|e| LoginError::Setup(e.to_string()))?;
     let slot = slot::slot(config);
+    let staged = slot.staging();
     let path = config.token_slot();
     let how = match source {
         Source::Static(text) => {
             let token = Secret::new(&text).ok_or_else(|| {
                 LoginError::Setup("the token is empty or holds characters a token cannot".into())
             })?;
-            slot.store_static(&token)
+            staged
+                .store_static(&token)
                 .await
                 .map_err(|e| LoginError::Setup(e.to_string()))?;
             "static token"
@@ -99,16 +109,18 @@ pub async fn login(
                 &config.epiphan_url,
                 config.allow_loopback_http,
                 "Fleetwatch executor (sandbox sign-in)",
+                Access::Write,
             )
             .map_err(|e| LoginError::Setup(e.to_string()))?;
-            if let Err(e) = fleetwatch_signin::login(&slot, &options).await {
+            if let Err(e) = fleetwatch_signin::login(&staged, &options).await {
+                let _ = staged.forget().await;
                 audit(&store, "sign_in_failed", String::new());
                 return Err(LoginError::SignIn(e.to_string()));
             }
             "OAuth"
         }
     };
-    let verdict = match slot.bearer().await {
+    let verdict = match staged.bearer().await {
         Ok(token) => check_team(config, &token, &known).await,
         Err(e) => Err(LoginError::Read(e.to_string())),
     };
@@ -118,13 +130,17 @@ pub async fn login(
         Err(LoginError::Overlap(ids)) => ("overlap", format!("shared={}", ids.len())),
         Err(_) => ("read_failed", String::new()),
     };
-    if verdict.is_err() {
-        slot.forget().await.map_err(|e| {
-            LoginError::Setup(format!(
-                "{}: could not delete the new sign-in: {e}; delete it by hand",
-                path.display()
-            ))
-        })?;
+    let kept = match &verdict {
+        Ok(_) => slot.adopt(&staged).await,
+        Err(_) => staged.forget().await.map(|_| ()),
+    };
+    if let Err(e) = kept {
+        let _ = staged.forget().await;
+        audit(&store, "slot_failed", String::new());
+        return Err(LoginError::Setup(format!(
+            "{}: could not put the new sign-in in place: {e}",
+            path.display()
+        )));
     }
     audit(&store, reason, detail);
     let (n, team) = verdict?;

@@ -28,7 +28,7 @@ pub struct ServerInfo {
     pub token_endpoint: reqwest::Url,
     /// Dynamic client registration, when offered.
     pub registration_endpoint: Option<reqwest::Url>,
-    /// Scopes the resource says it understands (requested as given).
+    /// Scopes the resource (else its authorization server) says it understands.
     pub scopes: Vec<String>,
 }
 
@@ -222,7 +222,10 @@ pub async fn discover(mcp_url: &str, allow_loopback_http: bool) -> Result<Server
         authorization_endpoint,
         token_endpoint,
         registration_endpoint,
-        scopes: strings(&resource_meta, "scopes_supported"),
+        // The resource's list first; the authorization server's (RFC 8414) when it gives none.
+        scopes: Some(strings(&resource_meta, "scopes_supported"))
+            .filter(|s| !s.is_empty())
+            .unwrap_or_else(|| strings(&server_meta, "scopes_supported")),
     })
 }
 

@@ -140,6 +140,9 @@ pub(crate) struct Tokens {
     pub access_token: Secret,
     pub refresh_token: Option<Secret>,
     pub expires_in: Option<u64>,
+    /// The scopes granted, when the server says (RFC 6749 §5.1: it must when they differ from
+    /// those asked for). Only a short list of plain scope names is kept.
+    pub scope: Option<String>,
 }
 
 /// What a token request came to.
@@ -206,9 +209,16 @@ pub(crate) async fn token_request(
             }
         },
     };
+    let scope = json
+        .get("scope")
+        .and_then(Value::as_str)
+        .map(str::trim)
+        .filter(|s| s.len() <= 1024 && s.bytes().all(|b| b.is_ascii_graphic() || b == b' '))
+        .map(str::to_owned);
     TokenOutcome::Issued(Tokens {
         access_token,
         refresh_token,
         expires_in,
+        scope,
     })
 }

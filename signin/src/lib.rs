@@ -31,6 +31,7 @@ pub mod callback;
 pub mod discovery;
 mod http;
 pub mod login;
+pub mod scopes;
 mod secret;
 pub mod slot;
 /// The TLS provider choice lives with the MCP client core; named here too so that every
@@ -39,6 +40,7 @@ pub use fleetwatch_epiphan::tls;
 
 pub use fleetwatch_protocol::secret::Secret;
 pub use login::{LoginDone, LoginOptions, login, login_with};
+pub use scopes::Access;
 pub use slot::{Slot, SlotStatus};
 
 /// Exit code for "the sign-in is dead": `EX_CONFIG`, which the systemd units name in

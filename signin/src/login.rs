@@ -10,6 +10,7 @@ use sha2::Digest as _;
 use crate::callback::CallbackListener;
 use crate::discovery::{self, ServerInfo};
 use crate::http::{self, Field, TokenOutcome};
+use crate::scopes::{self, Access};
 use crate::slot::Record;
 use crate::{Secret, SignInError, Slot};
 
@@ -32,6 +33,8 @@ pub struct LoginOptions {
     pub client_name: String,
     /// How long to wait for the browser to come back.
     pub wait: Duration,
+    /// Read only (the normal sign-in) or write (the sandbox's): which scopes are asked for.
+    pub access: Access,
 }
 
 impl LoginOptions {
@@ -40,6 +43,7 @@ impl LoginOptions {
         mcp_url: &str,
         allow_loopback_http: bool,
         client_name: &str,
+        access: Access,
     ) -> Result<LoginOptions, SignInError> {
         let callback_port = match std::env::var("FLEETWATCH_OAUTH_CALLBACK_PORT") {
             Ok(v) if !v.trim().is_empty() => v.trim().parse::<u16>().map_err(|_| {
@@ -57,6 +61,7 @@ impl LoginOptions {
             open_browser: !no_browser,
             client_name: client_name.to_string(),
             wait: Duration::from_secs(300),
+            access,
         })
     }
 }
@@ -70,6 +75,10 @@ pub struct LoginDone {
     pub expires_at: Option<jiff::Timestamp>,
     /// Whether a refresh token was issued.
     pub renewable: bool,
+    /// The scopes asked for.
+    pub scopes_asked: Vec<String>,
+    /// The scopes granted, when the server said; by OAuth's rules, those asked for otherwise.
+    pub scopes_granted: Option<Vec<String>>,
 }
 
 /// `BASE64URL(SHA256(verifier))` (RFC 7636 S256).
@@ -189,6 +198,11 @@ pub async fn login_with(
 
     let verifier = crate::secret::random(32).map_err(SignInError::Callback)?;
     let state = crate::secret::random(32).map_err(SignInError::Callback)?;
+    let (asked, note) = scopes::requested(options.access, &info.scopes);
+    eprintln!("Scopes asked for: {}", scopes::shown(&asked));
+    if let Some(note) = note {
+        eprintln!("({note})");
+    }
     let mut url = info.authorization_endpoint.clone();
     {
         let mut q = url.query_pairs_mut();
@@ -199,8 +213,8 @@ pub async fn login_with(
             .append_pair("code_challenge_method", "S256")
             .append_pair("state", state.expose())
             .append_pair("resource", &info.resource);
-        if !info.scopes.is_empty() {
-            q.append_pair("scope", &info.scopes.join(" "));
+        if !asked.is_empty() {
+            q.append_pair("scope", &asked.join(" "));
         }
     }
     let opened = options.open_browser && open_browser(url.as_str());
@@ -232,6 +246,23 @@ pub async fn login_with(
         .expires_in
         .map(|s| now.saturating_add(i64::try_from(s).unwrap_or(i64::MAX)));
     let renewable = tokens.refresh_token.is_some();
+    let scopes_granted: Option<Vec<String>> = tokens
+        .scope
+        .as_deref()
+        .map(|s| s.split_whitespace().map(str::to_owned).collect());
+    match &scopes_granted {
+        Some(granted) => eprintln!("Scopes granted: {}", scopes::shown(granted)),
+        None => eprintln!(
+            "Scopes granted: not stated by the server (by OAuth's rules, those asked for: {})",
+            scopes::shown(&asked)
+        ),
+    }
+    let scope = Some(
+        scopes_granted
+            .clone()
+            .unwrap_or_else(|| asked.clone())
+            .join(" "),
+    );
     let mut record = Record {
         version: 1,
         generation: 0,
@@ -244,12 +275,15 @@ pub async fn login_with(
         client_secret: registered.secret,
         resource: info.resource.clone(),
         dead: None,
+        scope,
     };
     slot.store_record(&mut record).await?;
     Ok(LoginDone {
         issuer: info.issuer,
         expires_at: expires_at.and_then(|s| jiff::Timestamp::from_second(s).ok()),
         renewable,
+        scopes_asked: asked,
+        scopes_granted,
     })
 }
 

@@ -66,6 +66,9 @@ pub(crate) struct Record {
     pub resource: String,
     #[serde(default)]
     pub dead: Option<DeadMark>,
+    /// The scopes granted (space-separated): as the server said, else as asked for.
+    #[serde(default)]
+    pub scope: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -272,6 +275,7 @@ impl Slot {
                     expires_at: tokens
                         .expires_in
                         .map(|s| now.saturating_add(i64::try_from(s).unwrap_or(i64::MAX))),
+                    scope: tokens.scope.or(record.scope.clone()),
                     ..*record
                 };
                 if let Err(e) = self.write_record(&renewed) {
@@ -312,6 +316,60 @@ impl Slot {
                 }
             }
         }
+    }
+
+    /// The scopes an OAuth sign-in was granted (as the server said, else as asked for);
+    /// `None` for a static token or an OAuth sign-in stored before scopes were kept, whose
+    /// powers nothing here can tell.
+    pub fn scopes(&self) -> Result<Option<Vec<String>>, SignInError> {
+        Ok(match self.read()? {
+            Some(Content::OAuth(record)) => record
+                .scope
+                .map(|s| s.split_whitespace().map(str::to_owned).collect()),
+            _ => None,
+        })
+    }
+
+    /// A slot beside this one (`.<name>.new`, same folder, 0600) where a new sign-in is
+    /// written and checked before [`Slot::adopt`] puts it in place: until then, whoever uses
+    /// this slot keeps the sign-in it had, and a refused one never replaces it.
+    pub fn staging(&self) -> Slot {
+        let name = self
+            .path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "slot".into());
+        Slot {
+            path: self.dir().join(format!(".{name}.new")),
+            allow_loopback_http: self.allow_loopback_http,
+        }
+    }
+
+    /// Puts a checked sign-in from `staged` in place, in one rename under this slot's lock (an
+    /// OAuth record's generation moves on from the one it replaces, so a process holding the
+    /// old one sees the change), and removes the staged file.
+    pub async fn adopt(&self, staged: &Slot) -> Result<(), SignInError> {
+        let content = {
+            let _staged_lock = staged.lock().await?;
+            staged.read()?
+        };
+        let Some(content) = content else {
+            return Err(staged.slot_error("holds no sign-in to put in place"));
+        };
+        {
+            let _lock = self.lock().await?;
+            match content {
+                Content::Static(token) => self.write_bytes(token.expose().as_bytes())?,
+                Content::OAuth(mut record) => {
+                    if let Ok(Some(Content::OAuth(old))) = self.read() {
+                        record.generation = old.generation.wrapping_add(1);
+                    }
+                    self.write_record(&record)?;
+                }
+            }
+        }
+        staged.forget().await?;
+        Ok(())
     }
 
     /// Stores a static bearer token, as plain text.
@@ -547,6 +605,7 @@ mod tests {
             client_secret: None,
             resource: "http://127.0.0.1:9/mcp".into(),
             dead: None,
+            scope: None,
         }
     }
 

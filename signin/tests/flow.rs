@@ -22,6 +22,7 @@ fn options(sim: &SimHandle) -> LoginOptions {
         open_browser: false,
         client_name: "fleetwatch test".into(),
         wait: Duration::from_secs(60),
+        access: fleetwatch_signin::Access::Read,
     }
 }
 

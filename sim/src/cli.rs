@@ -82,6 +82,7 @@ pub fn parse_team(spec: &str) -> Result<TeamConfig, SimError> {
         return Err(bad());
     }
     Ok(TeamConfig {
+        view_only: false,
         name: name.to_string(),
         token: token.to_string(),
         source: TeamSource::Replay(PathBuf::from(dir)),
@@ -96,6 +97,7 @@ pub fn serve_config(args: &ServeArgs) -> Result<SimConfig, SimError> {
     }
     if let (Some(dir), Some(token)) = (&args.replay, &args.token) {
         teams.push(TeamConfig {
+            view_only: false,
             name: "replay".to_string(),
             token: token.clone(),
             source: TeamSource::Replay(dir.clone()),

@@ -77,6 +77,9 @@ pub struct TeamConfig {
     pub token: String,
     /// Where the team's devices come from.
     pub source: TeamSource,
+    /// The Epiphan user behind the token can only view: every write tool answers in-band
+    /// `Error: 403 Forbidden` and changes nothing, as Epiphan answers a role without rights.
+    pub view_only: bool,
 }
 
 /// Where a team's fleet comes from.
@@ -91,17 +94,20 @@ pub enum TeamSource {
 }
 
 impl SimConfig {
-    /// The demo setup: team `normal` (token `normal-token`) with the large fleet and team
-    /// `sandbox` (token `sandbox-token`) with the small one.
+    /// The demo setup: team `normal` (token `normal-token`, a view-only user) with the large
+    /// fleet and team `sandbox` (token `sandbox-token`) with the small one.
     pub fn demo() -> SimConfig {
         SimConfig {
             teams: vec![
                 TeamConfig {
+                    // The normal sign-in is a user whose role can only view, as it should be.
+                    view_only: true,
                     name: "normal".to_string(),
                     token: "normal-token".to_string(),
                     source: TeamSource::DemoNormal,
                 },
                 TeamConfig {
+                    view_only: false,
                     name: "sandbox".to_string(),
                     token: "sandbox-token".to_string(),
                     source: TeamSource::DemoSandbox,

@@ -25,6 +25,11 @@ pub(crate) struct TeamName(pub String);
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct SignInExpired;
 
+/// Put into the request when the token's user can only view (a view-only team, or an access
+/// token granted without `write`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ViewOnly;
+
 /// Cancelling this token makes the middleware cut the HTTP exchange without an answer.
 #[derive(Debug, Clone)]
 pub(crate) struct DropSwitch(pub CancellationToken);
@@ -94,6 +99,12 @@ impl ServerHandler for SimMcp {
         };
         let tool = request.name.to_string();
         let args = Value::Object(request.arguments.unwrap_or_default());
+        if tools::is_write(&tool) && parts.is_some_and(|p| p.extensions.get::<ViewOnly>().is_some())
+        {
+            // As Epiphan answers a role without the right: in-band, before the tool runs. The
+            // call is not recorded, since nothing reached a device.
+            return Ok(text_result("Error: 403 Forbidden".into(), true));
+        }
         let index = self.shared.record_call(&team, &tool, &args);
         if parts.is_some_and(|p| p.extensions.get::<SignInExpired>().is_some()) {
             self.shared.answered(index);

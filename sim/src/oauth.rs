@@ -53,18 +53,26 @@ struct Code {
     redirect_uri: String,
     challenge: String,
     team: String,
+    /// The scopes granted: those asked for that this server knows.
+    scope: Vec<String>,
     issued: Instant,
 }
 
 struct Access {
     team: String,
     expires: Instant,
+    /// Granted `write`: without it the token can only view.
+    write: bool,
 }
 
 struct Refresh {
     team: String,
     client_id: String,
+    scope: Vec<String>,
 }
+
+/// The scopes this authorization server lists; it grants only those asked for.
+pub(crate) const SCOPES: [&str; 2] = ["read", "write"];
 
 struct Inner {
     clients: BTreeMap<String, Client>,
@@ -142,6 +150,12 @@ impl OAuth {
         }
     }
 
+    /// Whether an access token this server issued was granted `write`; `None` for a token it
+    /// did not issue (a configured static token).
+    pub fn may_write(&self, token: &str) -> Option<bool> {
+        self.lock().access.get(token).map(|a| a.write)
+    }
+
     pub fn set_refuse_refresh(&self, refuse: bool) {
         self.lock().refuse_refresh = refuse;
     }
@@ -162,7 +176,12 @@ impl OAuth {
         self.lock().calls.clone()
     }
 
-    fn issue(inner: &mut Inner, team: &str, client_id: &str) -> serde_json::Value {
+    fn issue(
+        inner: &mut Inner,
+        team: &str,
+        client_id: &str,
+        scope: &[String],
+    ) -> serde_json::Value {
         let access = format!("sim-at-{}", random(24));
         let refresh = format!("sim-rt-{}", random(24));
         let lifetime = inner.lifetime;
@@ -171,6 +190,7 @@ impl OAuth {
             Access {
                 team: team.to_string(),
                 expires: Instant::now() + lifetime,
+                write: scope.iter().any(|s| s == "write"),
             },
         );
         inner.refresh.insert(
@@ -178,6 +198,7 @@ impl OAuth {
             Refresh {
                 team: team.to_string(),
                 client_id: client_id.to_string(),
+                scope: scope.to_vec(),
             },
         );
         json!({
@@ -185,6 +206,7 @@ impl OAuth {
             "token_type": "Bearer",
             "expires_in": lifetime.as_secs(),
             "refresh_token": refresh,
+            "scope": scope.join(" "),
         })
     }
 }
@@ -220,6 +242,7 @@ pub(crate) async fn protected_resource(State(shared): State<Arc<Shared>>) -> Res
         "resource": o.resource(),
         "authorization_servers": [o.base],
         "bearer_methods_supported": ["header"],
+        "scopes_supported": SCOPES,
     }))
     .into_response()
 }
@@ -235,6 +258,7 @@ pub(crate) async fn authorization_server(State(shared): State<Arc<Shared>>) -> R
         "grant_types_supported": ["authorization_code", "refresh_token"],
         "code_challenge_methods_supported": ["S256"],
         "token_endpoint_auth_methods_supported": ["none"],
+        "scopes_supported": SCOPES,
     }))
     .into_response()
 }
@@ -285,6 +309,7 @@ pub(crate) struct AuthorizeQuery {
     code_challenge_method: Option<String>,
     state: Option<String>,
     team: Option<String>,
+    scope: Option<String>,
 }
 
 /// Automatic consent: checks the request, then redirects straight back with a code.
@@ -339,6 +364,14 @@ pub(crate) async fn authorize(
             None => return back(&[("error", "access_denied"), ("state", &state)]),
         },
     };
+    // Only what was asked for, of what this server knows: nothing asked, nothing granted.
+    let scope: Vec<String> = q
+        .scope
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter(|s| SCOPES.contains(s))
+        .map(str::to_owned)
+        .collect();
     let code = format!("sim-code-{}", random(18));
     inner.codes.insert(
         code.clone(),
@@ -347,6 +380,7 @@ pub(crate) async fn authorize(
             redirect_uri: redirect_uri.clone(),
             challenge,
             team,
+            scope,
             issued: Instant::now(),
         },
     );
@@ -423,7 +457,12 @@ fn exchange(inner: &mut Inner, form: &TokenForm) -> Result<serde_json::Value, Re
         return Err(invalid);
     }
     inner.calls.codes_exchanged += 1;
-    Ok(OAuth::issue(inner, &code.team, &code.client_id))
+    Ok(OAuth::issue(
+        inner,
+        &code.team,
+        &code.client_id,
+        &code.scope,
+    ))
 }
 
 fn refresh(inner: &mut Inner, form: &TokenForm) -> Result<serde_json::Value, Refusal> {
@@ -442,7 +481,7 @@ fn refresh(inner: &mut Inner, form: &TokenForm) -> Result<serde_json::Value, Ref
         return Err((StatusCode::BAD_REQUEST, "invalid_grant"));
     };
     inner.calls.refreshes += 1;
-    Ok(OAuth::issue(inner, &old.team, &old.client_id))
+    Ok(OAuth::issue(inner, &old.team, &old.client_id, &old.scope))
 }
 
 /// `POST /control/oauth`.

@@ -21,7 +21,7 @@ use serde_json::json;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::mcp::{DropSwitch, SignInExpired, SimMcp, TeamName};
+use crate::mcp::{DropSwitch, SignInExpired, SimMcp, TeamName, ViewOnly};
 use crate::oauth::{self, Bearer, OAuth, TokenCalls};
 use crate::state::{Shared, TeamState};
 use crate::{CallRecord, Fault, SimConfig, SimError, TeamSource, demo, replay, tools};
@@ -257,9 +257,16 @@ pub(crate) async fn start(config: SimConfig, port: u16) -> Result<SimHandle, Sim
     let addr = listener.local_addr()?;
     let team_names = config.teams.iter().map(|t| t.name.clone()).collect();
     let oauth = OAuth::new(format!("http://{addr}"), team_names);
+    let view_only = config
+        .teams
+        .iter()
+        .filter(|t| t.view_only)
+        .map(|t| t.name.clone())
+        .collect();
     let shared = Arc::new(Shared::new(
         config.now,
         tokens,
+        view_only,
         teams,
         random_hex(16)?,
         oauth,
@@ -338,20 +345,30 @@ pub(crate) async fn start(config: SimConfig, port: u16) -> Result<SimHandle, Sim
     })
 }
 
+/// The bearer token of a request, if it has one.
+fn bearer_token(headers: &HeaderMap) -> Option<&str> {
+    let (scheme, token) = headers
+        .get(axum::http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split_once(' '))?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then_some(token.trim())
+}
+
+/// Whether the holder of this token can only view: a view-only team's user, or an access
+/// token granted without `write`.
+fn view_only(shared: &Shared, headers: &HeaderMap, team: &str) -> bool {
+    shared.view_only.contains(team)
+        || bearer_token(headers).and_then(|t| shared.oauth.may_write(t)) == Some(false)
+}
+
 /// The team a bearer token selects: a configured static token, or an access token the
 /// authorization server issued (valid, or expired — which the MCP side answers in-band).
 fn bearer_team(shared: &Shared, headers: &HeaderMap) -> Bearer {
-    let Some((scheme, token)) = headers
-        .get(axum::http::header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split_once(' '))
-    else {
+    let Some(token) = bearer_token(headers) else {
         return Bearer::Unknown;
     };
-    if !scheme.eq_ignore_ascii_case("bearer") {
-        return Bearer::Unknown;
-    }
-    let token = token.trim();
     match shared.tokens.get(token) {
         Some(team) => Bearer::Valid(team.clone()),
         None => shared.oauth.bearer(token),
@@ -404,6 +421,9 @@ async fn bearer_auth(
         request = Request::from_parts(parts, Body::from(bytes));
     }
     let cut = CancellationToken::new();
+    if view_only(&shared, request.headers(), &team) {
+        request.extensions_mut().insert(ViewOnly);
+    }
     request.extensions_mut().insert(TeamName(team));
     if expired {
         request.extensions_mut().insert(SignInExpired);

@@ -50,6 +50,8 @@ pub(crate) struct Shared {
     clock: Option<Timestamp>,
     /// Bearer token → team name.
     pub tokens: BTreeMap<String, String>,
+    /// Teams whose user can only view (writes answer `Error: 403 Forbidden`).
+    pub view_only: std::collections::BTreeSet<String>,
     pub control_token: String,
     /// The authorization server: clients, codes and the tokens it issued.
     pub oauth: crate::oauth::OAuth,
@@ -69,6 +71,7 @@ impl Shared {
     pub fn new(
         clock: Option<Timestamp>,
         tokens: BTreeMap<String, String>,
+        view_only: std::collections::BTreeSet<String>,
         teams: BTreeMap<String, TeamState>,
         control_token: String,
         oauth: crate::oauth::OAuth,
@@ -77,6 +80,7 @@ impl Shared {
             started: Instant::now(),
             clock,
             tokens,
+            view_only,
             control_token,
             oauth,
             sessions_ended: std::sync::atomic::AtomicBool::new(false),

@@ -483,11 +483,12 @@ async fn faults_fail_unauthorize_text_and_clear() {
         .unwrap();
     assert_eq!(text_of(&r), "maintenance window");
 
-    // A failed write changes nothing.
-    let room = sim.team_devices("normal")[0].clone();
+    // A failed write changes nothing (on the sandbox: the demo's normal user only views).
+    let writer = connect(&sim, Some("sandbox-token")).await.unwrap();
+    let room = sim.team_devices("sandbox")[0].clone();
     sim.set_fault("batch_reboot", Fault::Fail);
     let r = call(
-        &client,
+        &writer,
         "batch_reboot",
         json!({"device_ids": [room.clone()]}),
     )
@@ -496,7 +497,7 @@ async fn faults_fail_unauthorize_text_and_clear() {
     assert_eq!(r.is_error, Some(true));
 
     sim.clear_faults();
-    let list = read(&client, "get_devices_in_my_team", json!({})).await;
+    let list = read(&writer, "get_devices_in_my_team", json!({})).await;
     assert_eq!(device(&list, &room)["Status"], "online");
     assert_eq!(sim.calls().len(), 5);
     sim.shutdown().await;
@@ -705,6 +706,7 @@ async fn replay_folder_with_notes_and_templates_serves() {
     let now: jiff::Timestamp = "2026-09-24T20:08:00Z".parse().unwrap();
     let config = SimConfig {
         teams: vec![TeamConfig {
+            view_only: false,
             name: "example".into(),
             token: "example-token".into(),
             source: TeamSource::Replay(example_dir()),
@@ -783,6 +785,7 @@ async fn broken_replay_folders_are_refused_at_start() {
     let dir = tempfile::tempdir().unwrap();
     let team = |path: PathBuf| SimConfig {
         teams: vec![TeamConfig {
+            view_only: false,
             name: "t".into(),
             token: "t".into(),
             source: TeamSource::Replay(path),
@@ -925,5 +928,46 @@ async fn demo_reads_parse_with_the_protocol_fleet_model() {
         });
         assert!(soon, "{team}: an event starts within 20 minutes");
     }
+    sim.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_view_only_user_is_refused_every_write_in_band_and_nothing_is_recorded() {
+    let sim = fleetwatch_sim::start(SimConfig::demo()).await.unwrap();
+    let viewer = connect(&sim, Some("normal-token")).await.unwrap();
+    let room = sim.team_devices("normal")[0].clone();
+    // Reads work.
+    let list = read(&viewer, "get_devices_in_my_team", json!({})).await;
+    assert_eq!(device(&list, &room)["Status"], "online");
+    for (tool, arguments) in [
+        ("batch_reboot", json!({"device_ids": [room.clone()]})),
+        (
+            "batch_recording",
+            json!({"action": "start", "device_ids": [format!("{room}-1")]}),
+        ),
+        (
+            "batch_firmware_update",
+            json!({"device_ids": [room.clone()]}),
+        ),
+    ] {
+        let r = call(&viewer, tool, arguments).await.unwrap();
+        assert_eq!(r.is_error, Some(true), "{tool}");
+        assert_eq!(text_of(&r), "Error: 403 Forbidden", "{tool}");
+    }
+    assert!(sim.writes().is_empty(), "{:?}", sim.writes());
+    let list = read(&viewer, "get_devices_in_my_team", json!({})).await;
+    assert_eq!(device(&list, &room)["Status"], "online");
+    // The sandbox user may write.
+    let writer = connect(&sim, Some("sandbox-token")).await.unwrap();
+    let sandbox_room = sim.team_devices("sandbox")[0].clone();
+    let r = call(
+        &writer,
+        "batch_reboot",
+        json!({"device_ids": [sandbox_room]}),
+    )
+    .await
+    .unwrap();
+    assert_ne!(r.is_error, Some(true), "{}", text_of(&r));
+    assert_eq!(sim.writes().len(), 1);
     sim.shutdown().await;
 }

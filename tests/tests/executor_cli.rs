@@ -139,6 +139,7 @@ async fn login_refuses_an_empty_sandbox_team() {
         token: None,
         sim: SimConfig {
             teams: vec![TeamConfig {
+                view_only: false,
                 name: "sandbox".into(),
                 token: "empty-token".into(),
                 source: TeamSource::Replay(replay.path().into()),

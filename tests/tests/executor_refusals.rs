@@ -445,6 +445,7 @@ async fn team_id_must_match_and_be_reported() {
     let setup = Setup {
         sim: SimConfig {
             teams: vec![TeamConfig {
+                view_only: false,
                 name: "sandbox".into(),
                 token: "sandbox-token".into(),
                 source: TeamSource::Replay(replay.path().to_path_buf()),

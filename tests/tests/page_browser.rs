@@ -461,11 +461,13 @@ async fn an_injected_device_name_renders_as_text() {
     let sim = SimConfig {
         teams: vec![
             TeamConfig {
+                view_only: false,
                 name: "normal".into(),
                 token: "normal-token".into(),
                 source: TeamSource::DemoNormal,
             },
             TeamConfig {
+                view_only: false,
                 name: "sandbox".into(),
                 token: "sandbox-token".into(),
                 source: TeamSource::Replay(replay.path().to_path_buf()),

@@ -148,9 +148,22 @@ async fn oauth_login_signs_in_doctor_shows_it_logout_forgets_it_and_nothing_leak
     })
     .await;
     let known = known_devices(&h, &h.sim.team_devices("normal"));
-    let done = oauth_login(&h, &known, "sandbox").await;
+    let (login, url) = start_login(&h, &known).await;
+    // The sandbox sign-in, the one that writes, asks for every scope the server lists.
+    let asked = reqwest::Url::parse(&url)
+        .unwrap()
+        .query_pairs()
+        .find(|(k, _)| k == "scope")
+        .map(|(_, v)| v.into_owned());
+    assert_eq!(asked.as_deref(), Some("read write"), "{url}");
+    let page = consent(&url, "sandbox").await;
+    assert!(page.contains("Signed in"), "{page}");
+    let done = finish(login).await;
     assert!(done.status.success(), "{}", done.output);
     assert!(done.output.contains("OAuth"), "{}", done.output);
+    for line in ["Scopes asked for: read write", "Scopes granted: read write"] {
+        assert!(done.output.contains(line), "{line}: {}", done.output);
+    }
     let slot = h.state.join("sandbox.token");
     use std::os::unix::fs::PermissionsExt;
     assert_eq!(
@@ -204,7 +217,7 @@ async fn oauth_login_signs_in_doctor_shows_it_logout_forgets_it_and_nothing_leak
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn overlap_and_empty_team_refusals_delete_the_oauth_sign_in() {
+async fn overlap_and_empty_team_refusals_keep_no_oauth_sign_in() {
     let replay = tempfile::tempdir().unwrap();
     std::fs::write(
         replay.path().join("get_devices_in_my_team.json"),
@@ -213,6 +226,7 @@ async fn overlap_and_empty_team_refusals_delete_the_oauth_sign_in() {
     .unwrap();
     let mut sim = SimConfig::demo();
     sim.teams.push(TeamConfig {
+        view_only: false,
         name: "empty".into(),
         token: "empty-token".into(),
         source: TeamSource::Replay(replay.path().into()),
@@ -230,12 +244,16 @@ async fn overlap_and_empty_team_refusals_delete_the_oauth_sign_in() {
     let done = oauth_login(&h, &known, "normal").await;
     assert!(!done.status.success());
     assert!(done.output.contains("shares"), "{}", done.output);
-    assert!(!slot.exists(), "the new sign-in was deleted");
+    assert!(!slot.exists(), "the new sign-in was not kept");
 
     let done = oauth_login(&h, &known, "empty").await;
     assert!(!done.status.success());
     assert!(done.output.contains("no devices"), "{}", done.output);
-    assert!(!slot.exists(), "the new sign-in was deleted");
+    assert!(!slot.exists(), "the new sign-in was not kept");
+    assert!(
+        !h.state.join(".sandbox.token.new").exists(),
+        "the staged sign-in was forgotten"
+    );
     assert_eq!(h.sim.token_calls().codes_exchanged, 2);
     assert_eq!(h.writes(), 0);
 }
@@ -372,4 +390,84 @@ async fn a_refused_renewal_kills_the_slot_and_a_503_does_not() {
     let done = oauth_login(&h, &known, "sandbox").await;
     assert!(done.status.success(), "{}", done.output);
     assert!(slot_json(&h)["dead"].is_null());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_refused_sandbox_login_leaves_the_sign_in_in_use_byte_for_byte() {
+    let mut h = Harness::prepare(Setup::default()).await;
+    h.setup.allowlist = Some(sandbox_devices(&h.sim));
+    h.spawn();
+    h.wait_ready().await;
+    let slot = h.state.join("sandbox.token");
+    let before = std::fs::read(&slot).unwrap();
+    let empty = h.dir.path().join("empty.json");
+    std::fs::write(&empty, r#"{"device_ids": []}"#).unwrap();
+    let missing = h.dir.path().join("no-such-file.json");
+    let normal = known_devices(&h, &h.sim.team_devices("normal"));
+    let cases: [(&str, &Path, &str); 3] = [
+        ("an empty known-devices list", &empty, "lists no devices"),
+        (
+            "an unreadable known-devices file",
+            &missing,
+            "known-devices file",
+        ),
+        ("a token that reaches the normal team", &normal, "shares"),
+    ];
+    for (case, known, says) in cases {
+        let out = h.cli(
+            &[
+                "login",
+                "--sandbox",
+                "--known-devices",
+                known.to_str().unwrap(),
+            ],
+            Some("normal-token\n"),
+        );
+        let shown = text(&out);
+        assert!(!out.status.success(), "{case}: {shown}");
+        assert!(shown.contains(says), "{case}: {shown}");
+        assert_eq!(
+            std::fs::read(&slot).unwrap(),
+            before,
+            "{case}: the slot changed"
+        );
+        let leftovers: Vec<_> = std::fs::read_dir(&h.state)
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            // Lock files stay by design (an empty file; see `Slot::forget`).
+            .filter(|n| (n.contains(".new") || n.ends_with(".tmp")) && !n.ends_with(".lock"))
+            .collect();
+        assert!(leftovers.is_empty(), "{case}: {leftovers:?}");
+        // The running executor still writes through the sign-in it had.
+        let device = sandbox_devices(&h.sim)[0].clone();
+        let claims = h
+            .claims(
+                "batch_recording",
+                &json!({"action": "start", "device_ids": [format!("{device}-1")]}),
+            )
+            .await;
+        let answer = h.execute(fleetwatch_e2e::sign(&claims, 7)).await;
+        assert!(
+            matches!(&answer, Some(fleetwatch_protocol::wire::Response::Executed(o)) if o.kind == fleetwatch_protocol::wire::OutcomeKind::Done),
+            "{case}: {answer:?}"
+        );
+    }
+    assert!(h.sim.writes().iter().all(|w| w.team == "sandbox"));
+    // A token Epiphan does not know is refused the same way.
+    let out = h.cli(
+        &[
+            "login",
+            "--sandbox",
+            "--known-devices",
+            normal.to_str().unwrap(),
+        ],
+        Some("sandbox-token-2\n"),
+    );
+    assert!(
+        !out.status.success(),
+        "an unknown token is refused: {}",
+        text(&out)
+    );
+    assert_eq!(std::fs::read(&slot).unwrap(), before);
 }
