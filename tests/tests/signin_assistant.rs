@@ -44,8 +44,16 @@ fn run(state: &Path, url: &str, args: &[&str]) -> std::process::Output {
         .unwrap()
 }
 
+/// What one `fleetwatch login` run showed: the authorize address, everything printed, and
+/// whether it succeeded.
+struct LoginRun {
+    address: String,
+    printed: String,
+    success: bool,
+}
+
 /// `fleetwatch login` with nothing piped: the OAuth flow, with this test as the browser.
-async fn login(state: &Path, url: &str) -> String {
+async fn login_run(state: &Path, url: &str) -> LoginRun {
     let mut cmd = command(state, url);
     cmd.arg("login")
         .stdin(Stdio::null())
@@ -69,10 +77,8 @@ async fn login(state: &Path, url: &str) -> String {
     })
     .await
     .unwrap();
-    let page = fleetwatch_e2e::http_get(format!("{address}&team=normal"))
-        .await
-        .unwrap();
-    assert!(page.status().is_success());
+    // The consent page answers either way; a failed code exchange shows in the exit status.
+    let _ = fleetwatch_e2e::http_get(format!("{address}&team=normal")).await;
     let status = tokio::time::timeout(Duration::from_secs(60), child.wait())
         .await
         .unwrap()
@@ -81,9 +87,36 @@ async fn login(state: &Path, url: &str) -> String {
     let _ = stderr.read_to_string(&mut rest).await;
     let mut out = String::new();
     let _ = child.stdout.take().unwrap().read_to_string(&mut out).await;
-    let all = format!("{seen}{rest}{out}");
-    assert!(status.success(), "{all}");
-    all
+    LoginRun {
+        address,
+        printed: format!("{seen}{rest}{out}"),
+        success: status.success(),
+    }
+}
+
+/// A `fleetwatch login` that must succeed; what it printed.
+async fn login(state: &Path, url: &str) -> String {
+    let run = login_run(state, url).await;
+    assert!(run.success, "{}", run.printed);
+    run.printed
+}
+
+/// The `scope` parameter of an authorize address.
+fn scope_asked(address: &str) -> Option<String> {
+    reqwest::Url::parse(address)
+        .unwrap()
+        .query_pairs()
+        .find(|(k, _)| k == "scope")
+        .map(|(_, v)| v.into_owned())
+}
+
+/// doctor's "sign-in scopes" line.
+fn scopes_line(doctor: &str) -> String {
+    doctor
+        .lines()
+        .find(|l| l.contains("sign-in scopes"))
+        .unwrap_or_else(|| panic!("no sign-in scopes line:\n{doctor}"))
+        .to_string()
 }
 
 fn slot(state: &Path) -> Value {
@@ -183,4 +216,103 @@ async fn normal_sign_in_renews_shows_its_state_dies_cleanly_and_logs_out_alone()
             assert!(!shown.contains(&secret), "a token leaked");
         }
     }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_normal_login_asks_only_to_read_and_doctor_warns_when_the_slot_can_write() {
+    // The simulator's authorization server lists `read write`.
+    let sim = fleetwatch_sim::start(SimConfig::demo()).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let url = sim.mcp_url();
+    let done = login_run(&state, &url).await;
+    assert!(done.success, "{}", done.printed);
+    assert_eq!(
+        scope_asked(&done.address).as_deref(),
+        Some("read"),
+        "{}",
+        done.address
+    );
+    for line in ["Scopes asked for: read\n", "Scopes granted: read\n"] {
+        assert!(done.printed.contains(line), "{line:?}: {}", done.printed);
+    }
+    assert_eq!(slot(&state)["scope"], "read");
+    let doctor = text(&run(&state, &url, &["doctor"]));
+    let line = scopes_line(&doctor);
+    assert!(
+        line.contains("only reads") && !line.contains("WARN"),
+        "{line}"
+    );
+
+    // A slot made with a write scope (an older login, or a server that grants more than asked).
+    let mut record = slot(&state);
+    record["scope"] = Value::from("read write");
+    std::fs::write(state.join("epiphan-token"), record.to_string()).unwrap();
+    let doctor = text(&run(&state, &url, &["doctor"]));
+    let line = scopes_line(&doctor);
+    assert!(
+        line.contains("WARN") && line.contains("write") && line.contains("only view"),
+        "{line}"
+    );
+    let spanish = command(&state, &url)
+        .arg("doctor")
+        .env("LANG", "es_ES.UTF-8")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let line = scopes_line(&text(&spanish));
+    assert!(
+        line.contains("WARN") && line.contains("solo pueda ver"),
+        "{line}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_login_refused_mid_way_keeps_the_sign_in_in_use() {
+    let sim = fleetwatch_sim::start(SimConfig::demo()).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let url = sim.mcp_url();
+    login(&state, &url).await;
+    let before = std::fs::read(state.join("epiphan-token")).unwrap();
+
+    // The code exchange fails after consent: the new sign-in never existed.
+    sim.set_token_endpoint_unavailable(true);
+    let done = login_run(&state, &url).await;
+    assert!(!done.success, "{}", done.printed);
+    assert!(done.printed.contains("is unchanged"), "{}", done.printed);
+    assert_eq!(std::fs::read(state.join("epiphan-token")).unwrap(), before);
+    sim.set_token_endpoint_unavailable(false);
+
+    // A piped token that is not one: refused before anything is stored.
+    let out = command(&state, &url)
+        .arg("login")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write as _;
+            child.stdin.take().unwrap().write_all(b"two words\n")?;
+            child.wait_with_output()
+        })
+        .unwrap();
+    assert!(!out.status.success(), "{}", text(&out));
+    assert_eq!(std::fs::read(state.join("epiphan-token")).unwrap(), before);
+
+    // No staged file is left behind, and the kept sign-in still reads.
+    let leftovers: Vec<String> = std::fs::read_dir(&state)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".new"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+    let out_file = dir.path().join("known.json");
+    let export = run(
+        &state,
+        &url,
+        &["export-devices", "--out", out_file.to_str().unwrap()],
+    );
+    assert!(export.status.success(), "{}", text(&export));
 }
