@@ -21,8 +21,8 @@ use fleetwatch_protocol::claims::{ApprovalClaims, TrustedKeys};
 use fleetwatch_protocol::fleet::RoomBlock;
 use fleetwatch_protocol::policy::Policy;
 use fleetwatch_protocol::wire::{
-    self, ChannelFacts, Description, DeviceFacts, EventFacts, Outcome, OutcomeKind, Request,
-    Response, StatusReport, StreamFacts, ToolQuorum,
+    self, ChannelFacts, Description, DeviceFacts, EventFacts, Outcome, OutcomeKind, PublisherState,
+    Request, Response, StatusReport, StreamFacts, ToolQuorum,
 };
 use futures_util::{SinkExt as _, StreamExt as _};
 use serde_json::{Value, json};
@@ -78,6 +78,8 @@ struct World {
     fence: bool,
     devices: Vec<DeviceFacts>,
     stream_found: bool,
+    /// What the named channel's publisher for the stream destination is doing.
+    publisher: PublisherState,
     event_matches: Option<bool>,
     fingerprint: String,
     describe_refusal: Option<Refusal>,
@@ -101,6 +103,8 @@ fn device(id: &str, name: &str) -> DeviceFacts {
         allowlisted: true,
         name: name.to_owned(),
         model: "Pearl-2".to_owned(),
+        firmware: "4.24.3".to_owned(),
+        newest_firmware: "4.24.6".to_owned(),
         online: true,
         recording: false,
         channels: vec![
@@ -120,6 +124,7 @@ fn device(id: &str, name: &str) -> DeviceFacts {
             title: "LAW 210".into(),
             start: "2030-01-01T10:00:00Z".into(),
             end: Some("2030-01-01T11:00:00Z".into()),
+            confirmed: Some(false),
         }),
         block: RoomBlock::None,
     }
@@ -159,6 +164,7 @@ fn describe(world: &World, policy: &Policy, tool: &str, arguments: &str) -> Resp
             found: world.stream_found,
             name: "Sandbox RTMP".into(),
             host: "live.example.net".into(),
+            publisher: world.publisher,
         }),
         event_matches: valid.event.as_ref().and(world.event_matches),
         fingerprint: world.fingerprint.clone(),
@@ -328,6 +334,7 @@ async fn prepare(
         fence: true,
         devices: vec![device(DEV_A, "Courtroom"), device(DEV_B, "Aula Magna")],
         stream_found: true,
+        publisher: PublisherState::Unknown,
         event_matches: Some(true),
         fingerprint: "fp-1".into(),
         describe_refusal: None,
@@ -1511,6 +1518,7 @@ async fn stream_and_event_names_and_the_window_verdict() {
     {
         let mut w = e.world.lock().unwrap();
         w.devices[0].block = RoomBlock::Soon(13);
+        w.publisher = PublisherState::Running;
     }
     e.propose(
         "stop_stream_endpoint",
@@ -1525,7 +1533,9 @@ async fn stream_and_event_names_and_the_window_verdict() {
         "{html}"
     );
     assert!(
-        html.contains("Stream Sandbox RTMP (live.example.net) from Courtroom · Program Mix: stops"),
+        html.contains(
+            "Stream Sandbox RTMP (live.example.net) from Courtroom · Program Mix: sending → stopped"
+        ),
         "{html}"
     );
     assert!(
@@ -1546,7 +1556,133 @@ async fn stream_and_event_names_and_the_window_verdict() {
         html.contains("Event law-210: LAW 210, 2030-01-01T10:00:00Z – 2030-01-01T11:00:00Z"),
         "{html}"
     );
+    assert!(
+        html.contains(
+            "Event LAW 210 (2030-01-01T10:00:00Z – 2030-01-01T11:00:00Z) on Courtroom: not confirmed → confirmed"
+        ),
+        "{html}"
+    );
     assert!(html.contains("action=\"/approve\""));
+}
+
+#[tokio::test]
+async fn every_tools_effect_reads_from_live_state_and_a_pointless_change_offers_only_deny() {
+    let e = env().await;
+    let cookie = e.login().await;
+    let stream = |tool: &str| {
+        (
+            tool.to_owned(),
+            json!({"stream_id": STREAM, "device_id": DEV_A, "channel_id": "1"}),
+        )
+    };
+    // Reboot and firmware: the device's state now, and the recording a restart cuts.
+    {
+        let mut w = e.world.lock().unwrap();
+        w.devices[0].channels[1].recording = true;
+        w.devices[0].recording = true;
+    }
+    e.propose("batch_reboot", json!({"device_ids": [DEV_A]}), "r");
+    let html = e.card(&cookie).await;
+    assert!(
+        html.contains(
+            "Courtroom: online → restarting (offline for a few minutes); recording it interrupts: Lectern"
+        ),
+        "{html}"
+    );
+    e.post("/deny", &cookie, &form(&html, "/deny")).await;
+    e.propose("batch_firmware_update", json!({"device_ids": [DEV_A]}), "f");
+    let html = e.card(&cookie).await;
+    assert!(
+        html.contains(
+            "Courtroom (Pearl-2): firmware 4.24.3 → Epiphan&#39;s newest for this model (the newest in this team is 4.24.6); online → restarting"
+        ) || html.contains(
+            "Courtroom (Pearl-2): firmware 4.24.3 → Epiphan&#x27;s newest for this model (the newest in this team is 4.24.6); online → restarting"
+        ),
+        "{html}"
+    );
+    e.post("/deny", &cookie, &form(&html, "/deny")).await;
+
+    // Changes the live state makes pointless or impossible: Deny only, and why.
+    let cases: Vec<(Box<dyn Fn(&mut World)>, (String, Value), &str)> = vec![
+        (
+            Box::new(|w| w.devices[0].online = false),
+            ("batch_reboot".into(), json!({"device_ids": [DEV_A]})),
+            "Courtroom is offline, so this change cannot reach it.",
+        ),
+        (
+            Box::new(|w| w.devices[0].online = false),
+            (
+                "batch_firmware_update".into(),
+                json!({"device_ids": [DEV_A]}),
+            ),
+            "Courtroom is offline, so this change cannot reach it.",
+        ),
+        (
+            Box::new(|w| w.devices[0].channels[0].recording = true),
+            ("batch_recording".into(), record(&format!("{DEV_A}-1"))),
+            "Courtroom · Program Mix is already recording; starting it changes nothing.",
+        ),
+        (
+            Box::new(|w| w.publisher = PublisherState::Running),
+            stream("start_stream_endpoint"),
+            "Stream Sandbox RTMP from Courtroom · Program Mix is already sending; starting it changes nothing.",
+        ),
+        (
+            Box::new(|w| w.publisher = PublisherState::Absent),
+            stream("stop_stream_endpoint"),
+            "Stream Sandbox RTMP from Courtroom · Program Mix is not sending; there is nothing to stop.",
+        ),
+        (
+            Box::new(|w| {
+                if let Some(ev) = w.devices[0].event.as_mut() {
+                    ev.confirmed = Some(true);
+                }
+            }),
+            (
+                "confirm_cms_event_on_device".into(),
+                json!({"device_id": DEV_A, "event_id": "law-210"}),
+            ),
+            "Event LAW 210 on Courtroom is already confirmed; confirming it again changes nothing.",
+        ),
+    ];
+    for (set, (tool, arguments), why) in cases {
+        {
+            let mut w = e.world.lock().unwrap();
+            w.devices[0] = device(DEV_A, "Courtroom");
+            w.publisher = PublisherState::Unknown;
+            set(&mut w);
+        }
+        e.propose(&tool, arguments.clone(), "p");
+        assert_deny_only(&e, &cookie, why).await;
+        // The same change from the state where it means something offers Approve.
+        {
+            let mut w = e.world.lock().unwrap();
+            w.devices[0] = device(DEV_A, "Courtroom");
+            w.publisher = if tool == "stop_stream_endpoint" {
+                PublisherState::Running
+            } else {
+                PublisherState::Stopped
+            };
+        }
+        e.propose(&tool, arguments, "p");
+        let html = e.card(&cookie).await;
+        assert!(html.contains("action=\"/approve\""), "{tool}: {html}");
+        e.post("/deny", &cookie, &form(&html, "/deny")).await;
+    }
+    // In Spanish too.
+    {
+        let mut w = e.world.lock().unwrap();
+        w.devices[0] = device(DEV_A, "Courtroom");
+        w.devices[0].online = false;
+    }
+    e.propose("batch_reboot", json!({"device_ids": [DEV_A]}), "r");
+    let (_, card) = e.get(&cookie, "es").await;
+    assert!(
+        card.contains("Courtroom está sin conexión, así que este cambio no puede llegarle.")
+            && card.contains("Courtroom: sin conexión → reiniciando"),
+        "{card}"
+    );
+    assert!(!card.contains("action=\"/approve\""));
 }
 
 #[tokio::test]

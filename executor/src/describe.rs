@@ -6,7 +6,7 @@ use fleetwatch_protocol::Refusal;
 use fleetwatch_protocol::fleet::{self, RoomBlock};
 use fleetwatch_protocol::wire::{
     ChannelFacts, Cooling, DescribeRequest, Description, DeviceFacts, EventFacts, LimitsReport,
-    StatusReport, StreamFacts, ToolQuorum,
+    PublisherState, StatusReport, StreamFacts, ToolQuorum,
 };
 
 use crate::context::Context;
@@ -63,6 +63,12 @@ async fn read_facts(
                 found: found.is_some(),
                 name: found.map(|e| e.name.clone()).unwrap_or_default(),
                 host: found.map(|e| e.host.clone()).unwrap_or_default(),
+                publisher: validated
+                    .channel
+                    .as_ref()
+                    .map_or(PublisherState::Unknown, |c| {
+                        publisher_state(&devices, &c.device, &c.number, id)
+                    }),
             })
         }
         None => None,
@@ -108,6 +114,10 @@ async fn read_facts(
                     allowlisted,
                     name: d.name.clone(),
                     model: d.model.clone(),
+                    firmware: d.firmware.clone(),
+                    newest_firmware: fleet::newest_firmware(&devices, &d.model)
+                        .unwrap_or_default()
+                        .to_owned(),
                     online: d.online,
                     recording: d.recording(),
                     channels: d
@@ -124,6 +134,7 @@ async fn read_facts(
                         title: e.title.clone(),
                         start: fleet::format_time(e.start),
                         end: e.end.map(fleet::format_time),
+                        confirmed: e.confirmed,
                     }),
                     block: if disruptive {
                         fleet::room_block(
@@ -144,6 +155,8 @@ async fn read_facts(
                     allowlisted,
                     name: String::new(),
                     model: String::new(),
+                    firmware: String::new(),
+                    newest_firmware: String::new(),
                     online: false,
                     recording: false,
                     channels: Vec::new(),
@@ -164,6 +177,43 @@ async fn read_facts(
         policy_digest,
         schema_version,
     })
+}
+
+/// What channel `number` of `device` does with destination `stream_id`, from the device list's
+/// publishers. Publishers that do not name their destination leave it unknown, never absent.
+fn publisher_state(
+    devices: &fleet::DeviceList,
+    device: &str,
+    number: &str,
+    stream_id: &str,
+) -> PublisherState {
+    let Some(channel) = devices
+        .devices
+        .iter()
+        .find(|d| d.id == device)
+        .and_then(|d| d.channels.iter().find(|c| c.number == number))
+    else {
+        return PublisherState::Unknown;
+    };
+    let mut unnamed = false;
+    for publisher in &channel.publishers {
+        match &publisher.stream_id {
+            Some(id) if id.eq_ignore_ascii_case(stream_id) => {
+                return if publisher.active {
+                    PublisherState::Running
+                } else {
+                    PublisherState::Stopped
+                };
+            }
+            Some(_) => {}
+            None => unnamed = true,
+        }
+    }
+    if unnamed {
+        PublisherState::Unknown
+    } else {
+        PublisherState::Absent
+    }
 }
 
 fn value_of(

@@ -41,6 +41,9 @@ pub struct Publisher {
     pub kind: String,
     /// Whether it reports as started/streaming.
     pub active: bool,
+    /// The stream destination (UUID) it sends to, when the publisher says.
+    #[serde(default)]
+    pub stream_id: Option<String>,
 }
 
 /// One channel of a device.
@@ -158,6 +161,10 @@ pub struct Event {
     pub start: jiff::Timestamp,
     /// End, when known.
     pub end: Option<jiff::Timestamp>,
+    /// Whether the event has been confirmed, when the server says (a `confirmed` flag, or a
+    /// status of `confirmed` or another state).
+    #[serde(default)]
+    pub confirmed: Option<bool>,
 }
 
 /// A stream destination: name and URL host only (the key and path are never kept).
@@ -449,7 +456,14 @@ fn parse_publisher(object: &Map<String, Value>) -> Publisher {
         .iter()
         .any(|w| s.trim().eq_ignore_ascii_case(w))
     };
-    let [status, kind] = fields(object, [&["status"], &["type", "kind"]]);
+    let [status, kind, stream_id] = fields(
+        object,
+        [
+            &["status"],
+            &["type", "kind"],
+            &["streamid", "streamendpointid", "endpointid"],
+        ],
+    );
     let active = match status {
         Some(Value::String(s)) => running(s),
         Some(Value::Bool(b)) => *b,
@@ -466,6 +480,11 @@ fn parse_publisher(object: &Map<String, Value>) -> Publisher {
     Publisher {
         kind: kind.and_then(text_of).unwrap_or_default(),
         active,
+        // Only a UUID, the way a destination is named; anything else is not kept.
+        stream_id: stream_id
+            .and_then(Value::as_str)
+            .filter(|s| crate::ids::is_uuid(s))
+            .map(str::to_ascii_lowercase),
     }
 }
 
@@ -746,11 +765,24 @@ fn parse_event(device: &str, object: &Map<String, Value>) -> Result<Event, ReadE
             )
         })?),
     };
+    let confirmed = match field(object, &["confirmed", "isconfirmed"]) {
+        Some(Value::Bool(b)) => Some(*b),
+        // A status that says neither (`live`, `scheduled`) tells nothing about confirming.
+        _ => text_field(object, &["status", "state"]).and_then(|s| {
+            let s = s.trim().to_ascii_lowercase().replace(['_', '-', ' '], "");
+            match s.as_str() {
+                "confirmed" => Some(true),
+                "unconfirmed" | "notconfirmed" | "pending" | "pendingconfirmation" => Some(false),
+                _ => None,
+            }
+        }),
+    };
     Ok(Event {
         id,
         title: text_field(object, &["title", "name"]).unwrap_or_default(),
         start,
         end,
+        confirmed,
     })
 }
 
@@ -881,6 +913,34 @@ pub fn format_time(t: jiff::Timestamp) -> String {
         dt.minute(),
         dt.second()
     )
+}
+
+// ---- firmware ------------------------------------------------------------------------------
+
+/// Compares two firmware versions part by part (`4.10.0` is newer than `4.9.2`): numbers as
+/// numbers, other parts as text, a missing part older than any present one.
+pub fn version_order(a: &str, b: &str) -> std::cmp::Ordering {
+    let parts = |v: &str| -> Vec<(u64, String)> {
+        v.trim()
+            .split(['.', '-', '_'])
+            .map(|p| match p.parse::<u64>() {
+                Ok(n) => (n, String::new()),
+                Err(_) => (0, p.to_ascii_lowercase()),
+            })
+            .collect()
+    };
+    parts(a).cmp(&parts(b))
+}
+
+/// The newest firmware any device of `model` on the list runs (models compared
+/// case-insensitively), or `None` when none reports one.
+pub fn newest_firmware<'a>(devices: &'a DeviceList, model: &str) -> Option<&'a str> {
+    devices
+        .devices
+        .iter()
+        .filter(|d| d.model.trim().eq_ignore_ascii_case(model.trim()) && !d.firmware.is_empty())
+        .map(|d| d.firmware.as_str())
+        .max_by(|a, b| version_order(a, b))
 }
 
 // ---- fingerprint ---------------------------------------------------------------------------

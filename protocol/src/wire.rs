@@ -14,9 +14,11 @@ use crate::refusal::Refusal;
 
 /// The only wire version this build speaks. Version 2 added the passkey assertions to
 /// [`SignedApproval`]; version 3 added the enrolled passkeys and the quorum per tool to
-/// [`StatusReport`]. A peer of another version is told "unknown version", never "malformed",
+/// [`StatusReport`]; version 4 added the limits; version 5 added the firmware, the stream
+/// destination's publisher state and the event's confirmation to [`Description`]. A peer of
+/// another version is told "unknown version", never "malformed",
 /// because the version is decoded alone before anything else.
-pub const WIRE_VERSION: u16 = 4;
+pub const WIRE_VERSION: u16 = 5;
 
 /// Largest frame either side accepts, in bytes (the length prefix excluded).
 pub const MAX_FRAME: usize = 64 * 1024;
@@ -119,6 +121,11 @@ pub struct DeviceFacts {
     pub name: String,
     /// Model.
     pub model: String,
+    /// Firmware version, as reported (empty when not).
+    pub firmware: String,
+    /// The newest firmware version any device of the same model on the sandbox team runs
+    /// (empty when none reports one): what the card can say a firmware update moves towards.
+    pub newest_firmware: String,
     /// Online now.
     pub online: bool,
     /// Any channel recording now.
@@ -153,6 +160,8 @@ pub struct EventFacts {
     pub start: String,
     /// End, RFC 3339 UTC, when known.
     pub end: Option<String>,
+    /// Confirmed already, when the server says.
+    pub confirmed: Option<bool>,
 }
 
 /// A stream destination, without its key or full URL.
@@ -166,6 +175,22 @@ pub struct StreamFacts {
     pub name: String,
     /// Host of its URL only.
     pub host: String,
+    /// What the named channel's publisher for this destination is doing now.
+    pub publisher: PublisherState,
+}
+
+/// A channel's publisher for one stream destination, as the device list reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum PublisherState {
+    /// The channel's publishers do not say which destination they send to (or the channel or
+    /// device was not found): the state is not known.
+    Unknown,
+    /// No publisher of the channel sends to this destination.
+    Absent,
+    /// It exists and is stopped.
+    Stopped,
+    /// It is sending now.
+    Running,
 }
 
 /// What happened to an approved change.

@@ -564,6 +564,7 @@ fn event_at(start: Timestamp, end: Option<Timestamp>) -> Event {
         title: "Lecture".into(),
         start,
         end,
+        confirmed: None,
     }
 }
 
@@ -736,4 +737,61 @@ fn unknown_templates_are_errors() {
             "{bad}: {error}"
         );
     }
+}
+
+// ---- what the card reads of firmware, publishers and events --------------------------------
+
+#[test]
+fn firmware_versions_compare_part_by_part_and_newest_is_per_model() {
+    use std::cmp::Ordering;
+    assert_eq!(fleet::version_order("4.10.0", "4.9.2"), Ordering::Greater);
+    assert_eq!(fleet::version_order("4.24.6", "4.24.6"), Ordering::Equal);
+    assert_eq!(fleet::version_order("4.24", "4.24.1"), Ordering::Less);
+    let list = fleet::parse_device_list(&json!({"devices": [
+        {"Id": A, "Model": "Pearl-2", "Firmware": "4.9.2", "Status": "online"},
+        {"Id": B, "Model": "pearl-2", "Firmware": "4.10.0", "Status": "online"},
+        {"Id": C, "Model": "Pearl Nano", "Firmware": "4.30.1", "Status": "online"},
+    ]}))
+    .unwrap();
+    assert_eq!(fleet::newest_firmware(&list, "Pearl-2"), Some("4.10.0"));
+    assert_eq!(fleet::newest_firmware(&list, "Pearl Nano"), Some("4.30.1"));
+    assert_eq!(fleet::newest_firmware(&list, "EC20"), None);
+}
+
+#[test]
+fn a_publisher_names_its_destination_only_by_uuid() {
+    let uuid = "0B5C1A52-8F0E-4D7A-9A64-4F3A2F1E9C10";
+    let list = fleet::parse_device_list(&json!({"devices": [{
+        "Id": A, "Status": "online",
+        "Channels": [{"channel_id": "1", "name": "Program", "Publishers": [
+            {"type": "rtmp", "stream_id": uuid, "status": {"state": "started"}},
+            {"type": "srt", "streamId": "rtmp://host/live/secret-key", "status": "stopped"},
+            {"type": "srt", "status": "stopped"},
+        ]}],
+    }]}))
+    .unwrap();
+    let publishers = &list.devices[0].channels[0].publishers;
+    assert_eq!(
+        publishers[0].stream_id.as_deref(),
+        Some(uuid.to_ascii_lowercase().as_str())
+    );
+    assert!(publishers[0].active);
+    assert_eq!(publishers[1].stream_id, None, "not a UUID, not kept");
+    assert_eq!(publishers[2].stream_id, None);
+}
+
+#[test]
+fn an_events_confirmation_is_read_from_a_flag_or_a_clear_status() {
+    let events = fleet::parse_events(&json!({"devices": {
+        "1000000001": {"event": {"id": "e1", "start": "2030-01-01T10:00:00Z", "confirmed": true}},
+        "1000000002": {"event": {"id": "e2", "start": "2030-01-01T10:00:00Z", "status": "Unconfirmed"}},
+        "1000000003": {"event": {"id": "e3", "start": "2030-01-01T10:00:00Z", "status": "live"}},
+        "1000000004": {"event": {"id": "e4", "start": "2030-01-01T10:00:00Z"}},
+    }}))
+    .unwrap();
+    let confirmed = |id: &str| events[id].as_ref().unwrap().confirmed;
+    assert_eq!(confirmed("1000000001"), Some(true));
+    assert_eq!(confirmed("1000000002"), Some(false));
+    assert_eq!(confirmed("1000000003"), None, "a status that says neither");
+    assert_eq!(confirmed("1000000004"), None);
 }

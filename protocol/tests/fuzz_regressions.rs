@@ -142,6 +142,8 @@ fn frame_seeds() -> Vec<(&'static str, Vec<u8>)> {
         allowlisted: true,
         name: "Room 101".to_owned(),
         model: "Pearl Nano".to_owned(),
+        firmware: "4.24.3".to_owned(),
+        newest_firmware: "4.24.6".to_owned(),
         online: true,
         recording: false,
         channels: vec![ChannelFacts {
@@ -154,6 +156,7 @@ fn frame_seeds() -> Vec<(&'static str, Vec<u8>)> {
             title: "Lecture".to_owned(),
             start: "2026-09-24T20:08:00Z".to_owned(),
             end: Some("2026-09-24T21:08:00Z".to_owned()),
+            confirmed: Some(false),
         }),
         block: RoomBlock::Soon(12),
     };
@@ -183,6 +186,7 @@ fn frame_seeds() -> Vec<(&'static str, Vec<u8>)> {
                     found: true,
                     name: "Main hall".to_owned(),
                     host: "live.example.com".to_owned(),
+                    publisher: wire::PublisherState::Running,
                 }),
                 event_matches: Some(true),
                 fingerprint: recording_claims().fingerprint,

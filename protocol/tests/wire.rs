@@ -16,8 +16,8 @@ use fleetwatch_protocol::passkey::PasskeyAssertion;
 use fleetwatch_protocol::refusal::Refusal;
 use fleetwatch_protocol::wire::{
     self, ChannelFacts, DecodeError, DescribeRequest, Description, DeviceFacts, EventFacts,
-    ExecuteRequest, MAX_FRAME, Outcome, OutcomeKind, Request, RequestEnvelope, Response,
-    ResponseEnvelope, StatusReport, StreamFacts, ToolQuorum, WIRE_VERSION,
+    ExecuteRequest, MAX_FRAME, Outcome, OutcomeKind, PublisherState, Request, RequestEnvelope,
+    Response, ResponseEnvelope, StatusReport, StreamFacts, ToolQuorum, WIRE_VERSION,
 };
 use proptest::prelude::*;
 
@@ -99,8 +99,7 @@ fn arb_device() -> impl Strategy<Value = DeviceFacts> {
     (
         text(),
         any::<[bool; 4]>(),
-        text(),
-        text(),
+        (text(), text(), text(), text()),
         proptest::collection::vec(
             (text(), text(), any::<bool>()).prop_map(|(number, name, recording)| ChannelFacts {
                 number,
@@ -110,14 +109,20 @@ fn arb_device() -> impl Strategy<Value = DeviceFacts> {
             0..3,
         ),
         proptest::option::of(
-            (text(), text(), text(), proptest::option::of(text())).prop_map(
-                |(id, title, start, end)| EventFacts {
+            (
+                text(),
+                text(),
+                text(),
+                proptest::option::of(text()),
+                proptest::option::of(any::<bool>()),
+            )
+                .prop_map(|(id, title, start, end, confirmed)| EventFacts {
                     id,
                     title,
                     start,
                     end,
-                },
-            ),
+                    confirmed,
+                }),
         ),
         arb_block(),
     )
@@ -125,8 +130,7 @@ fn arb_device() -> impl Strategy<Value = DeviceFacts> {
             |(
                 id,
                 [on_team, allowlisted, online, recording],
-                name,
-                model,
+                (name, model, firmware, newest_firmware),
                 channels,
                 event,
                 block,
@@ -137,6 +141,8 @@ fn arb_device() -> impl Strategy<Value = DeviceFacts> {
                     allowlisted,
                     name,
                     model,
+                    firmware,
+                    newest_firmware,
                     online,
                     recording,
                     channels,
@@ -147,18 +153,30 @@ fn arb_device() -> impl Strategy<Value = DeviceFacts> {
         )
 }
 
+fn arb_publisher() -> impl Strategy<Value = PublisherState> {
+    prop_oneof![
+        Just(PublisherState::Unknown),
+        Just(PublisherState::Absent),
+        Just(PublisherState::Stopped),
+        Just(PublisherState::Running),
+    ]
+}
+
 fn arb_description() -> impl Strategy<Value = Description> {
     (
         proptest::collection::vec(text(), 0..3),
         proptest::collection::vec(arb_device(), 0..3),
-        proptest::option::of((text(), any::<bool>(), text(), text()).prop_map(
-            |(id, found, name, host)| StreamFacts {
-                id,
-                found,
-                name,
-                host,
-            },
-        )),
+        proptest::option::of(
+            (text(), any::<bool>(), text(), text(), arb_publisher()).prop_map(
+                |(id, found, name, host, publisher)| StreamFacts {
+                    id,
+                    found,
+                    name,
+                    host,
+                    publisher,
+                },
+            ),
+        ),
         proptest::option::of(any::<bool>()),
         text(),
         proptest::option::of(text()),

@@ -393,16 +393,10 @@ impl TeamState {
         Ok(Value::Object(errors))
     }
 
-    /// `batch_firmware_update`: the device installs the newest firmware the team runs and
-    /// restarts, so it drops offline like a reboot.
+    /// `batch_firmware_update`: the device installs the newest firmware its model line runs
+    /// in the team and restarts, so it drops offline like a reboot.
     pub fn batch_firmware_update(&mut self, args: &Value, now: Timestamp) -> Result<Value, String> {
         let ids = string_list(args, "device_ids")?;
-        let newest = self
-            .devices
-            .iter()
-            .filter_map(|d| d.get("Firmware").and_then(Value::as_str))
-            .max_by(|a, b| version_key(a).cmp(&version_key(b)))
-            .map(str::to_string);
         let mut errors = Map::new();
         for id in ids {
             match self.device(&id) {
@@ -412,7 +406,19 @@ impl TeamState {
                 Some(d) if !is_online(d) => {
                     errors.insert(id, json!("device is offline"));
                 }
-                Some(_) => {
+                Some(d) => {
+                    let model = d.get("Model").and_then(Value::as_str).unwrap_or_default();
+                    let newest = self
+                        .devices
+                        .iter()
+                        .filter(|o| {
+                            o.get("Model")
+                                .and_then(Value::as_str)
+                                .is_some_and(|m| m.eq_ignore_ascii_case(model))
+                        })
+                        .filter_map(|o| o.get("Firmware").and_then(Value::as_str))
+                        .max_by(|a, b| fleetwatch_protocol::fleet::version_order(a, b))
+                        .map(str::to_string);
                     self.set_online(&id, false, now);
                     if let (Some(newest), Some(obj)) = (
                         newest.as_ref(),
@@ -642,10 +648,6 @@ pub(crate) fn publisher_for(endpoint: &Value, id: &str, started: bool) -> Value 
     });
     set_publisher_started(&mut publisher, started);
     publisher
-}
-
-fn version_key(v: &str) -> Vec<u64> {
-    v.split('.').map(|p| p.parse().unwrap_or(0)).collect()
 }
 
 fn string_arg(args: &Value, key: &str) -> Result<String, String> {

@@ -147,6 +147,7 @@ mod tests {
             title: "Hearing".to_owned(),
             start: at(start),
             end: end.map(at),
+            confirmed: None,
         }
     }
 

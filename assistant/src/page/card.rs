@@ -9,7 +9,7 @@
 use fleetwatch_protocol::canonical;
 use fleetwatch_protocol::fleet::RoomBlock;
 use fleetwatch_protocol::policy::{ChannelRef, Policy, Validated};
-use fleetwatch_protocol::wire::{Description, DeviceFacts, LimitsReport};
+use fleetwatch_protocol::wire::{Description, DeviceFacts, LimitsReport, PublisherState};
 use serde_json::Value;
 use sha2::{Digest as _, Sha256};
 use unicode_general_category::{GeneralCategory, get_general_category};
@@ -500,15 +500,24 @@ fn describe_ids<'a>(
                     "state.stopped"
                 })
             };
-            card.effects.push(lang.f(
-                "effect.recording",
-                &[
-                    ("device", &name_of(d, master)),
-                    ("channel", &name),
-                    ("from", state(now)),
-                    ("to", state(after)),
-                ],
-            ));
+            let words = [
+                ("device", name_of(d, master)),
+                ("channel", name),
+                ("from", state(now).to_owned()),
+                ("to", state(after).to_owned()),
+            ];
+            let words: Vec<(&str, &str)> = words.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            card.effects.push(lang.f("effect.recording", &words));
+            // A change to the state the channel is already in does nothing (an offline device
+            // is said once, below, for every tool).
+            if now == after && d.is_some_and(|d| d.online) {
+                let key = if now {
+                    "deny.already_recording"
+                } else {
+                    "deny.not_recording"
+                };
+                deny.push(lang.f(key, &words));
+            }
         }
     }
     // A channel number beside a device ID (streams).
@@ -546,20 +555,37 @@ fn describe_ids<'a>(
                     &[("id", id), ("name", &name), ("host", &host)],
                 ));
                 let master = text("device_id");
-                let key = if tool == "stop_stream_endpoint" {
+                let stop = tool == "stop_stream_endpoint";
+                let from = lang.t(match s.publisher {
+                    PublisherState::Running => "state.sending",
+                    PublisherState::Stopped => "state.not_sending",
+                    PublisherState::Absent => "state.no_publisher",
+                    PublisherState::Unknown => "state.not_reported",
+                });
+                let words = [
+                    ("dest", name.as_str()),
+                    ("host", host.as_str()),
+                    ("device", &name_of(device(master), master)),
+                    ("channel", &stream_channel),
+                    ("from", from),
+                ];
+                let key = if stop {
                     "effect.stream_stop"
                 } else {
                     "effect.stream_start"
                 };
-                card.effects.push(lang.f(
-                    key,
-                    &[
-                        ("dest", &name),
-                        ("host", &host),
-                        ("device", &name_of(device(master), master)),
-                        ("channel", &stream_channel),
-                    ],
-                ));
+                card.effects.push(lang.f(key, &words));
+                // Starting what already sends, or stopping what does not, does nothing; an
+                // unreported state is not held against the change.
+                match (stop, s.publisher) {
+                    (false, PublisherState::Running) => {
+                        deny.push(lang.f("deny.already_sending", &words));
+                    }
+                    (true, PublisherState::Stopped | PublisherState::Absent) => {
+                        deny.push(lang.f("deny.not_sending", &words));
+                    }
+                    _ => {}
+                }
             }
             _ => deny.push(lang.f("deny.stream_missing", &[("id", id)])),
         }
@@ -580,38 +606,78 @@ fn describe_ids<'a>(
                         ("end", &end),
                     ],
                 ));
-                card.effects.push(lang.f(
-                    "effect.confirm",
-                    &[
-                        ("title", &title),
-                        ("start", &e.start),
-                        ("end", &end),
-                        ("device", &name_of(device(&named.device), &named.device)),
-                    ],
-                ));
+                let from = lang.t(match e.confirmed {
+                    Some(true) => "state.confirmed",
+                    Some(false) => "state.unconfirmed",
+                    None => "state.not_reported",
+                });
+                let words = [
+                    ("title", title.as_str()),
+                    ("start", e.start.as_str()),
+                    ("end", end.as_str()),
+                    ("device", &name_of(device(&named.device), &named.device)),
+                    ("from", from),
+                ];
+                card.effects.push(lang.f("effect.confirm", &words));
+                if e.confirmed == Some(true) {
+                    deny.push(lang.f("deny.already_confirmed", &words));
+                }
             }
             _ => deny.push(lang.f("deny.event_missing", &[("id", event_id)])),
         }
     }
     for target in &valid.targets {
         let d = device(target);
+        let online = d.is_some_and(|d| d.online);
+        let from = lang.t(if online {
+            "state.online"
+        } else {
+            "state.offline"
+        });
+        // The recording a restart would cut, by channel name.
+        let interrupted = d
+            .map(|d| {
+                d.channels
+                    .iter()
+                    .filter(|c| c.recording)
+                    .map(|c| show_text(&c.name, MAX_NAME_CHARS))
+                    .collect::<Vec<_>>()
+            })
+            .filter(|names| !names.is_empty())
+            .map_or_else(|| lang.t("state.none").to_owned(), |names| names.join(", "));
+        let device_name = name_of(d, target);
         match tool {
-            "batch_reboot" => {
-                let recording = d
-                    .map(|d| d.channels.iter().filter(|c| c.recording).count())
-                    .unwrap_or(0);
+            "batch_reboot" => card.effects.push(lang.f(
+                "effect.reboot",
+                &[
+                    ("device", &device_name),
+                    ("from", from),
+                    ("channels", &interrupted),
+                ],
+            )),
+            "batch_firmware_update" => {
+                let version = |v: Option<&str>| match v {
+                    Some(v) if !v.is_empty() => show_text(v, MAX_NAME_CHARS),
+                    _ => lang.t("unknown").to_owned(),
+                };
                 card.effects.push(lang.f(
-                    "effect.reboot",
+                    "effect.firmware",
                     &[
-                        ("device", &name_of(d, target)),
-                        ("n", &recording.to_string()),
+                        ("device", &device_name),
+                        ("model", &version(d.map(|d| d.model.as_str()))),
+                        ("current", &version(d.map(|d| d.firmware.as_str()))),
+                        ("newest", &version(d.map(|d| d.newest_firmware.as_str()))),
+                        ("from", from),
+                        ("channels", &interrupted),
                     ],
                 ));
             }
-            "batch_firmware_update" => card
-                .effects
-                .push(lang.f("effect.firmware", &[("device", &name_of(d, target))])),
             _ => {}
+        }
+        // Every tool but confirming an event acts on the device itself: offline, it cannot.
+        // (A device not on the team is said already.)
+        if d.is_some() && !online && tool != "confirm_cms_event_on_device" {
+            deny.push(lang.f("deny.offline", &[("device", &device_name)]));
         }
     }
 }

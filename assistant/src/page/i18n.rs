@@ -417,23 +417,56 @@ pub const EN: &[(&str, &str)] = &[
     ),
     (
         "effect.stream_start",
-        "Stream {dest} ({host}) from {device} · {channel}: starts",
+        "Stream {dest} ({host}) from {device} · {channel}: {from} → sending",
     ),
     (
         "effect.stream_stop",
-        "Stream {dest} ({host}) from {device} · {channel}: stops",
+        "Stream {dest} ({host}) from {device} · {channel}: {from} → stopped",
     ),
     (
         "effect.confirm",
-        "Event {title} ({start} – {end}) on {device}: confirmed on the device",
+        "Event {title} ({start} – {end}) on {device}: {from} → confirmed",
     ),
     (
         "effect.reboot",
-        "{device}: online → restarting (offline for a few minutes); channels recording now: {n}",
+        "{device}: {from} → restarting (offline for a few minutes); recording it interrupts: {channels}",
     ),
     (
         "effect.firmware",
-        "{device}: online → installing new firmware and restarting (unavailable for several minutes)",
+        "{device} ({model}): firmware {current} → Epiphan's newest for this model (the newest in this team is {newest}); {from} → restarting (unavailable for several minutes); recording it interrupts: {channels}",
+    ),
+    ("state.online", "online"),
+    ("state.offline", "offline"),
+    ("state.sending", "sending"),
+    ("state.not_sending", "not sending"),
+    ("state.no_publisher", "not set up on this channel"),
+    ("state.not_reported", "state not reported"),
+    ("state.unconfirmed", "not confirmed"),
+    ("state.confirmed", "confirmed"),
+    ("state.none", "none"),
+    (
+        "deny.offline",
+        "{device} is offline, so this change cannot reach it.",
+    ),
+    (
+        "deny.already_recording",
+        "{device} · {channel} is already recording; starting it changes nothing.",
+    ),
+    (
+        "deny.not_recording",
+        "{device} · {channel} is not recording; there is nothing to stop.",
+    ),
+    (
+        "deny.already_sending",
+        "Stream {dest} from {device} · {channel} is already sending; starting it changes nothing.",
+    ),
+    (
+        "deny.not_sending",
+        "Stream {dest} from {device} · {channel} is not sending; there is nothing to stop.",
+    ),
+    (
+        "deny.already_confirmed",
+        "Event {title} on {device} is already confirmed; confirming it again changes nothing.",
     ),
     (
         "window.none",
@@ -848,23 +881,56 @@ pub const ES: &[(&str, &str)] = &[
     ),
     (
         "effect.stream_start",
-        "Emisión {dest} ({host}) desde {device} · {channel}: empieza",
+        "Emisión {dest} ({host}) desde {device} · {channel}: {from} → emitiendo",
     ),
     (
         "effect.stream_stop",
-        "Emisión {dest} ({host}) desde {device} · {channel}: se detiene",
+        "Emisión {dest} ({host}) desde {device} · {channel}: {from} → detenida",
     ),
     (
         "effect.confirm",
-        "Evento {title} ({start} – {end}) en {device}: confirmado en el equipo",
+        "Evento {title} ({start} – {end}) en {device}: {from} → confirmado",
     ),
     (
         "effect.reboot",
-        "{device}: en línea → reiniciando (sin conexión unos minutos); canales grabando ahora: {n}",
+        "{device}: {from} → reiniciando (sin conexión unos minutos); grabación que interrumpe: {channels}",
     ),
     (
         "effect.firmware",
-        "{device}: en línea → instalando firmware nuevo y reiniciando (no disponible durante varios minutos)",
+        "{device} ({model}): firmware {current} → la más reciente de Epiphan para este modelo (la más reciente en este equipo es {newest}); {from} → reiniciando (no disponible durante varios minutos); grabación que interrumpe: {channels}",
+    ),
+    ("state.online", "en línea"),
+    ("state.offline", "sin conexión"),
+    ("state.sending", "emitiendo"),
+    ("state.not_sending", "sin emitir"),
+    ("state.no_publisher", "no configurada en este canal"),
+    ("state.not_reported", "estado no informado"),
+    ("state.unconfirmed", "sin confirmar"),
+    ("state.confirmed", "confirmado"),
+    ("state.none", "ninguna"),
+    (
+        "deny.offline",
+        "{device} está sin conexión, así que este cambio no puede llegarle.",
+    ),
+    (
+        "deny.already_recording",
+        "{device} · {channel} ya está grabando; iniciarla no cambia nada.",
+    ),
+    (
+        "deny.not_recording",
+        "{device} · {channel} no está grabando; no hay nada que detener.",
+    ),
+    (
+        "deny.already_sending",
+        "La emisión {dest} desde {device} · {channel} ya está emitiendo; iniciarla no cambia nada.",
+    ),
+    (
+        "deny.not_sending",
+        "La emisión {dest} desde {device} · {channel} no está emitiendo; no hay nada que detener.",
+    ),
+    (
+        "deny.already_confirmed",
+        "El evento {title} en {device} ya está confirmado; confirmarlo otra vez no cambia nada.",
     ),
     (
         "window.none",
