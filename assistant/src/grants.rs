@@ -211,8 +211,9 @@ pub fn open(state_dir: &Path, policy: &Policy, category: &str) -> Result<Grants,
     Ok(grants)
 }
 
-/// Closes `category` (closing one that is not open is not an error). Takes effect on the
-/// next model turn, which reloads the file.
+/// Closes `category` (closing one that is not open is not an error). The next model turn
+/// reloads the file, and the page reads it for every card it shows and every approval it
+/// consumes, so the category's pending cards offer only Deny at once.
 pub fn close(state_dir: &Path, category: &str) -> Result<Grants, GrantsError> {
     let mut grants = Grants::load(state_dir)?;
     grants.open.remove(category);

@@ -329,6 +329,10 @@ async fn prepare(
     std::fs::create_dir_all(&state).unwrap();
     let key = ApproverKey::load_or_create(&state).unwrap();
     let policy = load_policy();
+    // The operator has opened every category that proposes (a test closes one to see it held).
+    for entry in policy.propose_entries() {
+        fleetwatch::grants::open(&state, &policy, &entry.category).unwrap();
+    }
     let world = Arc::new(Mutex::new(World {
         sign_in: true,
         fence: true,
@@ -1603,7 +1607,8 @@ async fn every_tools_effect_reads_from_live_state_and_a_pointless_change_offers_
     e.post("/deny", &cookie, &form(&html, "/deny")).await;
 
     // Changes the live state makes pointless or impossible: Deny only, and why.
-    let cases: Vec<(Box<dyn Fn(&mut World)>, (String, Value), &str)> = vec![
+    type SetUp = Box<dyn Fn(&mut World)>;
+    let cases: Vec<(SetUp, (String, Value), &str)> = vec![
         (
             Box::new(|w| w.devices[0].online = false),
             ("batch_reboot".into(), json!({"device_ids": [DEV_A]})),
@@ -1972,6 +1977,53 @@ async fn sixteen_concurrent_approves_execute_once() {
         results.iter().map(|r| r.0).collect::<Vec<_>>()
     );
     assert_eq!(e.executes(), 1);
+}
+
+#[tokio::test]
+async fn closing_a_category_holds_its_pending_cards_at_once() {
+    let e = env().await;
+    let cookie = e.login().await;
+    let state = e.dir.path().join("state");
+    let id = e.propose("batch_recording", record(&format!("{DEV_A}-1")), "x");
+    let fields = form(&e.card(&cookie).await, "/approve");
+    // Closed between showing the card and approving it: the approval is refused, nothing runs.
+    fleetwatch::grants::close(&state, "recording").unwrap();
+    let (status, body) = e.post("/approve", &cookie, &fields).await;
+    assert_eq!(status, 409, "{body}");
+    assert!(
+        body.contains("The recording category was closed (fleetwatch grants close)"),
+        "{body}"
+    );
+    assert_eq!(e.executes(), 0);
+    assert_eq!(e.status(id), Status::Pending);
+    // The card offers only Deny from now on, and says why; other categories are untouched.
+    assert_deny_only(
+        &e,
+        &cookie,
+        "The recording category was closed (fleetwatch grants close) after this was proposed",
+    )
+    .await;
+    e.propose("batch_reboot", json!({"device_ids": [DEV_A]}), "r");
+    assert!(e.card(&cookie).await.contains("action=\"/approve\""));
+    let html = e.card(&cookie).await;
+    e.post("/deny", &cookie, &form(&html, "/deny")).await;
+    // Opened again, a new card of the category offers Approve.
+    let policy = load_policy();
+    fleetwatch::grants::open(&state, &policy, "recording").unwrap();
+    e.propose("batch_recording", record(&format!("{DEV_A}-1")), "x");
+    assert!(e.card(&cookie).await.contains("action=\"/approve\""));
+    // A grants file that cannot be trusted grants nothing.
+    std::fs::set_permissions(
+        state.join(fleetwatch::grants::FILE_NAME),
+        std::fs::Permissions::from_mode(0o666),
+    )
+    .unwrap();
+    let (_, card) = e.get(&cookie, "es").await;
+    assert!(
+        card.contains("No se pueden leer las categorías abiertas")
+            && !card.contains("action=\"/approve\""),
+        "{card}"
+    );
 }
 
 #[tokio::test]

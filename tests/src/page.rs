@@ -12,7 +12,21 @@ use fleetwatch_sim::model::ModelHandle;
 
 use crate::{Harness, Setup, binary, canonical, sandbox_devices, workspace_root};
 
-/// An assistant state folder (0750, `autonomy: propose`) and its approver key line.
+/// Opens every category a proposable tool belongs to in the assistant state folder `state`,
+/// as an operator does with `fleetwatch grants open`: the page offers Approve only for a
+/// category that is open.
+pub fn open_every_proposing_category(state: &Path) {
+    let policy = fleetwatch_protocol::policy::Policy::from_yaml(
+        &std::fs::read_to_string(workspace_root().join("tool_policy.yaml")).expect("policy"),
+    )
+    .expect("policy");
+    for entry in policy.propose_entries() {
+        fleetwatch::grants::open(state, &policy, &entry.category).expect("grants");
+    }
+}
+
+/// An assistant state folder (0750, `autonomy: propose`, every proposing category open) and
+/// its approver key line.
 pub struct AssistantState {
     /// The folder.
     pub dir: tempfile::TempDir,
@@ -35,6 +49,7 @@ impl AssistantState {
             dir,
             key_line: String::new(),
         };
+        open_every_proposing_category(state.path());
         let shown = state.run(&["keys", "show"], "");
         assert!(shown.status.success(), "{shown:?}");
         let key_line = String::from_utf8_lossy(&shown.stdout)

@@ -75,6 +75,7 @@ async fn world_with(
         state.join(fleetwatch::keys::KEY_FILE),
     )
     .expect("key moves");
+    fleetwatch_e2e::page::open_every_proposing_category(&state);
     let policy = Arc::new(
         Policy::from_yaml(
             &std::fs::read_to_string(workspace_root().join("tool_policy.yaml")).expect("policy"),

@@ -53,7 +53,11 @@ async fn deleting_the_newest_rows_on_either_side_is_caught_by_the_other_sides_ve
     // Two changes approved on the page and run: two anchors each way.
     let mut proposals = Vec::new();
     for device in &devices[..2] {
-        let arguments = json!({"action": "start", "device_ids": [format!("{device}-1")]});
+        let channel = format!("{device}-1");
+        // Stopped first: a start on a channel already recording changes nothing, and its card
+        // offers only Deny.
+        assert!(h.sim.set_recording("sandbox", &channel, false));
+        let arguments = json!({"action": "start", "device_ids": [channel]});
         let id = state.propose(&h, "batch_recording", &arguments).await;
         let body = page.approve_form().await;
         assert_eq!(page.post("/approve", &body).await, 200);

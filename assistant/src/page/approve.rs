@@ -216,6 +216,12 @@ pub async fn show(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
         .describe(&first.tool, &first.arguments)
         .await;
     let mut card = card::build(lang, &first, &described, &app.deps.policy);
+    card::hold_grants(
+        &mut card,
+        lang,
+        &app.deps.policy,
+        &crate::grants::Grants::load(&app.state_dir),
+    );
     if let Some(status) = &status {
         card::hold_limits(&mut card, lang, &status.limits, jiff::Timestamp::now());
     }

@@ -459,6 +459,31 @@ pub fn hold_limits(card: &mut Card, lang: Lang, limits: &LimitsReport, now: jiff
     }
 }
 
+/// Whether the operator still grants the tool's category. Read from the grants file each time
+/// a card is shown and again when an approval is consumed, so `fleetwatch grants close` holds
+/// the category's pending cards at once, not at the next model turn. A grants file that
+/// cannot be read grants nothing, here as everywhere.
+pub fn hold_grants(
+    card: &mut Card,
+    lang: Lang,
+    policy: &Policy,
+    grants: &Result<crate::grants::Grants, crate::grants::GrantsError>,
+) {
+    // A tool the policy no longer proposes is held already (`deny.policy`).
+    let Some(entry) = policy.propose_entry(&card.binding.tool) else {
+        return;
+    };
+    match grants {
+        Ok(grants) if grants.is_open(&entry.category) => {}
+        Ok(_) => card
+            .deny_only
+            .push(lang.f("deny.grant_closed", &[("category", &entry.category)])),
+        Err(e) => card
+            .deny_only
+            .push(lang.f("deny.grants_unreadable", &[("why", &e.to_string())])),
+    }
+}
+
 /// Names and effects for what the arguments point at.
 fn describe_ids<'a>(
     lang: Lang,

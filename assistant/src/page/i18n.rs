@@ -402,6 +402,14 @@ pub const EN: &[(&str, &str)] = &[
     ),
     ("deny.targets", "The executor resolved different targets."),
     (
+        "deny.grant_closed",
+        "The {category} category was closed (fleetwatch grants close) after this was proposed, so it can no longer be approved.",
+    ),
+    (
+        "deny.grants_unreadable",
+        "The open categories cannot be read ({why}), so nothing can be approved.",
+    ),
+    (
         "deny.fingerprint",
         "The devices' state changed since the change was proposed.",
     ),
@@ -865,6 +873,14 @@ pub const ES: &[(&str, &str)] = &[
         "El evento {id} no es el evento actual o siguiente del equipo.",
     ),
     ("deny.targets", "El ejecutor resolvió destinos distintos."),
+    (
+        "deny.grant_closed",
+        "La categoría {category} se cerró (fleetwatch grants close) después de proponer esto, así que ya no se puede aprobar.",
+    ),
+    (
+        "deny.grants_unreadable",
+        "No se pueden leer las categorías abiertas ({why}), así que no se puede aprobar nada.",
+    ),
     (
         "deny.fingerprint",
         "El estado de los equipos cambió desde que se propuso el cambio.",

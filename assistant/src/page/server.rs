@@ -52,6 +52,8 @@ pub struct App {
     pub(crate) tokens: TokenKey,
     pub(crate) deps: PageDeps,
     pub(crate) clock: Arc<dyn Clock>,
+    /// The state folder, where the operator's grants are read for every card.
+    pub(crate) state_dir: std::path::PathBuf,
     request_timeout: Duration,
     slots: tokio::sync::Semaphore,
 }
@@ -71,6 +73,7 @@ impl App {
             tokens: TokenKey::generate().map_err(PageError::Secret)?,
             deps,
             clock: config.clock.clone(),
+            state_dir: config.state_dir.clone(),
             request_timeout: config.request_timeout,
             slots: tokio::sync::Semaphore::new(MAX_CONCURRENT),
         })

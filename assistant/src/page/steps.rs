@@ -359,7 +359,13 @@ pub(super) async fn recheck(
         .executor
         .describe(&proposal.tool, &proposal.arguments)
         .await;
-    let card = card::build(lang, &proposal, &described, &app.deps.policy);
+    let mut card = card::build(lang, &proposal, &described, &app.deps.policy);
+    card::hold_grants(
+        &mut card,
+        lang,
+        &app.deps.policy,
+        &crate::grants::Grants::load(&app.state_dir),
+    );
     if !card.approvable() {
         refused_audit(app, form, "deny_only");
         return Err(Box::new(conflict(
