@@ -77,6 +77,22 @@ impl ModelHandle {
             .collect()
     }
 
+    /// Adds `replies` to the end of a scripted stand-in's script (for a test that learns what
+    /// to answer only after the model had to be started). Returns false for the offline
+    /// stand-in, which has no script.
+    pub fn push_replies(&self, replies: Vec<Value>) -> bool {
+        match &self.script.replies {
+            Replies::Script(queue) => {
+                queue
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .extend(replies);
+                true
+            }
+            Replies::Offline(_) => false,
+        }
+    }
+
     /// Stops the server.
     pub async fn shutdown(mut self) {
         self.stop.cancel();

@@ -166,6 +166,14 @@ impl SimHandle {
             .unwrap_or_default()
     }
 
+    /// The team's stream destinations as `(id, name)` (empty for an unknown team).
+    pub fn stream_endpoints(&self, team: &str) -> Vec<(String, String)> {
+        self.inner
+            .shared
+            .with_team(team, |t| t.endpoint_ids())
+            .unwrap_or_default()
+    }
+
     /// The simulator clock.
     pub fn now(&self) -> jiff::Timestamp {
         self.inner.shared.now()

@@ -239,6 +239,17 @@ impl TeamState {
             .collect()
     }
 
+    /// The team's stream destinations as `(id, name)`, in list order.
+    pub fn endpoint_ids(&self) -> Vec<(String, String)> {
+        self.endpoints
+            .iter()
+            .filter_map(|e| {
+                let text = |k: &str| e.get(k).and_then(Value::as_str).map(str::to_string);
+                Some((text("id")?, text("name").unwrap_or_default()))
+            })
+            .collect()
+    }
+
     fn channel_mut(&mut self, master: &str, number: &str) -> Option<&mut Value> {
         self.device_mut(master)?
             .get_mut("Channels")?

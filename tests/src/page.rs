@@ -130,7 +130,8 @@ impl Default for AssistantState {
 /// `fleetwatch serve` with its page, signed in.
 pub struct Page {
     serve: Child,
-    _model: ModelHandle,
+    /// The model `serve` asks (the offline stand-in unless a test gave a scripted one).
+    pub model: ModelHandle,
     /// `http://127.0.0.1:PORT`.
     pub origin: String,
     /// A client that does not follow redirects.
@@ -219,6 +220,18 @@ impl Page {
         let model = fleetwatch_sim::model::start_offline()
             .await
             .expect("model stand-in");
+        Page::start_with_model(port, state, h, devices, model).await
+    }
+
+    /// [`Page::start_on`] with `model` as the model `serve` asks (a scripted one, for a test
+    /// that proposes through the model loop).
+    pub async fn start_with_model(
+        port: u16,
+        state: &AssistantState,
+        h: &Harness,
+        devices: &[String],
+        model: ModelHandle,
+    ) -> Page {
         let child = state
             .command()
             .env("FLEETWATCH_EPIPHAN_URL", h.sim.mcp_url())
@@ -237,7 +250,7 @@ impl Page {
             .expect("serve");
         let mut page = Page {
             serve: child,
-            _model: model,
+            model,
             origin: format!("http://127.0.0.1:{port}"),
             client: crate::http_client_builder()
                 .redirect(reqwest::redirect::Policy::none())
@@ -347,7 +360,13 @@ impl Page {
 
     /// A same-origin form POST with the session; the status (0 when it did not complete).
     pub async fn post(&self, path: &str, body: &str) -> u16 {
-        self.client
+        self.post_text(path, body).await.0
+    }
+
+    /// [`Page::post`], with the page it answered (empty when it did not complete).
+    pub async fn post_text(&self, path: &str, body: &str) -> (u16, String) {
+        let Ok(response) = self
+            .client
             .post(format!("{}{path}", self.origin))
             .header("cookie", &self.cookie)
             .header("origin", &self.origin)
@@ -355,8 +374,11 @@ impl Page {
             .body(body.to_owned())
             .send()
             .await
-            .map(|r| r.status().as_u16())
-            .unwrap_or(0)
+        else {
+            return (0, String::new());
+        };
+        let status = response.status().as_u16();
+        (status, response.text().await.unwrap_or_default())
     }
 }
 
@@ -382,6 +404,19 @@ impl PagePath {
 
     /// [`PagePath::start`] with more executor configuration, given the page's port.
     pub async fn start_with(config_extra: impl Fn(u16) -> String) -> PagePath {
+        PagePath::start_full(config_extra, None).await
+    }
+
+    /// [`PagePath::start`] with `serve` asking `model` (scripted replies), so a test can
+    /// propose through the model loop with `fleetwatch ask`.
+    pub async fn start_with_model(model: ModelHandle) -> PagePath {
+        PagePath::start_full(|_| String::new(), Some(model)).await
+    }
+
+    async fn start_full(
+        config_extra: impl Fn(u16) -> String,
+        model: Option<ModelHandle>,
+    ) -> PagePath {
         let state = AssistantState::new();
         let mut h = Harness::prepare(Setup {
             extra_key_lines: vec![state.key_line.clone()],
@@ -399,7 +434,10 @@ impl PagePath {
         h.setup.allowlist = Some(devices.clone());
         h.spawn();
         h.wait_ready().await;
-        let page = Page::start_on(port, &state, &h, &devices).await;
+        let page = match model {
+            Some(model) => Page::start_with_model(port, &state, &h, &devices, model).await,
+            None => Page::start_on(port, &state, &h, &devices).await,
+        };
         PagePath {
             state,
             h,
