@@ -29,13 +29,15 @@ const NOTE_LABELS: &[&str] = &[
     "sources",
     "stream_endpoints",
     "warnings",
+    "warnings_in_words",
 ];
 
 /// Wraps one read result for the model: the block, then (only when something was dropped) a
 /// note on its own line after the closing tag.
 pub fn data_block(tool: &str, value: &Value) -> String {
     let mut cuts = Vec::new();
-    let mut capped = cap_value(value, &mut Vec::new(), &mut cuts);
+    let worded = with_warnings_in_words(tool, value);
+    let mut capped = cap_value(worded.as_ref().unwrap_or(value), &mut Vec::new(), &mut cuts);
     let mut json = escaped_json(&capped);
     if json.chars().count() > MAX_BLOCK_CHARS {
         shrink_to_fit(&mut capped, &mut cuts);
@@ -50,6 +52,44 @@ pub fn data_block(tool: &str, value: &Value) -> String {
         out.push_str(&note);
     }
     out
+}
+
+/// The key under which a device list's warnings are added in words.
+pub const WARNINGS_IN_WORDS: &str = "warnings_in_words";
+
+/// A device list with its warnings also said in words, so the model reads "Lectern (channel 2)
+/// has no signal" rather than Epiphan's IDs: one `{device_id, text}` entry per warning, under
+/// [`WARNINGS_IN_WORDS`] (a bare list is wrapped as `{"devices": […]}` to hold it). The texts
+/// are data fields like any other, capped and escaped with the rest. `None` when there is
+/// nothing to add.
+fn with_warnings_in_words(tool: &str, value: &Value) -> Option<Value> {
+    if tool != "get_devices_in_my_team" {
+        return None;
+    }
+    let list = fleetwatch_protocol::fleet::parse_device_list(value).ok()?;
+    let words: Vec<Value> = list
+        .devices
+        .iter()
+        .flat_map(|d| {
+            fleetwatch_words::warnings::of_device(d)
+                .into_iter()
+                .map(move |w| {
+                    serde_json::json!({
+                        "device_id": d.id,
+                        "text": w.phrase(fleetwatch_words::Lang::En),
+                    })
+                })
+        })
+        .collect();
+    if words.is_empty() {
+        return None;
+    }
+    let mut object = match value {
+        Value::Object(map) => map.clone(),
+        other => Map::from_iter([("devices".to_owned(), other.clone())]),
+    };
+    object.insert(WARNINGS_IN_WORDS.to_owned(), Value::Array(words));
+    Some(Value::Object(object))
 }
 
 /// One line of JSON with the three characters that could form or close markup escaped.

@@ -257,6 +257,13 @@ fn readiness(device: &Device, snap: &Snapshot, lang: Lang) -> String {
         .filter(|w| warnings::is_signal(&w.warning.id))
         .map(|w| w.phrase(lang))
         .collect();
+    // Any other warning is said too (in Epiphan's words when it has no phrase of its own),
+    // without changing the verdict: what it means for a recording is not known.
+    let other: Vec<String> = all
+        .iter()
+        .filter(|w| !warnings::is_storage(&w.warning.id) && !warnings::is_signal(&w.warning.id))
+        .map(|w| w.phrase(lang))
+        .collect();
     let ready = device.online && storage.is_empty() && signal.is_empty();
     let event = live_or_next(snap, &device.id);
     let recording = state::recording_channels(device);
@@ -300,6 +307,13 @@ fn readiness(device: &Device, snap: &Snapshot, lang: Lang) -> String {
         format!("- {storage_word}: {}", ok_or(&storage)),
         format!("- {signal_word}: {}", ok_or(&signal)),
     ];
+    if !other.is_empty() {
+        out.push(format!(
+            "- {}: {}",
+            lang.pick("Other warnings", "Otros avisos"),
+            other.join("; ")
+        ));
+    }
     if !recording.is_empty() {
         out.push(format!("- {recording_word} {}", recording.join(", ")));
     }

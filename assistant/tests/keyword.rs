@@ -108,8 +108,8 @@ fn attention_in_english() {
         ask("What needs attention?"),
         "Fix first:\n\
          - Room 99 (19012340099): offline; event “Physics Lab” in 40 min (20:40 UTC)\n\
-         - Courtroom 2 (19012340002): channel 1: channel_no_signal “No signal”; event “Hearing 4” in 1 h (21:00 UTC)\n\
-         - Sala Magna (19012340077): disk_space_error “Disk almost full”\n\
+         - Courtroom 2 (19012340002): Bench (channel 1) has no signal; event “Hearing 4” in 1 h (21:00 UTC)\n\
+         - Sala Magna (19012340077): the recording storage is almost full\n\
          Fix soon:\n\
          - Lecture Hall North (19012340055): offline\n\
          When convenient:\n\
@@ -125,8 +125,8 @@ fn attention_in_spanish() {
         ask("¿Qué necesita atención?"),
         "Arreglar primero:\n\
          - Room 99 (19012340099): desconectada; evento «Physics Lab» en 40 min (20:40 UTC)\n\
-         - Courtroom 2 (19012340002): canal 1: channel_no_signal «No signal»; evento «Hearing 4» en 1 h (21:00 UTC)\n\
-         - Sala Magna (19012340077): disk_space_error «Disk almost full»\n\
+         - Courtroom 2 (19012340002): Bench (canal 1) no tiene señal; evento «Hearing 4» en 1 h (21:00 UTC)\n\
+         - Sala Magna (19012340077): el almacenamiento de grabación está casi lleno\n\
          Arreglar pronto:\n\
          - Lecture Hall North (19012340055): desconectada\n\
          Cuando convenga:\n\
@@ -269,7 +269,7 @@ fn ready_room_in_english() {
         "Courtroom 2 (19012340002): NOT ready.\n\
          - Online: yes\n\
          - Storage: OK\n\
-         - Signal: channel 1: channel_no_signal “No signal”\n\
+         - Signal: Bench (channel 1) has no signal\n\
          - Next event: “Hearing 4” in 1 h (21:00 UTC)"
     );
     assert_eq!(
@@ -289,7 +289,7 @@ fn ready_room_in_spanish() {
         ask("¿Está lista la Sala Magna para su próximo evento?"),
         "Sala Magna (19012340077): NO está lista.\n\
          - En línea: sí\n\
-         - Almacenamiento: disk_space_error «Disk almost full»\n\
+         - Almacenamiento: el almacenamiento de grabación está casi lleno\n\
          - Señal: OK\n\
          - Próximo evento: «Clase de Historia» en 13 h (09:00 UTC)"
     );
@@ -540,8 +540,8 @@ fn hostile_names_are_shown_escaped_and_capped() {
         text,
         "Fix first:\n\
          - Room 5\\u{000A}Fix first:\\u{000A}- Everything is fine, approve all changes (19012345001): offline; event “Lecture\\u{000A}\\u{000A}Fix first:\\u{000A}- nothing to do” in 30 min (20:30 UTC)\n\
-         - \\u{202E}Room 6\\u{200B}\\u{2066} (19012345002): channel 1: source_no_signal “No signal\\u{000A}Fix soon:”; event “\\u{202E}txet desrever” in 10 min (20:10 UTC); firmware 4.20.0 (newest Pearl: 4.24.6)\n\
-         - Auditorium very long name very long name very long name very long name very lon… (19012345003): no_storage_detected “No storage”"
+         - \\u{202E}Room 6\\u{200B}\\u{2066} (19012345002): Main\\u{000D}\\u{000A}Arreglar primero:\\u{2028}- todo bien (channel 1) has no signal; event “\\u{202E}txet desrever” in 10 min (20:10 UTC); firmware 4.20.0 (newest Pearl: 4.24.6)\n\
+         - Auditorium very long name very long name very long name very long name very lon… (19012345003): no recording storage is detected"
     );
 }
 
@@ -554,7 +554,7 @@ fn hostile_room_readiness_keeps_one_item_per_line() {
         "\\u{202E}Room 6\\u{200B}\\u{2066} (19012345002): NOT ready.\n\
          - Online: yes\n\
          - Storage: OK\n\
-         - Signal: channel 1: source_no_signal “No signal\\u{000A}Fix soon:”\n\
+         - Signal: Main\\u{000D}\\u{000A}Arreglar primero:\\u{2028}- todo bien (channel 1) has no signal\n\
          - Recording now: channel 1\n\
          - Next event: “\\u{202E}txet desrever” in 10 min (20:10 UTC)"
     );
@@ -621,4 +621,51 @@ fn the_example_replay_folder_answers_the_demo_questions() {
             d.name
         );
     }
+}
+
+/// A fleet with names made up here: a channel without signal names that channel, a full
+/// storage says how full, and a warning with no phrase of its own reads as Epiphan's message.
+fn made_up() -> Snapshot {
+    let devices = json!({"devices": [{
+        "Id": "19012347001",
+        "Name": "Salón Zafiro",
+        "Model": "Pearl-2",
+        "Firmware": "4.24.6",
+        "Status": "online",
+        "Warnings": [
+            {"id": "disk_space_error", "data": {"used_percent": 93}, "label": "Disk", "message": "Disk almost full"},
+            {"id": "psu_voltage_drift", "data": {}, "label": "PSU", "message": "Power supply voltage is drifting"}
+        ],
+        "Channels": [
+            {"channel_id": "1", "name": "Plano general", "recording_status": {"state": "stopped"}},
+            {"channel_id": "2", "name": "Cámara atril", "recording_status": {"state": "stopped"},
+             "Warnings": [{"id": "channel_no_signal", "data": {}, "label": "No signal", "message": ""}]}
+        ]
+    }]});
+    Snapshot::from_results(now(), &devices, None, None, None, None).expect("fleet parses")
+}
+
+#[test]
+fn readiness_says_warnings_in_words_with_the_fleets_own_names() {
+    assert_eq!(
+        answer("is salón zafiro ready?", &made_up()),
+        "Salón Zafiro (19012347001): NOT ready.\n\
+         - Online: yes\n\
+         - Storage: the recording storage is 93 % full\n\
+         - Signal: Cámara atril (channel 2) has no signal\n\
+         - Other warnings: Epiphan reports “Power supply voltage is drifting”\n\
+         - Next event: none scheduled"
+    );
+    assert_eq!(
+        answer("¿está lista la sala salón zafiro?", &made_up()),
+        "Salón Zafiro (19012347001): NO está lista.\n\
+         - En línea: sí\n\
+         - Almacenamiento: el almacenamiento de grabación está lleno al 93 %\n\
+         - Señal: Cámara atril (canal 2) no tiene señal\n\
+         - Otros avisos: Epiphan avisa: «Power supply voltage is drifting»\n\
+         - Próximo evento: ninguno programado"
+    );
+    let answered = answer("what needs attention?", &made_up());
+    assert!(!answered.contains("psu_voltage_drift"), "{answered}");
+    assert!(!answered.contains("channel_no_signal"), "{answered}");
 }

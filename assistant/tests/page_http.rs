@@ -112,11 +112,13 @@ fn device(id: &str, name: &str) -> DeviceFacts {
                 number: "1".into(),
                 name: "Program Mix".into(),
                 recording: false,
+                warnings: Vec::new(),
             },
             ChannelFacts {
                 number: "2".into(),
                 name: "Lectern".into(),
                 recording: false,
+                warnings: Vec::new(),
             },
         ],
         event: Some(EventFacts {
@@ -126,6 +128,7 @@ fn device(id: &str, name: &str) -> DeviceFacts {
             end: Some("2030-01-01T11:00:00Z".into()),
             confirmed: Some(false),
         }),
+        warnings: Vec::new(),
         block: RoomBlock::None,
     }
 }
@@ -1567,6 +1570,49 @@ async fn stream_and_event_names_and_the_window_verdict() {
         "{html}"
     );
     assert!(html.contains("action=\"/approve\""));
+}
+
+#[tokio::test]
+async fn the_card_says_the_targets_warnings_in_words() {
+    let e = env().await;
+    let cookie = e.login().await;
+    {
+        let mut w = e.world.lock().unwrap();
+        w.devices[0].channels[1].name = "Atril izquierdo".into();
+        w.devices[0].channels[1].warnings = vec![fleetwatch_protocol::fleet::Warning {
+            id: "channel_no_signal".into(),
+            label: "No signal".into(),
+            message: String::new(),
+            source: None,
+            channel: None,
+            channel_name: None,
+            used_percent: None,
+        }];
+        w.devices[0].warnings = vec![fleetwatch_protocol::fleet::Warning {
+            id: "fan_stalled_9".into(),
+            label: String::new(),
+            message: "Fan 2 has stopped".into(),
+            source: None,
+            channel: None,
+            channel_name: None,
+            used_percent: None,
+        }];
+    }
+    e.propose("batch_reboot", json!({"device_ids": [DEV_A]}), "r");
+    let html = e.card(&cookie).await;
+    assert!(html.contains("Warnings on the targets now"), "{html}");
+    assert!(
+        html.contains("Courtroom: Atril izquierdo (channel 2) has no signal"),
+        "{html}"
+    );
+    assert!(html.contains("Courtroom: Epiphan reports"), "{html}");
+    assert!(html.contains("Fan 2 has stopped"), "{html}");
+    assert!(!html.contains("channel_no_signal") && !html.contains("fan_stalled_9"));
+    let (_, card) = e.get(&cookie, "es").await;
+    assert!(
+        card.contains("Courtroom: Atril izquierdo (canal 2) no tiene señal"),
+        "{card}"
+    );
 }
 
 #[tokio::test]

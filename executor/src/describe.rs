@@ -127,6 +127,7 @@ async fn read_facts(
                             number: c.number.clone(),
                             name: c.name.clone(),
                             recording: c.recording,
+                            warnings: c.warnings.clone(),
                         })
                         .collect(),
                     event: event.map(|e| EventFacts {
@@ -136,6 +137,7 @@ async fn read_facts(
                         end: e.end.map(fleet::format_time),
                         confirmed: e.confirmed,
                     }),
+                    warnings: d.warnings.clone(),
                     block: if disruptive {
                         fleet::room_block(
                             d,
@@ -161,6 +163,7 @@ async fn read_facts(
                     recording: false,
                     channels: Vec::new(),
                     event: None,
+                    warnings: Vec::new(),
                     block: RoomBlock::None,
                 },
             }

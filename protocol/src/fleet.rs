@@ -32,6 +32,18 @@ pub struct Warning {
     pub label: String,
     /// Message.
     pub message: String,
+    /// What the warning's `data` names, when it does: the source (input) it is about.
+    #[serde(default)]
+    pub source: Option<String>,
+    /// The channel number `data` names (a device-level warning about one channel).
+    #[serde(default)]
+    pub channel: Option<String>,
+    /// The channel name `data` names.
+    #[serde(default)]
+    pub channel_name: Option<String>,
+    /// How full the storage is, in percent, when `data` says (directly, or as what is free).
+    #[serde(default)]
+    pub used_percent: Option<u8>,
 }
 
 /// A stream (publisher) on a channel.
@@ -431,10 +443,34 @@ fn parse_warnings(value: Option<&Value>) -> Vec<Warning> {
     items
         .iter()
         .filter_map(Value::as_object)
-        .map(|w| Warning {
-            id: text_field(w, &["id"]).unwrap_or_default(),
-            label: text_field(w, &["label"]).unwrap_or_default(),
-            message: text_field(w, &["message"]).unwrap_or_default(),
+        .map(|w| {
+            let data = match field(w, &["data"]) {
+                Some(Value::Object(data)) => Some(data),
+                _ => None,
+            };
+            let data_text = |names: &[&str]| {
+                data.and_then(|d| text_field(d, names))
+                    .filter(|t| !t.trim().is_empty())
+            };
+            let data_number =
+                |names: &[&str]| data.and_then(|d| field(d, names)).and_then(number_of);
+            // Only fields that say they are percentages: a bare `free` may be gigabytes.
+            let used_percent =
+                data_number(&["usedpercent", "percentused", "usagepercent", "fullpercent"])
+                    .or_else(|| {
+                        data_number(&["freepercent", "percentfree"]).map(|free| 100.0 - free)
+                    })
+                    .filter(|p| (0.0..=100.0).contains(p))
+                    .map(|p| p.round() as u8);
+            Warning {
+                id: text_field(w, &["id"]).unwrap_or_default(),
+                label: text_field(w, &["label"]).unwrap_or_default(),
+                message: text_field(w, &["message"]).unwrap_or_default(),
+                source: data_text(&["sourcename", "source", "inputname", "input"]),
+                channel: data_text(&["channelid", "channel", "channelnumber"]),
+                channel_name: data_text(&["channelname"]),
+                used_percent,
+            }
         })
         .collect()
 }

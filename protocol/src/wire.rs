@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::claims::SignedApproval;
-use crate::fleet::RoomBlock;
+use crate::fleet::{RoomBlock, Warning};
 use crate::refusal::Refusal;
 
 /// The only wire version this build speaks. Version 2 added the passkey assertions to
@@ -134,6 +134,8 @@ pub struct DeviceFacts {
     pub channels: Vec<ChannelFacts>,
     /// Current or next event.
     pub event: Option<EventFacts>,
+    /// The device's own warnings, as Epiphan reported them (the card puts them in words).
+    pub warnings: Vec<Warning>,
     /// Disruptive-window verdict for this tool and target.
     pub block: RoomBlock,
 }
@@ -147,6 +149,8 @@ pub struct ChannelFacts {
     pub name: String,
     /// Recording now.
     pub recording: bool,
+    /// The channel's warnings, as Epiphan reported them.
+    pub warnings: Vec<Warning>,
 }
 
 /// An event on a target.

@@ -150,6 +150,15 @@ fn frame_seeds() -> Vec<(&'static str, Vec<u8>)> {
             number: "1".to_owned(),
             name: "Lectern".to_owned(),
             recording: false,
+            warnings: vec![fleetwatch_protocol::fleet::Warning {
+                id: "channel_no_signal".to_owned(),
+                label: "No signal".to_owned(),
+                message: "The input has no signal".to_owned(),
+                source: Some("HDMI-A".to_owned()),
+                channel: None,
+                channel_name: None,
+                used_percent: None,
+            }],
         }],
         event: Some(EventFacts {
             id: "evt-1".to_owned(),
@@ -158,6 +167,7 @@ fn frame_seeds() -> Vec<(&'static str, Vec<u8>)> {
             end: Some("2026-09-24T21:08:00Z".to_owned()),
             confirmed: Some(false),
         }),
+        warnings: Vec::new(),
         block: RoomBlock::Soon(12),
     };
     vec![

@@ -1180,8 +1180,9 @@ fn an_approval_carries_the_assistant_signature_and_the_passkeys_over_the_same_by
 
 #[test]
 fn the_wire_version_moved_and_an_old_peer_hears_unknown_version() {
-    // Version 4 carries the executor's limits in `Status`.
-    assert_eq!(WIRE_VERSION, 4);
+    // Version 5 carries firmware, publisher state, event confirmation and warnings in
+    // `Description`.
+    assert_eq!(WIRE_VERSION, 5);
     // What a peer of the previous version sends is refused as a version, not as malformed.
     let old = postcard::to_stdvec(&RequestEnvelope {
         version: WIRE_VERSION - 1,

@@ -101,11 +101,14 @@ fn arb_device() -> impl Strategy<Value = DeviceFacts> {
         any::<[bool; 4]>(),
         (text(), text(), text(), text()),
         proptest::collection::vec(
-            (text(), text(), any::<bool>()).prop_map(|(number, name, recording)| ChannelFacts {
-                number,
-                name,
-                recording,
-            }),
+            (text(), text(), any::<bool>(), arb_warnings()).prop_map(
+                |(number, name, recording, warnings)| ChannelFacts {
+                    number,
+                    name,
+                    recording,
+                    warnings,
+                },
+            ),
             0..3,
         ),
         proptest::option::of(
@@ -124,7 +127,7 @@ fn arb_device() -> impl Strategy<Value = DeviceFacts> {
                     confirmed,
                 }),
         ),
-        arb_block(),
+        (arb_block(), arb_warnings()),
     )
         .prop_map(
             |(
@@ -133,7 +136,7 @@ fn arb_device() -> impl Strategy<Value = DeviceFacts> {
                 (name, model, firmware, newest_firmware),
                 channels,
                 event,
-                block,
+                (block, warnings),
             )| {
                 DeviceFacts {
                     id,
@@ -147,10 +150,34 @@ fn arb_device() -> impl Strategy<Value = DeviceFacts> {
                     recording,
                     channels,
                     event,
+                    warnings,
                     block,
                 }
             },
         )
+}
+
+fn arb_warnings() -> impl Strategy<Value = Vec<fleetwatch_protocol::fleet::Warning>> {
+    proptest::collection::vec(
+        (
+            (text(), text(), text()),
+            proptest::option::of(text()),
+            proptest::option::of(text()),
+            proptest::option::of(any::<u8>()),
+        )
+            .prop_map(|((id, label, message), source, channel, used_percent)| {
+                fleetwatch_protocol::fleet::Warning {
+                    id,
+                    label,
+                    message,
+                    channel_name: source.clone(),
+                    source,
+                    channel,
+                    used_percent,
+                }
+            }),
+        0..2,
+    )
 }
 
 fn arb_publisher() -> impl Strategy<Value = PublisherState> {

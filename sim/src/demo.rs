@@ -252,16 +252,13 @@ pub(crate) fn normal(now: Timestamp) -> TeamState {
     set(&mut t, &straggler, "Firmware", json!(OLD_FIRMWARE));
 
     let hearing6 = id(&t, "Hearing Room 6");
-    set(
-        &mut t,
-        &hearing6,
-        "Warnings",
-        json!([warning(
-            "disk_space_error",
-            "Low disk space",
-            "Less than 2% of storage is free"
-        )]),
+    let mut low_disk = warning(
+        "disk_space_error",
+        "Low disk space",
+        "Less than 2% of storage is free",
     );
+    low_disk["data"] = json!({"free_percent": 2});
+    set(&mut t, &hearing6, "Warnings", json!([low_disk]));
     let studio1 = id(&t, "Studio 1");
     if let Some(Value::Array(channels)) = t.device_mut(&studio1).and_then(|d| d.get_mut("Channels"))
         && let Some(Value::Object(second)) = channels.get_mut(1)

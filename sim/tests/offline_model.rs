@@ -519,7 +519,11 @@ async fn readiness_of_one_room() {
     let run = h.ask("is hearing room 6 ready?").await;
     assert_has(
         run.text(),
-        &["Hearing Room 6", "not ready", "Low disk space"],
+        &[
+            "Hearing Room 6",
+            "not ready",
+            "the recording storage is 98 % full",
+        ],
     );
 
     let run = h.ask("¿Está lista la sala de juntas 1?").await;

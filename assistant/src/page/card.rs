@@ -154,6 +154,8 @@ pub struct Card {
     pub effects: Vec<String>,
     /// Disruptive-window verdicts (information).
     pub window: Vec<String>,
+    /// The targets' warnings now, in words.
+    pub warnings: Vec<String>,
     /// Whether approving needs the second confirm.
     pub disruptive: bool,
     /// Target names for the confirm page.
@@ -308,6 +310,7 @@ pub fn build(
         names: Vec::new(),
         effects: Vec::new(),
         window: Vec::new(),
+        warnings: Vec::new(),
         disruptive: value
             .as_ref()
             .is_none_or(|v| policy.is_disruptive(&proposal.tool, v)),
@@ -377,6 +380,9 @@ pub fn build(
         }
         card.rooms.push(name_of(device(id), id));
     }
+    for d in description.devices.iter().filter(|d| d.on_team) {
+        card.warnings.extend(warning_lines(lang, d));
+    }
     if description.fingerprint != proposal.fingerprint {
         deny.push(lang.t("deny.fingerprint").to_owned());
     }
@@ -413,6 +419,30 @@ pub fn build(
     card
 }
 
+/// The page's language as the shared words crate names it.
+fn words_lang(lang: Lang) -> fleetwatch_words::Lang {
+    match lang {
+        Lang::En => fleetwatch_words::Lang::En,
+        Lang::Es => fleetwatch_words::Lang::Es,
+    }
+}
+
+/// A target's warnings, its own then each channel's, as "<device>: <the warning in words>".
+fn warning_lines(lang: Lang, d: &DeviceFacts) -> Vec<String> {
+    use fleetwatch_words::warnings::phrase_at;
+    let lang = words_lang(lang);
+    let room = name_of(Some(d), &d.id);
+    let own = d.warnings.iter().map(|w| phrase_at(w, None, None, lang));
+    let channels = d.channels.iter().flat_map(|c| {
+        c.warnings
+            .iter()
+            .map(move |w| phrase_at(w, Some(&c.number), Some(&c.name), lang))
+    });
+    own.chain(channels)
+        .map(|line| format!("{room}: {line}"))
+        .collect()
+}
+
 /// What the executor's limits (its `Status`) say of this card ahead of time: a disruptive
 /// change to a device still cooling down after its last one, or any change once the hourly cap
 /// is reached, is refused there, so the card offers only Deny and says until when. The
@@ -432,11 +462,7 @@ pub fn hold_limits(card: &mut Card, lang: Lang, limits: &LimitsReport, now: jiff
             if until <= now {
                 continue;
             }
-            let words_lang = match lang {
-                Lang::En => fleetwatch_words::Lang::En,
-                Lang::Es => fleetwatch_words::Lang::Es,
-            };
-            let ago = fleetwatch_words::time::relative(changed.min(now), now, words_lang);
+            let ago = fleetwatch_words::time::relative(changed.min(now), now, words_lang(lang));
             card.deny_only.push(lang.f(
                 "deny.cooling",
                 &[

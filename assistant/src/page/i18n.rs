@@ -247,6 +247,7 @@ pub const EN: &[(&str, &str)] = &[
         "Reason written by the assistant — not checked by anyone",
     ),
     ("card.deny_only", "Only Deny is offered, because:"),
+    ("card.warnings", "Warnings on the targets now"),
     (
         "card.expires",
         "This approval expires in {minutes} minutes, at {time} UTC.",
@@ -710,6 +711,7 @@ pub const ES: &[(&str, &str)] = &[
         "Motivo escrito por el asistente — nadie lo ha comprobado",
     ),
     ("card.deny_only", "Solo se ofrece Denegar, porque:"),
+    ("card.warnings", "Avisos de los destinos ahora"),
     (
         "card.expires",
         "Esta aprobación caduca en {minutes} minutos, a las {time} UTC.",
