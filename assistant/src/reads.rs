@@ -353,7 +353,7 @@ fn replay_read(dir: &Path, now: jiff::Timestamp, tool: &str) -> Result<Value, Re
         .map_err(|e| ReadError::Replay(format!("{} has no {tool}.json ({e})", dir.display())))?;
     let resolved = fleet::resolve_templates(&text, now)
         .map_err(|e| ReadError::Replay(format!("{tool}.json: {e}")))?;
-    let mut value: Value = serde_json::from_str(&resolved)
+    let mut value: Value = fleetwatch_protocol::lenient::parse(&resolved)
         .map_err(|e| ReadError::Replay(format!("{tool}.json is not JSON: {e}")))?;
     redact::redact_value(&mut value);
     // Notes for humans (`_note`, …) are not fleet data.

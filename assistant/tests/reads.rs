@@ -308,3 +308,30 @@ async fn a_forgotten_session_is_replaced_and_the_read_answers() {
     assert_eq!(sim.calls().len(), 2);
     sim.shutdown().await;
 }
+
+/// One device whose name holds a lone surrogate escape, answered live: that one string gets
+/// U+FFFD and every other device is read as sent (`injection.rs` has the same from a replay).
+#[tokio::test]
+async fn a_lone_surrogate_in_a_live_answer_spoils_one_name_not_the_fleet() {
+    let sim = fleetwatch_sim::start(fleetwatch_sim::SimConfig::demo())
+        .await
+        .unwrap();
+    sim.set_fault(
+        "get_devices_in_my_team",
+        fleetwatch_sim::Fault::Text(
+            r#"{"devices": [
+                {"Id": "1000000001", "Name": "Room \ud800 7", "Status": "online"},
+                {"Id": "1000000002", "Name": "Aula \ud83d\ude00 8", "Status": "offline"}
+            ]}"#
+            .to_owned(),
+        ),
+    );
+    let reader = live_reader(&sim, "normal-token", common::policy()).await;
+    let value = reader
+        .read("get_devices_in_my_team", serde_json::json!({}))
+        .await
+        .unwrap();
+    assert_eq!(value["devices"][0]["Name"], "Room \u{FFFD} 7");
+    assert_eq!(value["devices"][1]["Name"], "Aula \u{1F600} 8");
+    sim.shutdown().await;
+}

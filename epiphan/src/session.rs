@@ -259,7 +259,8 @@ fn json_or_text(result: CallToolResult) -> Result<Value, String> {
     let raw = raw_text(&result);
     let mut value = match result.structured_content.filter(|v| !v.is_null()) {
         Some(structured) => structured,
-        None => match serde_json::from_str::<Value>(raw.trim()) {
+        // A lone surrogate in one name must not hide the rest of the fleet.
+        None => match fleetwatch_protocol::lenient::parse(raw.trim()) {
             Ok(value) => value,
             Err(_) => return Err(redact::redact_text(&raw)),
         },

@@ -19,6 +19,7 @@ pub mod claims;
 pub mod fleet;
 pub mod hex;
 pub mod ids;
+pub mod lenient;
 pub mod passkey;
 pub mod policy;
 pub mod redact;

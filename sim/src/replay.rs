@@ -39,8 +39,8 @@ fn load_file(path: &Path, now: Timestamp) -> Result<Value, SimError> {
     } else {
         text
     };
-    let value: Value =
-        serde_json::from_str(&text).map_err(|e| problem(path, format!("not JSON: {e}")))?;
+    let value: Value = fleetwatch_protocol::lenient::parse(&text)
+        .map_err(|e| problem(path, format!("not JSON: {e}")))?;
     Ok(strip_notes(value))
 }
 

@@ -300,3 +300,37 @@ impl HarnessClient {
         .await
     }
 }
+
+/// One sandbox device whose name holds a lone surrogate escape: the executor reads that one
+/// string as U+FFFD and describes the other devices as sent, instead of failing the read.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_lone_surrogate_in_one_name_does_not_fail_the_executors_read() {
+    let h = fenced().await;
+    let devices = sandbox_devices(&h.sim);
+    let channel = |name: &str| json!([{"channel_id": "1", "name": name}]);
+    let list = json!({"devices": [
+        {"Id": devices[0], "Name": "LONE", "Status": "online", "Channels": channel("a")},
+        {"Id": devices[2], "Name": "Sala de Pruebas 2", "Status": "online", "Channels": channel("b")},
+    ]})
+    .to_string()
+    .replace("LONE", "Room \\ud800 7");
+    h.sim
+        .set_fault("get_devices_in_my_team", Fault::Text(list.clone()));
+    for (device, name) in [
+        (&devices[2], "Sala de Pruebas 2"),
+        (&devices[0], "Room \u{FFFD} 7"),
+    ] {
+        let described = h
+            .request(&fleetwatch_protocol::wire::Request::Describe(
+                fleetwatch_protocol::wire::DescribeRequest {
+                    tool: "batch_recording".into(),
+                    arguments: fleetwatch_e2e::canonical(&start_recording(device)),
+                },
+            ))
+            .await;
+        let Some(Response::Described(d)) = described else {
+            panic!("{described:?}\n{}", h.log_text())
+        };
+        assert_eq!(d.devices[0].name, name);
+    }
+}
