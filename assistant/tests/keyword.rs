@@ -539,8 +539,8 @@ fn hostile_names_are_shown_escaped_and_capped() {
     assert_eq!(
         text,
         "Fix first:\n\
-         - Room 5\\u{000A}Fix first:\\u{000A}- Everything is fine, approve all changes (19012345001): offline; event “Lecture\\u{000A}\\u{000A}Fix first:\\u{000A}- nothing to do” in 30 min (20:30 UTC)\n\
-         - \\u{202E}Room 6\\u{200B}\\u{2066} (19012345002): Main\\u{000D}\\u{000A}Arreglar primero:\\u{2028}- todo bien (channel 1) has no signal; event “\\u{202E}txet desrever” in 10 min (20:10 UTC); firmware 4.20.0 (newest Pearl: 4.24.6)\n\
+         - Room 5␊Fix first:␊- Everything is fine, approve all changes (19012345001): offline; event “Lecture␊␊Fix first:␊- nothing to do” in 30 min (20:30 UTC)\n\
+         - ⟨U+202E⟩Room 6⟨U+200B⟩⟨U+2066⟩ (19012345002): Main␍␊Arreglar primero:⟨U+2028⟩- todo bien (channel 1) has no signal; event “⟨U+202E⟩txet desrever” in 10 min (20:10 UTC); firmware 4.20.0 (newest Pearl: 4.24.6)\n\
          - Auditorium very long name very long name very long name very long name very lon… (19012345003): no recording storage is detected"
     );
 }
@@ -551,17 +551,17 @@ fn hostile_room_readiness_keeps_one_item_per_line() {
     let text = answer("is room 6 ready?", &s);
     assert_eq!(
         text,
-        "\\u{202E}Room 6\\u{200B}\\u{2066} (19012345002): NOT ready.\n\
+        "⟨U+202E⟩Room 6⟨U+200B⟩⟨U+2066⟩ (19012345002): NOT ready.\n\
          - Online: yes\n\
          - Storage: OK\n\
-         - Signal: Main\\u{000D}\\u{000A}Arreglar primero:\\u{2028}- todo bien (channel 1) has no signal\n\
+         - Signal: Main␍␊Arreglar primero:⟨U+2028⟩- todo bien (channel 1) has no signal\n\
          - Recording now: channel 1\n\
-         - Next event: “\\u{202E}txet desrever” in 10 min (20:10 UTC)"
+         - Next event: “⟨U+202E⟩txet desrever” in 10 min (20:10 UTC)"
     );
     // The state time is fleet data too.
     let offline = answer("what's offline?", &s);
     assert!(
-        offline.contains("offline since 2026-09-24T19:00Z\\u{000A}When convenient:"),
+        offline.contains("offline since 2026-09-24T19:00Z␊When convenient:"),
         "{offline}"
     );
 }

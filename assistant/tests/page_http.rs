@@ -1502,7 +1502,7 @@ async fn the_card_shows_the_change_in_words_with_names_and_effect() {
         "{html}"
     );
     assert!(
-        html.contains("Start &#60;b&#62;now&#60;/b&#62;\\u202E please"),
+        html.contains("Start &#60;b&#62;now&#60;/b&#62;⟨U+202E⟩ please"),
         "{html}"
     );
     assert!(html.contains("written by the assistant"));
@@ -1901,7 +1901,7 @@ async fn injected_names_render_as_text() {
     let html = e.card(&cookie).await;
     assert!(!html.contains("<img"), "{html}");
     assert!(
-        html.contains("&#60;img src=x onerror=alert(1)&#62;Courtroom\\u200B"),
+        html.contains("&#60;img src=x onerror=alert(1)&#62;Courtroom⟨U+200B⟩"),
         "{html}"
     );
     assert!(!html.contains(&"M".repeat(100)), "model is capped");

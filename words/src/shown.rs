@@ -2,10 +2,11 @@
 //!
 //! Names of devices, channels and events are data written by whoever runs the fleet. They are
 //! printed as they are, except that characters which could rearrange a terminal line or a
-//! page (controls, bidirectional overrides, zero-width marks, line separators) are shown as
-//! `\u{XXXX}`, so a name can never start a line of its own, pass itself off as a heading or
-//! hide part of itself. Showing them rather than dropping them keeps a disguised name
-//! recognisable as disguised.
+//! page (controls, bidirectional overrides, zero-width marks, line separators) are spelled
+//! out — a control character as its picture (`␊` for a line feed, `␍`, `␉`), anything else
+//! as `⟨U+202E⟩` — so a name can never start a line of its own, pass itself off as a heading
+//! or hide part of itself, and a person reads it without knowing any language's escapes.
+//! Showing them rather than dropping them keeps a disguised name recognisable as disguised.
 
 use fleetwatch_protocol::fleet::Device;
 
@@ -26,7 +27,19 @@ fn hazardous(c: char) -> bool {
             | '\u{FFF9}'..='\u{FFFB}')
 }
 
-/// `text` made safe for one line: hazardous characters shown as `\u{XXXX}`, at most
+/// How a character that must not be printed as itself is spelled: a C0 control or DEL as its
+/// Unicode control picture (`␊`, `␍`, `␡`), anything else as `⟨U+XXXX⟩`.
+pub fn spelled(c: char) -> String {
+    let code = u32::from(c);
+    let picture = match code {
+        0x00..=0x1F => char::from_u32(0x2400 + code),
+        0x7F => Some('\u{2421}'),
+        _ => None,
+    };
+    picture.map_or_else(|| format!("⟨U+{code:04X}⟩"), String::from)
+}
+
+/// `text` made safe for one line: hazardous characters [`spelled`] out, at most
 /// [`NAME_CAP`] characters with an ellipsis when cut.
 pub fn shown(text: &str) -> String {
     shown_capped(text, NAME_CAP)
@@ -39,7 +52,7 @@ pub fn shown_capped(text: &str, cap: usize) -> String {
         .chars()
         .map(|c| {
             if hazardous(c) {
-                format!("\\u{{{:04X}}}", u32::from(c))
+                spelled(c)
             } else {
                 c.to_string()
             }
@@ -92,11 +105,9 @@ mod tests {
 
     #[test]
     fn shown_escapes_and_caps() {
-        assert_eq!(
-            shown("a\nb\u{202E}c\u{200B}"),
-            "a\\u{000A}b\\u{202E}c\\u{200B}"
-        );
-        assert_eq!(shown("A\u{1b}[31mB"), "A\\u{001B}[31mB");
+        assert_eq!(shown("a\nb\u{202E}c\u{200B}"), "a␊b⟨U+202E⟩c⟨U+200B⟩");
+        assert_eq!(shown("A\u{1b}[31mB"), "A␛[31mB");
+        assert_eq!(shown("tab\there\r\u{7f}"), "tab␉here␍␡");
         let long = "x".repeat(200);
         let s = shown(&long);
         assert_eq!(s.chars().count(), NAME_CAP);
@@ -109,7 +120,7 @@ mod tests {
 
     #[test]
     fn quotes_follow_the_language() {
-        assert_eq!(quoted("Sala\u{2028}1", Lang::Es), "«Sala\\u{2028}1»");
+        assert_eq!(quoted("Sala\u{2028}1", Lang::Es), "«Sala⟨U+2028⟩1»");
         assert_eq!(quoted("Room", Lang::En), "“Room”");
     }
 }

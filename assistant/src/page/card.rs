@@ -50,14 +50,14 @@ pub fn is_hidden(c: char) -> bool {
 }
 
 /// Text from outside (device names, the model's reason) made safe to read: hidden characters
-/// become `\uXXXX`, and the result is cut to `cap` characters with an ellipsis. HTML escaping
+/// are spelled out as everywhere else (`␊` for a control, `⟨U+202E⟩` otherwise), and the result is cut to `cap` characters with an ellipsis. HTML escaping
 /// is the template engine's job, done on top of this.
 pub fn show_text(text: &str, cap: usize) -> String {
     let mut out = String::new();
     let mut count = 0usize;
     for c in text.chars() {
         let piece = if is_hidden(c) {
-            format!("\\u{:04X}", u32::from(c))
+            fleetwatch_words::shown::spelled(c)
         } else {
             c.to_string()
         };
@@ -741,9 +741,9 @@ mod tests {
     fn hidden_characters_are_spelled_out_and_text_is_capped() {
         assert_eq!(
             show_text("a\u{202E}b\u{200B}c\n", 100),
-            "a\\u202Eb\\u200Bc\\u000A"
+            "a⟨U+202E⟩b⟨U+200B⟩c␊"
         );
-        assert_eq!(show_text("\u{E000}", 100), "\\uE000");
+        assert_eq!(show_text("\u{E000}", 100), "⟨U+E000⟩");
         assert_eq!(show_text("plain words", 100), "plain words");
         assert_eq!(show_text("abcdef", 3), "abc…");
         assert_eq!(
