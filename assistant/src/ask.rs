@@ -16,6 +16,7 @@ use crate::config::Config;
 use crate::model::ModelConfig;
 use crate::reads::Reader;
 use crate::store::Store;
+use fleetwatch_words::Lang;
 
 /// Where answers come from.
 pub enum Source {
@@ -73,33 +74,54 @@ impl Source {
 }
 
 /// Formats a reply for the terminal.
-pub fn render(reply: &Reply) -> String {
+pub fn render(reply: &Reply, question: &str) -> String {
+    let lang = fleetwatch_words::lang::detect(question);
     let mut out = reply.answer.trim_end().to_owned();
     if let Some(note) = &reply.note {
-        out.push_str("\n\nNote: ");
+        out.push_str("\n\n");
+        out.push_str(lang.pick("Note: ", "Nota: "));
         out.push_str(note);
     }
     for id in &reply.proposals {
-        out.push_str(&format!(
-            "\n\nProposal #{id} is waiting for a person to approve it"
-        ));
-        if let Some(page) = &reply.page {
-            out.push_str(&format!(" at {page}"));
-        }
-        out.push_str(". Nothing has changed yet.");
+        out.push_str("\n\n");
+        out.push_str(&match (lang, &reply.page) {
+            (Lang::En, Some(page)) => format!(
+                "Proposal #{id} is waiting for a person to approve it at {page}. Nothing has \
+                 changed yet."
+            ),
+            (Lang::En, None) => format!(
+                "Proposal #{id} is waiting for a person to approve it. Nothing has changed yet."
+            ),
+            (Lang::Es, Some(page)) => format!(
+                "La propuesta n.º {id} espera a que una persona la apruebe en {page}. Todavía \
+                 no ha cambiado nada."
+            ),
+            (Lang::Es, None) => format!(
+                "La propuesta n.º {id} espera a que una persona la apruebe. Todavía no ha \
+                 cambiado nada."
+            ),
+        });
     }
     out
+}
+
+/// An error from asking, in the question's language.
+fn failed(question: &str, error: &str) -> String {
+    match fleetwatch_words::lang::detect(question) {
+        Lang::En => format!("fleetwatch ask: the question could not be answered: {error}"),
+        Lang::Es => format!("fleetwatch ask: no se pudo responder a la pregunta: {error}"),
+    }
 }
 
 /// One question, printed; the exit code.
 pub async fn one_shot(source: &Source, question: &str, no_ai: bool) -> i32 {
     match with_spinner(source.ask(question, no_ai)).await {
         Ok(reply) => {
-            println!("{}", render(&reply));
+            println!("{}", render(&reply, question));
             0
         }
         Err(e) => {
-            eprintln!("fleetwatch ask: {e}");
+            eprintln!("{}", failed(question, &e));
             1
         }
     }
@@ -133,11 +155,14 @@ pub async fn repl(source: &Source, no_ai: bool) -> i32 {
         let _ = editor.add_history_entry(question);
         tokio::select! {
             result = with_spinner(source.ask(question, no_ai)) => match result {
-                Ok(reply) => println!("{}\n", render(&reply)),
-                Err(e) => eprintln!("{e}\n"),
+                Ok(reply) => println!("{}\n", render(&reply, question)),
+                Err(e) => eprintln!("{}\n", failed(question, &e)),
             },
             // Dropping the question's future closes the socket, which cancels it server-side.
-            _ = tokio::signal::ctrl_c() => eprintln!("\n(cancelled)\n"),
+            _ = tokio::signal::ctrl_c() => eprintln!(
+                "\n{}\n",
+                fleetwatch_words::lang::detect(question).pick("(cancelled)", "(cancelada)")
+            ),
         }
     }
 }
@@ -169,5 +194,42 @@ impl Drop for SpinnerGuard {
         self.0.abort();
         eprint!("\r\x1b[2K");
         let _ = std::io::stderr().flush();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every line `ask` prints for an answer, in Spanish for a Spanish question.
+    #[test]
+    fn a_spanish_question_gets_every_line_in_spanish() {
+        let reply = Reply {
+            answer: "Todo en orden.".to_owned(),
+            proposals: vec![3, 4],
+            page: Some("http://localhost:8767/".to_owned()),
+            note: Some("El modelo de IA no pudo responder.".to_owned()),
+        };
+        let question = "¿puedes reiniciar la sala 2?";
+        let shown = render(&reply, question);
+        for english in ["Note", "Proposal", "waiting", "Nothing", "changed"] {
+            assert!(!shown.contains(english), "{english}: {shown}");
+        }
+        assert!(shown.contains("Nota: El modelo"), "{shown}");
+        assert!(
+            shown.contains(
+                "La propuesta n.º 3 espera a que una persona la apruebe en http://localhost:8767/."
+            ),
+            "{shown}"
+        );
+        let without_page = Reply {
+            page: None,
+            ..reply
+        };
+        assert!(render(&without_page, question).contains("La propuesta n.º 4 espera"));
+        assert!(failed(question, "x").contains("no se pudo responder"));
+        let english = render(&without_page, "can you restart room 2?");
+        assert!(english.contains("Note: ") && english.contains("Proposal #4 is waiting"));
+        assert!(failed("what is offline?", "x").contains("could not be answered"));
     }
 }

@@ -294,7 +294,7 @@ async fn a_proposal_made_in_a_good_turn_is_reported_with_the_page() {
     let reply = engine.ask("start recording there", false).await;
     assert_eq!(reply.proposals.len(), 1, "{reply:?}");
     assert_eq!(reply.page.as_deref(), Some("http://localhost:8767/"));
-    let rendered = fleetwatch::ask::render(&reply);
+    let rendered = fleetwatch::ask::render(&reply, "start recording there");
     assert!(rendered.contains(&format!("Proposal #{}", reply.proposals[0])));
     assert!(rendered.contains("http://localhost:8767/"));
     // The model was told it waits for a person.

@@ -85,7 +85,7 @@ pub(crate) async fn chat(assistant: Arc<Assistant>, mut operators: Operators) ->
             },
             Line::Question(question) => {
                 let reply = assistant.ask(question, false).await;
-                println!("{}\n", ask::render(&reply));
+                println!("{}\n", ask::render(&reply, question));
             }
         }
     }

@@ -127,7 +127,7 @@ impl<'r> Script<'r> {
     async fn ask(&self, question: &str) -> Reply {
         println!("      operator> {question}");
         let reply = self.running.assistant.ask(question, false).await;
-        say("", &ask::render(&reply));
+        say("", &ask::render(&reply, question));
         reply
     }
 
