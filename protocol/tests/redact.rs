@@ -1282,7 +1282,7 @@ impl Form {
         match self {
             Form::JsonText => 10,
             Form::KeyValue => 15,
-            Form::TableCell => 11,
+            Form::TableCell => 13,
             Form::UrlPath => 13,
             Form::EscapedUrl => 11,
             Form::AfterMarker => 11,
@@ -1359,6 +1359,13 @@ impl Form {
             (Form::TableCell, 8) => format!("| Room | **{name}** |\n|---|---|\n| A | {secret} |"),
             (Form::TableCell, 9) => {
                 format!("+---+---+\n| Room | {name} |\n+===+===+\n| A | {secret} |\n+---+---+")
+            }
+            // A header row after other text on its line: the row is judged by its cells.
+            (Form::TableCell, 11) => {
+                format!("Current settings: | Room | {name} |\n|---|---|\n| Aula 1 | {secret} |")
+            }
+            (Form::TableCell, 12) => {
+                format!("Keys below. | Room | {name} | State |\n| A | {secret} | ok |")
             }
             (Form::TableCell, _) => format!("\"room\",\"{name}\"\n\"A\",\"{secret}\""),
             (Form::UrlPath, 0) => format!("rtmp://live.example.com/app/{p}"),

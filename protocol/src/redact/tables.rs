@@ -239,6 +239,16 @@ fn cell_core(chars: &[char], (start, end): (usize, usize)) -> (usize, usize) {
     }
 }
 
+/// The part of `line` from its first pipe, when other text comes before that pipe.
+fn from_first_pipe(chars: &[char], line: Line) -> Option<Line> {
+    let pipe = (line.start..line.end).find(|&i| at(chars, i) == Some('|'))?;
+    let prefix = span(chars, line.start, pipe);
+    (!prefix.iter().all(|c| c.is_whitespace())).then_some(Line {
+        start: pipe,
+        end: line.end,
+    })
+}
+
 /// Masks the secret cells of every table in the text.
 pub(super) fn mask_tables(chars: &[char]) -> Vec<char> {
     let lines = lines_of(chars);
@@ -247,14 +257,23 @@ pub(super) fn mask_tables(chars: &[char]) -> Vec<char> {
     let mut idx = 0;
     while let Some(&header) = lines.get(idx) {
         idx = idx.saturating_add(1);
-        let found = SEPARATORS.iter().find_map(|&sep| {
-            if !has_separator(chars, header, sep) {
-                return None;
-            }
-            let cells = cells_of(chars, header, sep);
-            header_columns(chars, &cells).map(|columns| (sep, columns))
-        });
-        let Some((sep, columns)) = found else {
+        let found = SEPARATORS
+            .iter()
+            .find_map(|&sep| {
+                if !has_separator(chars, header, sep) {
+                    return None;
+                }
+                let cells = cells_of(chars, header, sep);
+                header_columns(chars, &cells).map(|columns| (sep, columns, header, false))
+            })
+            .or_else(|| {
+                // A pipe table's header may follow other text on its line (`Keys: | Room |
+                // Stream key |`): the row is judged by its cells, from its first pipe.
+                let piped = from_first_pipe(chars, header)?;
+                header_columns(chars, &cells_of(chars, piped, '|'))
+                    .map(|columns| ('|', columns, piped, true))
+            });
+        let Some((sep, columns, header, prefixed)) = found else {
             continue;
         };
         let header_cells = cells_of(chars, header, sep).len();
@@ -268,6 +287,13 @@ pub(super) fn mask_tables(chars: &[char]) -> Vec<char> {
                 break;
             }
             idx = idx.saturating_add(1);
+            // Rows of a table whose header had text before it are judged from their first
+            // pipe too.
+            let row = if prefixed {
+                from_first_pipe(chars, row).unwrap_or(row)
+            } else {
+                row
+            };
             let cells = cells_of(chars, row, sep);
             if sep == '|' && is_delimiter_row(chars, &cells) {
                 continue;
