@@ -210,18 +210,7 @@ pub async fn show(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
     let Some(first) = pending.first().cloned() else {
         return html(StatusCode::OK, &EmptyView { t: lang, notices });
     };
-    let described = app
-        .deps
-        .executor
-        .describe(&first.tool, &first.arguments)
-        .await;
-    let mut card = card::build(lang, &first, &described, &app.deps.policy);
-    card::hold_grants(
-        &mut card,
-        lang,
-        &app.deps.policy,
-        &crate::grants::Grants::load(&app.state_dir),
-    );
+    let mut card = app.fresh_card(lang, &first).await;
     if let Some(status) = &status {
         card::hold_limits(&mut card, lang, &status.limits, jiff::Timestamp::now());
     }

@@ -79,6 +79,28 @@ impl App {
         })
     }
 
+    /// The card for `proposal` from a fresh describe, held to the operator's grants as they
+    /// are now: what the page shows and what it checks again before consuming an approval.
+    pub(crate) async fn fresh_card(
+        &self,
+        lang: super::i18n::Lang,
+        proposal: &crate::store::Proposal,
+    ) -> super::card::Card {
+        let described = self
+            .deps
+            .executor
+            .describe(&proposal.tool, &proposal.arguments)
+            .await;
+        let mut card = super::card::build(lang, proposal, &described, &self.deps.policy);
+        super::card::hold_grants(
+            &mut card,
+            lang,
+            &self.deps.policy,
+            &crate::grants::Grants::load(&self.state_dir),
+        );
+        card
+    }
+
     /// The live session named by the request's cookie.
     pub(crate) fn session(&self, headers: &HeaderMap) -> Option<String> {
         let now = self.clock.now();

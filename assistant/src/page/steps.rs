@@ -30,7 +30,7 @@ use serde_json::json;
 use super::approve::{
     ApproveFields, Shown, conflict, finish, record, refused_audit, store_trouble,
 };
-use super::card::{self, Binding, Card, MAX_NAME_CHARS, show_text};
+use super::card::{Binding, Card, MAX_NAME_CHARS, show_text};
 use super::i18n::Lang;
 use super::server::{App, append_audit};
 use super::sessions::{self, hex};
@@ -354,18 +354,7 @@ pub(super) async fn recheck(
             Vec::new(),
         )));
     }
-    let described = app
-        .deps
-        .executor
-        .describe(&proposal.tool, &proposal.arguments)
-        .await;
-    let mut card = card::build(lang, &proposal, &described, &app.deps.policy);
-    card::hold_grants(
-        &mut card,
-        lang,
-        &app.deps.policy,
-        &crate::grants::Grants::load(&app.state_dir),
-    );
+    let card = app.fresh_card(lang, &proposal).await;
     if !card.approvable() {
         refused_audit(app, form, "deny_only");
         return Err(Box::new(conflict(
