@@ -86,6 +86,13 @@
 //!    record whose label names a secret; a record ends at a brace, a blank line, a new list
 //!    item, or where a label follows a labelled value. A mask
 //!    standing where a name was (`[redacted]: …`) makes the value a secret's.
+//!    An arrow (`→`, `->`, `=>`, `⇒`) separates as `:` does. A secret named in prose — a
+//!    secret name, then a linking phrase between blanks (`is`, `was`, `are`, `is now`, `is
+//!    set to`, `was changed to`, `es`, `es ahora`, `era`, `son`, `est`, `ist`, `é`) — has its
+//!    value masked when it is quoted, holds a mask, or looks generated; a plain word after
+//!    the link reads as prose (`the stream key is missing`, `la contraseña es obligatoria`),
+//!    and names secret in text only do not count (`the stream is live`). A linking phrase
+//!    written with `:` or `=` (`la clave es: …`) separates as an arrow does.
 //! 3. Tables (`tables`): Markdown, CSV, TSV and `;` tables whose header names a secret column
 //!    have that column masked in every row; `key | value` style headers mask the values of
 //!    rows whose label names a secret.
@@ -248,6 +255,90 @@ const LABEL_NAMES: &[&str] = &[
     "parameter",
     "setting",
 ];
+
+/// Linking phrases that tie a secret's name to its value in prose (`the stream key is …`,
+/// `la clave es …`, `the password was set to …`), in the languages of [`STRONG_WORDS`]. Each
+/// is matched whole, in any case, after a blank and before a blank (or a `:`/`=`).
+const LINK_PHRASES: &[&[&str]] = &[
+    &["is"],
+    &["is", "now"],
+    &["is", "set", "to"],
+    &["was"],
+    &["was", "set", "to"],
+    &["was", "changed", "to"],
+    &["are"],
+    &["set", "to"],
+    &["changed", "to"],
+    &["es"],
+    &["es", "ahora"],
+    &["era"],
+    &["son"],
+    &["est"],
+    &["ist"],
+    &["é"],
+];
+
+/// Most words in a phrase of [`LINK_PHRASES`].
+const LINK_WORDS_MAX: usize = 3;
+
+/// Most characters in a word of [`LINK_PHRASES`].
+const LINK_WORD_CHARS_MAX: usize = 7;
+
+/// A word that opens a phrase of [`LINK_PHRASES`], in any case.
+fn is_link_word(word: &str) -> bool {
+    LINK_PHRASES
+        .iter()
+        .any(|phrase| phrase.first().is_some_and(|link| lower_is(word, link)))
+}
+
+/// `word.to_lowercase() == lower`, without building the lower-case copy.
+fn lower_is(word: &str, lower: &str) -> bool {
+    word.chars().flat_map(char::to_lowercase).eq(lower.chars())
+}
+
+/// The length, in words, of the longest phrase of [`LINK_PHRASES`] that `words` start with.
+fn link_phrase_len(words: &[String]) -> Option<usize> {
+    LINK_PHRASES
+        .iter()
+        .filter(|phrase| {
+            phrase.len() <= words.len()
+                && phrase
+                    .iter()
+                    .zip(words)
+                    .all(|(link, word)| lower_is(word, link))
+        })
+        .map(|phrase| phrase.len())
+        .max()
+}
+
+/// Whether the text may hold a separator other than `:`/`=`: an arrow, or a word that opens a
+/// linking phrase with a blank before it. Called for most strings of a read result, so it
+/// reads bytes and says yes to any word with a non-ASCII letter (the rule then decides).
+fn has_link(text: &str) -> bool {
+    if !text.is_ascii() && ["→", "⇒", "⟶"].iter().any(|a| text.contains(a)) {
+        return true;
+    }
+    let bytes = text.as_bytes();
+    bytes.iter().enumerate().any(|(at, &byte)| match byte {
+        b'>' => at
+            .checked_sub(1)
+            .and_then(|p| bytes.get(p))
+            .is_some_and(|&p| p == b'-' || p == b'='),
+        b' ' | b'\t' => {
+            let rest = bytes.get(at.saturating_add(1)..).unwrap_or_default();
+            let len = rest.iter().take_while(|b| b.is_ascii_alphabetic()).count();
+            let word = rest.get(..len).unwrap_or_default();
+            rest.get(len).is_some_and(|b| !b.is_ascii())
+                || (len <= LINK_WORD_CHARS_MAX
+                    && LINK_PHRASES.iter().any(|phrase| {
+                        phrase
+                            .first()
+                            .is_some_and(|link| link.as_bytes().eq_ignore_ascii_case(word))
+                    }))
+        }
+        _ => false,
+    })
+}
 
 /// Words that open an authorization value; the credential follows them.
 const AUTH_SCHEMES: &[&str] = &["bearer", "basic", "digest", "token"];
@@ -1046,10 +1137,16 @@ impl Scan {
     }
 
     /// Rule 2 acts only at a separator whose name is secret (or a mask), and every candidate
-    /// name is made of the text's own characters. The names are looked at last and only after
-    /// a separator is found: most texts have none.
+    /// name is made of the text's own characters. The names are looked at only after a
+    /// separator is found, and a linking word is looked for only in text that may name a
+    /// secret: most texts have neither.
     fn assignments(&self, text: &str) -> bool {
-        self.separator && (self.marker || !text.is_ascii() || has_secret_hint(text))
+        let named = |text: &str| !text.is_ascii() || has_secret_hint(text);
+        if self.separator {
+            self.marker || named(text)
+        } else {
+            has_link(text) && named(text)
+        }
     }
 
     /// Rule 3 needs two lines, a cell separator and a header cell naming a secret.
@@ -1241,6 +1338,18 @@ mod tests {
     }
 
     #[test]
+    fn the_link_pre_scan_sees_every_linking_phrase_in_any_case() {
+        for phrase in LINK_PHRASES {
+            let words = phrase.join(" ");
+            for text in [words.clone(), words.to_uppercase()] {
+                assert!(has_link(&format!("the key {text} abc")), "{text}");
+                assert!(has_link(&format!("the key\t{text}:abc")), "{text}");
+            }
+        }
+        assert!(!has_link("Room 4 channel 2, Building 3"));
+    }
+
+    #[test]
     fn non_ascii_letters_that_lower_case_to_ascii_still_get_the_full_rules() {
         // The Kelvin sign lower-cases to `k`: `\u{212A}ey` is the word `key`.
         assert!(is_secret_key("stream_\u{212A}ey"));
@@ -1429,6 +1538,17 @@ mod tests {
         "services",
         "T0123ABCD",
         "aB3dE5fG7hJ9kL1mN2pQ",
+        " is ",
+        " IS ",
+        " es ",
+        " was set to ",
+        "\t",
+        "→",
+        " -> ",
+        "=>",
+        "é ",
+        "missing",
+        "'",
     ];
 
     fn fragment_text() -> impl Strategy<Value = String> {

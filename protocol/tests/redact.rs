@@ -1259,6 +1259,7 @@ enum Form {
     UrlPath,
     EscapedUrl,
     AfterMarker,
+    Prose,
 }
 
 const FORMS: &[Form] = &[
@@ -1268,6 +1269,7 @@ const FORMS: &[Form] = &[
     Form::UrlPath,
     Form::EscapedUrl,
     Form::AfterMarker,
+    Form::Prose,
 ];
 
 /// What a form is written with: a secret name, a text-only name and a settings label.
@@ -1286,6 +1288,7 @@ impl Form {
             Form::UrlPath => 13,
             Form::EscapedUrl => 11,
             Form::AfterMarker => 11,
+            Form::Prose => 12,
         }
     }
 
@@ -1412,6 +1415,19 @@ impl Form {
                 format!("| Room | {name} |\n|---|---|\n| A | [redacted]{secret} |")
             }
             (Form::AfterMarker, _) => format!("https://h.example.com/[redacted]/{p}"),
+            // A secret named in prose, or behind an arrow, in the languages of the name lists.
+            (Form::Prose, 0) => format!("the {name} is {bare}"),
+            (Form::Prose, 1) => format!("la {name} es {bare}"),
+            (Form::Prose, 2) => format!("{name} → {bare}"),
+            (Form::Prose, 3) => format!("{name} -> {bare}"),
+            (Form::Prose, 4) => format!("The {label} was set to {bare}."),
+            (Form::Prose, 5) => format!("Your {name} is now \"{secret}\", keep it"),
+            (Form::Prose, 6) => format!("le {name} est {bare}"),
+            (Form::Prose, 7) => format!("La {label} es: {bare}"),
+            (Form::Prose, 8) => format!("{name} IS {bare}!"),
+            (Form::Prose, 9) => format!("the {name} is {}", glued(secret)),
+            (Form::Prose, 10) => format!("{label} => '{secret}'"),
+            (Form::Prose, _) => format!("the {name}\tis\t{bare}"),
         }
     }
 }
@@ -1654,6 +1670,7 @@ form_property!(secrets_in_table_cells_never_survive, Form::TableCell);
 form_property!(secrets_in_url_paths_never_survive, Form::UrlPath);
 form_property!(secrets_in_escaped_urls_never_survive, Form::EscapedUrl);
 form_property!(secrets_after_a_mask_never_survive, Form::AfterMarker);
+form_property!(secrets_named_in_prose_never_survive, Form::Prose);
 
 /// Every secret in every variant of every form, the names turning over from one secret and
 /// variant to the next so each secret name, text-only name and label is used: the proptests

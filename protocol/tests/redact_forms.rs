@@ -265,6 +265,84 @@ fn tables_by_their_header() {
     check(TABLES);
 }
 
+/// A secret named in prose or behind an arrow: a secret name, a linking phrase (English,
+/// Spanish and the neighbouring languages of the name lists) and a value that is quoted,
+/// generated-looking or masked; a plain word after the link is prose and stays, and so do
+/// names that are secret in text only.
+const PROSE_SECRETS: &[Row] = &[
+    (
+        "The stream key is Kx81-main, keep it safe.",
+        "The stream key is [redacted], keep it safe.",
+    ),
+    (
+        "La clave de transmisión es Kx81-main",
+        "La clave de transmisión es [redacted]",
+    ),
+    ("la clave es Kx81-main", "la clave es [redacted]"),
+    // Punctuation glued to a value is masked with it, as after `:` (it may be the secret's).
+    ("La contraseña es hunter2.", "La contraseña es [redacted]"),
+    (
+        "Stream key → Kx81-main (primary)",
+        "Stream key → [redacted] (primary)",
+    ),
+    ("password -> hunter2", "password -> [redacted]"),
+    ("password->hunter2", "password->[redacted]"),
+    (r#""token" => "abc123""#, r#""token" => "[redacted]""#),
+    ("stream key ⇒ Kx81", "stream key ⇒ [redacted]"),
+    (
+        "The API token was set to sk_9f8e7d yesterday",
+        "The API token was set to [redacted] yesterday",
+    ),
+    (
+        "the password is now 'correct horse'",
+        "the password is now '[redacted]'",
+    ),
+    (
+        r#"The passphrase is "correct horse battery""#,
+        r#"The passphrase is "[redacted]""#,
+    ),
+    (
+        "Le mot de passe est s3cr3t",
+        "Le mot de passe est [redacted]",
+    ),
+    ("Das Passwort ist s3cr3t!", "Das Passwort ist [redacted]"),
+    ("A senha é s3cr3t", "A senha é [redacted]"),
+    ("La clave es: práctica", "La clave es: [redacted]"),
+    (
+        "THE STREAM KEY IS KX81MAIN9",
+        "THE STREAM KEY IS [redacted]",
+    ),
+    (
+        "the stream key is [redacted] live_9f8e7d",
+        "the stream key is [redacted]",
+    ),
+    ("Stream key\tis\tlive_9f8e", "Stream key\tis\t[redacted]"),
+    // Plain words after a link read as prose; text-only names do not count in prose.
+    (
+        "The stream key is missing. The password is required.",
+        "The stream key is missing. The password is required.",
+    ),
+    (
+        "La contraseña es obligatoria y la clave es incorrecta",
+        "La contraseña es obligatoria y la clave es incorrecta",
+    ),
+    ("the key is to arrive early", "the key is to arrive early"),
+    ("Main stream is 1080p60", "Main stream is 1080p60"),
+    (
+        "Session 2 is Opening keynote",
+        "Session 2 is Opening keynote",
+    ),
+    ("The keyboard is F5-ready", "The keyboard is F5-ready"),
+    ("Keynote Hall is 2nd floor", "Keynote Hall is 2nd floor"),
+    ("Is the stream key set?", "Is the stream key set?"),
+    ("Isla de Maipo", "Isla de Maipo"),
+];
+
+#[test]
+fn secrets_named_in_prose_or_behind_an_arrow() {
+    check(PROSE_SECRETS);
+}
+
 /// A mask already in the text does not end the value it stands in: what is glued to it, a
 /// generated-looking token after it, and a value after a masked name are masked too.
 const MARKERS: &[Row] = &[
@@ -552,6 +630,18 @@ const PROSE: &[&str] = &[
     "https://www.epiphan.com/products",
     "Aula Magna ñ — cámara 2 会议室 🎥",
     "50% off, R&D",
+    "The stream key is missing",
+    "the password is required",
+    "La contraseña es obligatoria",
+    "la clave del éxito es practicar",
+    "the key is to arrive early",
+    "Main stream is 1080p60",
+    "Session 2 is Opening",
+    "The keyboard is F5-ready",
+    "Keynote Hall is upstairs",
+    "monkey -> banana",
+    "hotkey → F5",
+    "Next → Room 12",
 ];
 
 fn uuid() -> impl Strategy<Value = String> {

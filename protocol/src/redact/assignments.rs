@@ -1,12 +1,13 @@
-//! Text rule 2: `name: value`, `name=value`, `name = "value"`, `"name": "value"`, and
-//! `{label, value}` settings pairs written as text (`name=Stream key value=abc`,
-//! `"label": "Password", "value": "…"`).
+//! Text rule 2: `name: value`, `name=value`, `name = "value"`, `"name": "value"`, `name →
+//! value`, `{label, value}` settings pairs written as text (`name=Stream key value=abc`,
+//! `"label": "Password", "value": "…"`), and a secret named in prose (`the stream key is
+//! abc123`, `la clave es …`).
 
 use super::{
-    AUTH_SCHEMES, LABEL_NAMES, LEADING_WORD_NAME, MASK, at, compact_is, is_key_alone,
+    AUTH_SCHEMES, LABEL_NAMES, LEADING_WORD_NAME, MASK, at, compact_is, is_key_alone, is_link_word,
     is_secret_key, is_secret_label, is_secret_name_itself, is_stream_id_key, is_text_secret_name,
-    is_uuid, looks_generated, opens_with_leading_word, prev_char, push_str, run_end, span,
-    starts_with_at, text_of, words_of,
+    is_uuid, link_phrase_len, looks_generated, opens_with_leading_word, prev_char, push_str,
+    run_end, span, starts_with_at, text_of, words_of,
 };
 
 /// Quotes a value can be written in: JSON escaped inside a string, double, single, and
@@ -220,19 +221,100 @@ fn is_cookie_name(name: &str) -> bool {
         .any(|w| w.ends_with("cookie") || w.ends_with("cookies"))
 }
 
-/// Every separator with a name before it, in text order.
+/// How a name is tied to the value after it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Link {
+    /// `:` or `=`, the only separators settings records are written with.
+    Mark(char),
+    /// An arrow (`→`, `->`, `=>`, `⇒`), or a linking word written with a colon (`is:`): read
+    /// as `:` is.
+    Arrow,
+    /// A linking word of prose (`is`, `es`, `was set to`): weaker evidence than a separator,
+    /// so a plain word after it reads as prose (`the stream key is missing`).
+    Words,
+}
+
+/// Every separator with a name before it, in text order: where the separator starts (the
+/// name ends before it), where the value may start, and how the two are linked.
 struct Assignment {
     sep: usize,
+    after: usize,
+    link: Link,
     name: NameBefore,
 }
 
+fn is_blank(c: char) -> bool {
+    c == ' ' || c == '\t'
+}
+
+/// Arrows that stand for a separator, longest first.
+const ARROWS: [&str; 5] = ["->", "=>", "→", "⇒", "⟶"];
+
+/// The arrow starting at `idx`, and where it ends.
+fn arrow_at(chars: &[char], idx: usize) -> Option<usize> {
+    ARROWS
+        .into_iter()
+        .find(|a| starts_with_at(chars, idx, a))
+        .map(|arrow| idx.saturating_add(arrow.chars().count()))
+}
+
+/// The linking phrase starting at `idx`, after a blank: where the value may start, and the
+/// link (a phrase ending in `:`/`=` separates as an arrow does).
+fn phrase_at(chars: &[char], idx: usize) -> Option<(usize, Link)> {
+    // The phrase's words, up to the longest phrase any link has.
+    let mut words: Vec<String> = Vec::new();
+    let mut ends = Vec::new();
+    let mut pos = idx;
+    loop {
+        let end = run_end(chars, pos, char::is_alphabetic);
+        if end == pos || end.saturating_sub(pos) > super::LINK_WORD_CHARS_MAX {
+            break;
+        }
+        let word = text_of(span(chars, pos, end));
+        if words.is_empty() && !is_link_word(&word) {
+            break;
+        }
+        words.push(word);
+        ends.push(end);
+        if words.len() >= super::LINK_WORDS_MAX || !at(chars, end).is_some_and(is_blank) {
+            break;
+        }
+        pos = run_end(chars, end, is_blank);
+    }
+    let len = link_phrase_len(&words)?;
+    let end = *ends.get(len.checked_sub(1)?)?;
+    match at(chars, end) {
+        Some(c) if is_blank(c) => Some((end, Link::Words)),
+        Some(':' | '=') => Some((end.saturating_add(1), Link::Arrow)),
+        _ => None,
+    }
+}
+
 fn assignments_of(chars: &[char]) -> Vec<Assignment> {
-    chars
-        .iter()
-        .enumerate()
-        .filter(|(_, c)| matches!(c, ':' | '='))
-        .filter_map(|(sep, _)| name_before(chars, sep).map(|name| Assignment { sep, name }))
-        .collect()
+    let mut found = Vec::new();
+    for (sep, &c) in chars.iter().enumerate() {
+        let link = match c {
+            '-' | '=' | '→' | '⇒' | '⟶' => arrow_at(chars, sep).map(|end| (end, Link::Arrow)),
+            _ if c.is_alphabetic() && prev_char(chars, sep).is_some_and(is_blank) => {
+                phrase_at(chars, sep)
+            }
+            _ => None,
+        };
+        let (after, link) = match link {
+            Some(link) => link,
+            None if c == ':' || c == '=' => (sep.saturating_add(1), Link::Mark(c)),
+            None => continue,
+        };
+        if let Some(name) = name_before(chars, sep) {
+            found.push(Assignment {
+                sep,
+                after,
+                link,
+                name,
+            });
+        }
+    }
+    found
 }
 
 /// The text of a settings label whose separator is at `sep`; an unquoted label runs to a stop
@@ -301,7 +383,11 @@ fn pair_values(chars: &[char], found: &[Assignment]) -> Vec<usize> {
         *record = Record::default();
     };
     let mut last = 0_usize;
-    for (idx, assignment) in found.iter().enumerate() {
+    let marks: Vec<&Assignment> = found
+        .iter()
+        .filter(|a| matches!(a.link, Link::Mark(_)))
+        .collect();
+    for (idx, assignment) in marks.iter().enumerate() {
         let name = &assignment.name;
         if breaks_record(span(chars, last, name.start)) {
             close(&mut record);
@@ -317,7 +403,7 @@ fn pair_values(chars: &[char], found: &[Assignment]) -> Vec<usize> {
             if record.labelled && record.valued_after_label {
                 close(&mut record);
             }
-            let next_name = found.get(idx.saturating_add(1)).map(|a| a.name.start);
+            let next_name = marks.get(idx.saturating_add(1)).map(|a| a.name.start);
             record.labelled = true;
             record.secret |= names_a_secret(&label_text(chars, assignment.sep, next_name));
         }
@@ -403,48 +489,79 @@ pub(super) fn mask_assignments(chars: &[char]) -> Vec<char> {
     let found = assignments_of(chars);
     let pairs = pair_values(chars, &found);
     let mut out = Vec::with_capacity(chars.len());
-    let mut found = found.into_iter().peekable();
     let mut i = 0;
-    while let Some(ch) = at(chars, i) {
-        out.push(ch);
-        i = i.saturating_add(1);
-        if ch != ':' && ch != '=' {
+    for assignment in found {
+        if assignment.sep < i {
+            // Inside a value already masked.
             continue;
         }
-        let sep = i.saturating_sub(1);
-        while found.next_if(|a| a.sep < sep).is_some() {}
-        let Some(assignment) = found.next_if(|a| a.sep == sep) else {
+        out.extend_from_slice(span(chars, i, assignment.after));
+        i = assignment.after;
+        let pair_value = pairs.binary_search(&assignment.sep).is_ok();
+        let Some((key_alone, to_line_end)) = decide(chars, &assignment, pair_value) else {
             continue;
         };
-        let name = assignment.name;
-        let (key_alone, to_line_end) = match verdict(&name, pairs.binary_search(&sep).is_ok()) {
-            Verdict::Keep => continue,
-            Verdict::Secret {
-                key_alone,
-                to_line_end,
-            } => (key_alone, to_line_end),
-            Verdict::StreamId => {
-                let (start, end) = value_span(chars, i);
-                let value = text_of(span(chars, start, end));
-                if value.is_empty() || is_uuid(&value) {
-                    continue;
-                }
-                (false, false)
-            }
-            Verdict::TextSecret => {
-                let (start, end) = value_span(chars, i);
-                let quoted = start > i && matches!(prev_char(chars, start), Some('"' | '\''));
-                let bare_word = ch == ':' && !name.quoted && !quoted;
-                let read_whole = end.saturating_sub(start) < VALUE_SCAN_MAX;
-                if bare_word && read_whole && !looks_generated(span(chars, start, end)) {
-                    continue;
-                }
-                (false, false)
-            }
-        };
-        i = mask_value_at(chars, i, &mut out, name.quoted, key_alone, to_line_end);
+        // A quoted name asks for a JSON-shaped value only after a JSON separator.
+        let quoted = assignment.name.quoted && matches!(assignment.link, Link::Mark(_));
+        i = mask_value_at(chars, i, &mut out, quoted, key_alone, to_line_end);
     }
+    out.extend_from_slice(span(chars, i, chars.len()));
     out
+}
+
+/// Whether the value of `assignment` is masked, and how: `Some((key_alone, to_line_end))`.
+fn decide(chars: &[char], assignment: &Assignment, pair_value: bool) -> Option<(bool, bool)> {
+    let name = &assignment.name;
+    let from = assignment.after;
+    match assignment.link {
+        Link::Words => return prose_decision(chars, name, from),
+        // A mask in a name's place counts before `:`/`=` only, where the pre-scan looks.
+        Link::Arrow if name.masked => return None,
+        Link::Mark(_) | Link::Arrow => {}
+    }
+    match verdict(name, pair_value) {
+        Verdict::Keep => None,
+        Verdict::Secret {
+            key_alone,
+            to_line_end,
+        } => Some((key_alone, to_line_end)),
+        Verdict::StreamId => {
+            let (start, end) = value_span(chars, from);
+            let value = text_of(span(chars, start, end));
+            (!value.is_empty() && !is_uuid(&value)).then_some((false, false))
+        }
+        Verdict::TextSecret => {
+            let (start, end) = value_span(chars, from);
+            let quoted = start > from && matches!(prev_char(chars, start), Some('"' | '\''));
+            let bare_word = assignment.link != Link::Mark('=') && !name.quoted && !quoted;
+            let read_whole = end.saturating_sub(start) < VALUE_SCAN_MAX;
+            let prose = bare_word && read_whole && !looks_generated(span(chars, start, end));
+            (!prose).then_some((false, false))
+        }
+    }
+}
+
+/// A secret named in prose (`the stream key is abc123`): only a secret name counts (not the
+/// names text alone treats as secret: `the stream is live`), and a plain word after the link
+/// reads as prose (`the password is required`), while a quoted value, a generated-looking
+/// one and a mask (with whatever is glued to it) are masked.
+fn prose_decision(chars: &[char], name: &NameBefore, from: usize) -> Option<(bool, bool)> {
+    if !name.candidates.iter().any(|c| is_secret_key(c)) {
+        return None;
+    }
+    let start = value_start(chars, from);
+    let (content, end) = value_span(chars, from);
+    let quoted = content > start;
+    let value = span(chars, content, end);
+    let masked = starts_with_at(chars, start, MASK);
+    let read_whole = end.saturating_sub(content) < VALUE_SCAN_MAX;
+    let word = value.iter().any(|c| c.is_alphanumeric()) && !looks_generated(value);
+    if !quoted && !masked && read_whole && (word || value.iter().all(|c| !c.is_alphanumeric())) {
+        return None;
+    }
+    let key_alone = name.candidates.first().is_some_and(|c| is_key_alone(c))
+        && !name.candidates.iter().skip(1).any(|c| is_secret_key(c));
+    Some((key_alone, false))
 }
 
 /// Where a value that starts with the mask ends. The mask does not end the value: characters
