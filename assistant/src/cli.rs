@@ -129,6 +129,27 @@ pub enum AuditAction {
     /// Print one `ROW HASH` line per audit row, oldest first, for the executor's
     /// `fleetwatch-executor audit verify --against`. Hashes only, no row content.
     Heads,
+    /// The audit rows in words, newest last: time (UTC), proposal, what happened (proposed
+    /// with tool and targets by name and ID, card shown, approved by which page session or
+    /// passkey, sent, executed or refused with the executor's reason, denied, expired).
+    /// Verifies the chain first and says so on the first line when it is broken. Opens the
+    /// database read-only, so it can run while `serve` runs.
+    Show {
+        /// Only rows from this long ago on (`90s`, `15m`, `2h`, `1d`, `1h30m`), or from this
+        /// UTC time on (`2026-12-03T09:00:00Z`, `2026-12-03 09:00`, `2026-12-03`).
+        #[arg(long, value_name = "DURATION|TIME")]
+        since: Option<String>,
+        /// Only rows about this proposal number.
+        #[arg(long, value_name = "N")]
+        proposal: Option<u64>,
+        /// One JSON object a line for a log shipper: row, time, unix, kind, proposal, tool,
+        /// targets ({id, name}), decided_by, outcome, refusal, words, chain.
+        #[arg(long)]
+        json: bool,
+        /// The language of the words: en or es (default: from LC_ALL, LC_MESSAGES or LANG).
+        #[arg(long, value_name = "en|es")]
+        lang: Option<String>,
+    },
 }
 
 /// `fleetwatch keys …`
@@ -136,6 +157,43 @@ pub enum AuditAction {
 pub enum KeysAction {
     /// Print the public key line to install for the executor.
     Show,
+}
+
+/// `audit show`: the rows in words or JSON lines, read-only.
+fn audit_show(
+    state_dir: &Path,
+    since: Option<&str>,
+    proposal: Option<u64>,
+    json: bool,
+    lang: Option<&str>,
+) -> i32 {
+    let lang = match lang.map(str::to_ascii_lowercase).as_deref() {
+        None => crate::doctor::env_lang(),
+        Some("en") => fleetwatch_words::Lang::En,
+        Some("es") => fleetwatch_words::Lang::Es,
+        Some(other) => {
+            eprintln!("error: --lang {other:?}: give en or es");
+            return 2;
+        }
+    };
+    let since = match since.map(|s| crate::audit_show::parse_since(s, crate::store::now_secs())) {
+        Some(Err(e)) => {
+            eprintln!("error: {e}");
+            return 2;
+        }
+        Some(Ok(t)) => Some(t),
+        None => None,
+    };
+    let filter = crate::audit_show::Filter { since, proposal };
+    match Store::open_read_only(state_dir)
+        .and_then(|store| crate::audit_show::show(&store, &filter, json, lang))
+    {
+        Ok(text) => {
+            print!("{text}");
+            0
+        }
+        Err(e) => fail(e),
+    }
 }
 
 /// `audit verify [--against LISTING]`: the chain, then every executor head it recorded.
@@ -332,6 +390,21 @@ pub async fn run(cli: Cli) -> i32 {
                 Err(e) => fail(e),
             }
         }
+        Command::Audit {
+            action:
+                AuditAction::Show {
+                    since,
+                    proposal,
+                    json,
+                    lang,
+                },
+        } => audit_show(
+            &config.state_dir,
+            since.as_deref(),
+            proposal,
+            json,
+            lang.as_deref(),
+        ),
         Command::Audit { action } => {
             let store = match Store::open(&config.state_dir) {
                 Ok(s) => s,
@@ -339,6 +412,7 @@ pub async fn run(cli: Cli) -> i32 {
             };
             match action {
                 AuditAction::Verify { against } => audit_verify(&store, against.as_deref()),
+                AuditAction::Show { .. } => 2,
                 AuditAction::Heads => match store.audit_heads() {
                     Ok(heads) => {
                         for (id, hash) in heads {

@@ -225,7 +225,7 @@ fn sign_in(config: &Config) -> Check {
 
 /// The language of the person at the terminal, from `LC_ALL`, `LC_MESSAGES` or `LANG` (the
 /// first one set): Spanish for `es…`, English otherwise.
-fn env_lang() -> fleetwatch_words::Lang {
+pub fn env_lang() -> fleetwatch_words::Lang {
     let tag = ["LC_ALL", "LC_MESSAGES", "LANG"]
         .iter()
         .filter_map(|v| std::env::var(v).ok())

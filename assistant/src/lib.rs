@@ -16,6 +16,7 @@ pub mod toolspec;
 
 pub mod answer;
 pub mod ask;
+pub mod audit_show;
 pub mod chat;
 pub mod cli;
 pub mod config;

@@ -178,6 +178,8 @@ impl Proposer {
             );
         }
 
+        // The describe answer lists the targets in `targets` order, names already redacted.
+        let names: Vec<String> = description.devices.iter().map(|d| d.name.clone()).collect();
         let reason: String = redact::redact_text(reason)
             .chars()
             .take(MAX_REASON_CHARS)
@@ -200,7 +202,7 @@ impl Proposer {
             if let Err(why) = limits(&store, tool, &new.targets) {
                 return refused(why, false);
             }
-            store.insert_proposal(&new, store::now_secs())
+            store.insert_proposal_named(&new, &names, store::now_secs())
         };
         match stored {
             Ok(id) => ProposeResult {

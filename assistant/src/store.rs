@@ -227,6 +227,8 @@ pub struct Outcome<'a> {
     pub status: Status,
     /// The executor's chain head from its answer, when it answered with an outcome.
     pub executor_head: Option<[u8; 32]>,
+    /// The executor's refusal code, when it refused.
+    pub refusal: Option<&'a str>,
 }
 
 /// One audit row as stored.
@@ -373,6 +375,24 @@ impl Store {
         Store::open_path(&state_dir.join(DB_FILE))
     }
 
+    /// Opens the state folder's database read-only, for reading the audit while `serve`
+    /// runs: nothing is created, migrated or written.
+    pub fn open_read_only(state_dir: &Path) -> Result<Store, StoreError> {
+        let path = state_dir.join(DB_FILE);
+        if !path.is_file() {
+            return Err(StoreError::Corrupt(format!(
+                "{}: no such database (nothing has been recorded in this state folder)",
+                path.display()
+            )));
+        }
+        let flags = rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY
+            | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX
+            | rusqlite::OpenFlags::SQLITE_OPEN_URI;
+        let conn = Connection::open_with_flags(&path, flags)?;
+        conn.busy_timeout(std::time::Duration::from_secs(5))?;
+        Ok(Store { conn })
+    }
+
     /// Opens a database file.
     pub fn open_path(path: &Path) -> Result<Store, StoreError> {
         let conn = Connection::open(path)?;
@@ -507,6 +527,18 @@ impl Store {
 
     /// Inserts a pending proposal and its audit row in one transaction.
     pub fn insert_proposal(&mut self, proposal: &NewProposal, now: i64) -> Result<u64, StoreError> {
+        self.insert_proposal_named(proposal, &[], now)
+    }
+
+    /// [`Store::insert_proposal`], with the targets' names as the executor described them
+    /// (redacted, in `targets` order) kept in the audit row, so `audit show` can say which
+    /// rooms a change was for after the fleet has moved on.
+    pub fn insert_proposal_named(
+        &mut self,
+        proposal: &NewProposal,
+        names: &[String],
+        now: i64,
+    ) -> Result<u64, StoreError> {
         let targets = serde_json::to_string(&proposal.targets)
             .map_err(|e| StoreError::Corrupt(e.to_string()))?;
         let tx = self.conn.transaction()?;
@@ -534,7 +566,11 @@ impl Store {
             now,
             "proposed",
             Some(id),
-            &json!({"tool": proposal.tool, "targets": proposal.targets}),
+            &if names.is_empty() {
+                json!({"tool": proposal.tool, "targets": proposal.targets})
+            } else {
+                json!({"tool": proposal.tool, "targets": proposal.targets, "names": names})
+            },
         )?;
         tx.commit()?;
         Ok(id)
@@ -762,11 +798,16 @@ impl Store {
         let sql_id = i64::try_from(outcome.proposal_id)
             .map_err(|_| StoreError::Corrupt("id out of range".to_owned()))?;
         let mut detail = json!({"approval_id": outcome.approval_id, "outcome": outcome.word});
-        if let (Some(head), Some(map)) = (outcome.executor_head, detail.as_object_mut()) {
-            map.insert(
-                "executor_head".to_owned(),
-                Value::String(hex::encode(&head)),
-            );
+        if let Some(map) = detail.as_object_mut() {
+            if let Some(head) = outcome.executor_head {
+                map.insert(
+                    "executor_head".to_owned(),
+                    Value::String(hex::encode(&head)),
+                );
+            }
+            if let Some(code) = outcome.refusal {
+                map.insert("refusal".to_owned(), Value::String(code.to_owned()));
+            }
         }
         let tx = self.conn.transaction()?;
         append_audit(&tx, now, "page_result", Some(outcome.proposal_id), &detail)?;

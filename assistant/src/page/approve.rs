@@ -549,7 +549,7 @@ pub(super) fn finish(
     approval: &str,
     shown: Shown,
 ) -> Response {
-    record(app, proposal_id, approval, &shown, None);
+    record(app, proposal_id, approval, &shown, None, None);
     render_outcome(lang, shown)
 }
 
@@ -561,6 +561,7 @@ pub(super) fn record(
     approval: &str,
     shown: &Shown,
     executor_head: Option<[u8; 32]>,
+    refusal: Option<&str>,
 ) {
     let (status, word) = match shown {
         Shown::Done => (Status::Executed, "done"),
@@ -576,6 +577,7 @@ pub(super) fn record(
                 word,
                 status,
                 executor_head,
+                refusal,
             },
             store::now_secs(),
         )

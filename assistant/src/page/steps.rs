@@ -542,6 +542,10 @@ pub(super) async fn execute(app: &Arc<App>, signed: Signed) -> Shown {
     let task = tokio::spawn(async move {
         let result = executor.execute(signed, chain_head).await;
         let executor_head = result.as_ref().ok().map(|outcome| outcome.chain_head);
+        let refusal = match &result {
+            Err(ExecutorError::Refused(refusal)) => Some(refusal.code()),
+            _ => None,
+        };
         let shown = match result {
             Ok(outcome) => match outcome.kind {
                 OutcomeKind::Done => Shown::Done,
@@ -565,7 +569,14 @@ pub(super) async fn execute(app: &Arc<App>, signed: Signed) -> Shown {
             Err(e @ ExecutorError::Unreachable { .. }) => Shown::NothingRan(e.to_string()),
             Err(ExecutorError::Timeout(_) | ExecutorError::Protocol(_)) => Shown::Unknown,
         };
-        record(&worker_app, proposal_id, &approval, &shown, executor_head);
+        record(
+            &worker_app,
+            proposal_id,
+            &approval,
+            &shown,
+            executor_head,
+            refusal,
+        );
         shown
     });
     task.await.unwrap_or(Shown::Unknown)

@@ -1,0 +1,183 @@
+//! `fleetwatch audit show` read back after a real run: a change proposed through the model
+//! loop, shown, approved and executed; a second one shown Deny-only and denied; a row holding a
+//! secret-shaped string. The words and the JSON lines both tell each proposal's story in order,
+//! `--proposal` and `--since` filter, `--lang es` speaks Spanish, and the secret never shows.
+
+use fleetwatch_e2e::page::{PagePath, form, form_body};
+use fleetwatch_e2e::sandbox_devices;
+use fleetwatch_sim::model::{text_reply, tool_use_reply};
+use serde_json::{Value, json};
+
+fn show(path: &PagePath, args: &[&str]) -> String {
+    let mut all = vec!["audit", "show"];
+    all.extend_from_slice(args);
+    let out = path.state.run(&all, "");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{args:?}: {text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    text
+}
+
+fn kinds_of(lines: &[Value], proposal: u64) -> Vec<String> {
+    lines
+        .iter()
+        .filter(|l| l["proposal"] == json!(proposal))
+        .map(|l| l["kind"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn audit_show_tells_each_proposals_story_in_words_and_json() {
+    let model = fleetwatch_sim::model::start(Vec::new())
+        .await
+        .expect("model stand-in");
+    let path = PagePath::start_with_model(model).await;
+    let room = sandbox_devices(&path.h.sim)[0].clone();
+    let channel = format!("{room}-1");
+    assert!(path.h.sim.set_recording("sandbox", &channel, false));
+    let arguments = json!({"action": "start", "device_ids": [channel]});
+    assert!(path.page.model.push_replies(vec![
+        tool_use_reply(
+            "toolu_1",
+            "propose_change",
+            json!({"tool": "batch_recording", "arguments": arguments, "reason": "the lecture starts"}),
+        ),
+        text_reply("Proposed."),
+    ]));
+    let asked = path
+        .state
+        .run(&["ask", "start recording in Test Room A"], "");
+    assert!(asked.status.success());
+
+    // Proposal 1: shown, approved, executed.
+    let card = path.page.front().await;
+    let (status, done) = path
+        .page
+        .post_text("/approve", &form_body(&form(&card, "/approve")))
+        .await;
+    assert_eq!(status, 200, "{done}");
+    assert!(done.contains(">Done<"), "{done}");
+
+    // Proposal 2: the same start, now pointless: Deny only, denied.
+    path.state
+        .propose(&path.h, "batch_recording", &arguments)
+        .await;
+    let card = path.page.front().await;
+    assert!(!card.contains("action=\"/approve\""), "{card}");
+    let (status, denied) = path
+        .page
+        .post_text("/deny", &form_body(&form(&card, "/deny")))
+        .await;
+    assert!(status == 303 || status == 200, "{status}: {denied}");
+
+    // A row holding a secret-shaped string.
+    path.state
+        .store()
+        .audit(
+            "operator_note",
+            None,
+            &json!({"text": "the stream key is live_9f8e7d6c5b4a"}),
+        )
+        .expect("audit row");
+
+    let words = show(&path, &["--lang", "en"]);
+    assert!(
+        words.starts_with("Audit log of the assistant: ") && words.contains("intact"),
+        "{words}"
+    );
+    let story: Vec<&str> = words.lines().filter(|l| l.contains("  #1  ")).collect();
+    let expected = [
+        "proposed batch_recording on Test Room A (",
+        "card shown (page session ",
+        "decision recorded: approved (",
+        "approved by page session ",
+        "sent to the executor",
+        "executed: the change ran",
+    ];
+    assert_eq!(story.len(), expected.len(), "{words}");
+    for (line, want) in story.iter().zip(expected) {
+        assert!(line.contains(want), "{line:?} should say {want:?}\n{words}");
+        assert!(line.contains(" UTC  #1  "), "{line}");
+    }
+    assert!(words.contains("#2  card shown, Deny only"), "{words}");
+    assert!(words.contains("#2  denied: "), "{words}");
+    assert!(!words.contains("live_9f8e7d6c5b4a"), "{words}");
+    assert!(words.contains("[redacted]"), "{words}");
+
+    let spanish = show(&path, &["--lang", "es"]);
+    assert!(
+        spanish.contains("ejecutada: el cambio se hizo"),
+        "{spanish}"
+    );
+    assert!(spanish.contains("#2  denegada: "), "{spanish}");
+    assert!(!spanish.contains("executed"), "{spanish}");
+
+    let json_text = show(&path, &["--json"]);
+    let lines: Vec<Value> = json_text
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("one JSON object a line"))
+        .collect();
+    assert_eq!(
+        kinds_of(&lines, 1),
+        [
+            "proposed",
+            "page_card_shown",
+            "approved",
+            "page_approval",
+            "page_execute_sent",
+            "page_result"
+        ]
+    );
+    let result = lines
+        .iter()
+        .find(|l| l["kind"] == "page_result")
+        .expect("a result row");
+    assert_eq!(result["outcome"], "done");
+    assert_eq!(result["tool"], "batch_recording");
+    assert_eq!(result["targets"][0]["name"], "Test Room A");
+    assert_eq!(result["chain"], "intact");
+    let approval = lines
+        .iter()
+        .find(|l| l["kind"] == "page_approval")
+        .expect("an approval row");
+    assert!(
+        approval["decided_by"]
+            .as_str()
+            .is_some_and(|w| w.starts_with("page session ")),
+        "{approval}"
+    );
+    assert!(kinds_of(&lines, 2).contains(&"denied".to_owned()));
+    assert!(!json_text.contains("live_9f8e7d6c5b4a"), "{json_text}");
+    for line in &lines {
+        for field in [
+            "row", "time", "unix", "kind", "proposal", "targets", "words",
+        ] {
+            assert!(line.get(field).is_some(), "{field} missing: {line}");
+        }
+    }
+
+    let only_two = show(&path, &["--json", "--proposal", "2"]);
+    let only_two: Vec<Value> = only_two
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("JSON"))
+        .collect();
+    assert!(!only_two.is_empty());
+    assert!(
+        only_two.iter().all(|l| l["proposal"] == json!(2)),
+        "{only_two:?}"
+    );
+
+    let future = show(&path, &["--since", "2099-01-01", "--lang", "en"]);
+    assert_eq!(future.lines().count(), 1, "only the chain line: {future}");
+    let recent = show(&path, &["--since", "1h", "--lang", "en"]);
+    assert_eq!(recent, words, "everything happened in the last hour");
+
+    let bad = path
+        .state
+        .run(&["audit", "show", "--since", "yesterday"], "");
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("--since"));
+}
