@@ -17,6 +17,7 @@
 
 use std::collections::BTreeMap;
 
+use fleetwatch_protocol::audit;
 use fleetwatch_protocol::redact::redact_text;
 use fleetwatch_words::Lang;
 use fleetwatch_words::shown::shown_capped;
@@ -34,60 +35,6 @@ pub struct Filter {
     pub since: Option<i64>,
     /// Only rows about this proposal.
     pub proposal: Option<u64>,
-}
-
-/// Reads `--since`: a duration back from `now` (`90s`, `15m`, `2h`, `1d`, `1w`, or
-/// combinations such as `1h30m`) or a time (`2026-12-03T09:00:00Z`, `2026-12-03 09:00` in
-/// UTC, or a date, meaning its midnight UTC).
-pub fn parse_since(text: &str, now: i64) -> Result<i64, String> {
-    let text = text.trim();
-    if let Some(secs) = duration_secs(text) {
-        return Ok(now.saturating_sub(secs));
-    }
-    if let Ok(ts) = text.parse::<jiff::Timestamp>() {
-        return Ok(ts.as_second());
-    }
-    let civil = text.parse::<jiff::civil::DateTime>().or_else(|_| {
-        text.parse::<jiff::civil::Date>()
-            .map(|d| d.to_datetime(jiff::civil::Time::midnight()))
-    });
-    // A civil time is UTC: written with `Z`, it is that instant.
-    let utc = civil
-        .ok()
-        .and_then(|dt| format!("{dt}Z").parse::<jiff::Timestamp>().ok());
-    match utc {
-        Some(ts) => Ok(ts.as_second()),
-        None => Err(format!(
-            "--since {text:?}: give a duration back from now (90s, 15m, 2h, 1d, 1w, 1h30m) or a \
-             UTC time (2026-12-03T09:00:00Z, 2026-12-03 09:00, 2026-12-03)"
-        )),
-    }
-}
-
-/// `1h30m` → 5400; `None` unless the whole text is number-unit pairs.
-fn duration_secs(text: &str) -> Option<i64> {
-    let mut total: i64 = 0;
-    let mut digits = String::new();
-    let mut any = false;
-    for c in text.chars() {
-        if c.is_ascii_digit() {
-            digits.push(c);
-            continue;
-        }
-        let unit: i64 = match c {
-            's' => 1,
-            'm' => 60,
-            'h' => 3600,
-            'd' => 86_400,
-            'w' => 604_800,
-            _ => return None,
-        };
-        let n: i64 = digits.parse().ok()?;
-        total = total.checked_add(n.checked_mul(unit)?)?;
-        digits.clear();
-        any = true;
-    }
-    (any && digits.is_empty()).then_some(total)
 }
 
 /// The rows of the store in words (or JSON lines), newest last, the chain's state first.
@@ -142,17 +89,11 @@ pub fn show(store: &Store, filter: &Filter, json: bool, lang: Lang) -> Result<St
             }
             out.push_str(&object.to_string());
         } else {
-            out.push_str(&format!("{}  {}", time_text(row.at), line.words));
+            out.push_str(&format!("{}  {}", audit::utc_text(row.at), line.words));
         }
         out.push('\n');
     }
     Ok(out)
-}
-
-fn time_text(at: i64) -> String {
-    jiff::Timestamp::from_second(at)
-        .map(|t| t.strftime("%Y-%m-%d %H:%M:%S UTC").to_string())
-        .unwrap_or_else(|_| at.to_string())
 }
 
 /// One row as shown.
@@ -308,7 +249,14 @@ impl Story {
                                 "refused by the executor ({why}); nothing ran",
                                 "rechazada por el ejecutor ({why}); no se ejecutó nada",
                             )
-                            .replace("{why}", &code.replace('_', " ")),
+                            .replace(
+                                "{why}",
+                                fleetwatch_protocol::refusal::code_words(
+                                    code,
+                                    matches!(lang, Lang::Es),
+                                )
+                                .unwrap_or(code),
+                            ),
                         None => lang
                             .pick("refused; nothing ran", "rechazada; no se ejecutó nada")
                             .to_owned(),
@@ -364,7 +312,7 @@ impl Story {
         };
         let json = json!({
             "row": row.id,
-            "time": jiff::Timestamp::from_second(row.at).map(|t| t.to_string()).unwrap_or_default(),
+            "time": audit::rfc3339(row.at),
             "unix": row.at,
             "kind": row.kind,
             "proposal": row.proposal_id,
@@ -404,23 +352,4 @@ fn targets_text(targets: &[Target], lang: Lang) -> String {
         })
         .collect::<Vec<_>>()
         .join(", ")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn since_reads_durations_and_times() {
-        let now = 1_800_000_000;
-        assert_eq!(parse_since("90s", now), Ok(now - 90));
-        assert_eq!(parse_since("1h30m", now), Ok(now - 5400));
-        assert_eq!(parse_since("2d", now), Ok(now - 172_800));
-        assert_eq!(parse_since("2026-12-03T09:00:00Z", now), Ok(1_796_288_400));
-        assert_eq!(parse_since("2026-12-03 09:00", now), Ok(1_796_288_400));
-        assert_eq!(parse_since("2026-12-03", now), Ok(1_796_256_000));
-        assert!(parse_since("yesterday", now).is_err());
-        assert!(parse_since("5", now).is_err());
-        assert!(parse_since("", now).is_err());
-    }
 }

@@ -159,6 +159,11 @@ pub enum KeysAction {
     Show,
 }
 
+/// `--since` against this machine's clock.
+fn since_from_now(text: &str) -> Result<i64, String> {
+    fleetwatch_protocol::audit::parse_since(text, crate::store::now_secs())
+}
+
 /// `audit show`: the rows in words or JSON lines, read-only.
 fn audit_show(
     state_dir: &Path,
@@ -176,7 +181,7 @@ fn audit_show(
             return 2;
         }
     };
-    let since = match since.map(|s| crate::audit_show::parse_since(s, crate::store::now_secs())) {
+    let since = match since.map(since_from_now) {
         Some(Err(e)) => {
             eprintln!("error: {e}");
             return 2;

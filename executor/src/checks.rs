@@ -98,6 +98,11 @@ impl Claims {
     pub fn targets(&self) -> String {
         self.0.targets.join(",")
     }
+    /// The assistant's proposal number (for the audit row, so the two logs can be read
+    /// side by side).
+    pub fn proposal_id(&self) -> u64 {
+        self.0.proposal_id
+    }
 }
 
 /// Decodes the verified bytes (never re-encoded), requiring every byte consumed, and bounds
@@ -225,6 +230,7 @@ pub fn nonce(
     let Quorate { claims: c, uses } = quorate;
     let targets = c.targets.join(",");
     let approved = Approved {
+        proposal_id: c.proposal_id,
         tool: &c.tool,
         targets: &targets,
         assistant_head,

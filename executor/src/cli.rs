@@ -32,6 +32,17 @@ pub enum Command {
     },
     /// `audit heads`
     AuditHeads,
+    /// `audit show [--since D|T] [--proposal N] [--json] [--lang en|es]`
+    AuditShow {
+        /// `--since`, as written.
+        since: Option<String>,
+        /// `--proposal`.
+        proposal: Option<u64>,
+        /// `--json`.
+        json: bool,
+        /// `--lang`, as written.
+        lang: Option<String>,
+    },
     /// `keys list`
     KeysList,
     /// `approvers list`
@@ -200,11 +211,52 @@ static AUDIT_HEADS: Node = Node {
     operand: None,
 };
 
+static SINCE: Flag = Flag {
+    long: "since",
+    value: Some("DURATION|TIME"),
+    required: false,
+    help: "Only rows from this long ago on (90s, 15m, 2h, 1d, 1h30m), or from this UTC time on \
+           (2026-12-03T09:00:00Z, 2026-12-03 09:00, 2026-12-03)",
+};
+
+static PROPOSAL: Flag = Flag {
+    long: "proposal",
+    value: Some("N"),
+    required: false,
+    help: "Only rows about the assistant's proposal number N",
+};
+
+static JSON: Flag = Flag {
+    long: "json",
+    value: None,
+    required: false,
+    help: "One JSON object a line for a log shipper: row, time, unix, kind, reason, proposal, \
+           approval, tool, targets, decided_by, outcome, refusal, words, chain",
+};
+
+static LANG: Flag = Flag {
+    long: "lang",
+    value: Some("en|es"),
+    required: false,
+    help: "The language of the words (default: from LC_ALL, LC_MESSAGES or LANG)",
+};
+
+static AUDIT_SHOW: Node = Node {
+    name: "show",
+    about: "The audit rows in words, newest last: time (UTC), the assistant's proposal, what \
+            happened (accepted and approved by which passkey's operator, executed, refused with \
+            the reason, sign-ins). Verifies the chain first and says so on the first line when \
+            it is broken. Opens the database read-only, so it can run while `serve` runs",
+    flags: &[&SINCE, &PROPOSAL, &JSON, &LANG, &CONFIG],
+    children: &[],
+    operand: None,
+};
+
 static AUDIT: Node = Node {
     name: "audit",
     about: "The executor's audit log",
     flags: &[&CONFIG],
-    children: &[&AUDIT_VERIFY, &AUDIT_HEADS],
+    children: &[&AUDIT_VERIFY, &AUDIT_HEADS, &AUDIT_SHOW],
     operand: None,
 };
 
@@ -522,6 +574,28 @@ fn finish(
             against: value(AGAINST.long),
         },
         ["audit", "heads"] => Command::AuditHeads,
+        ["audit", "show"] => {
+            let text = |long: &str| {
+                given
+                    .iter()
+                    .find(|(l, _)| *l == long)
+                    .and_then(|(_, v)| v.as_ref())
+                    .map(|v| v.to_string_lossy().into_owned())
+            };
+            let proposal = match text(PROPOSAL.long).map(|n| n.trim().parse::<u64>()) {
+                Some(Ok(n)) => Some(n),
+                Some(Err(_)) => {
+                    return usage_error("--proposal needs a proposal number", &path);
+                }
+                None => None,
+            };
+            Command::AuditShow {
+                since: text(SINCE.long),
+                proposal,
+                json: given.iter().any(|(l, _)| *l == JSON.long),
+                lang: text(LANG.long),
+            }
+        }
         ["keys", "list"] => Command::KeysList,
         ["approvers", "list"] => Command::ApproversList,
         ["approvers", "add"] => Command::ApproversAdd {

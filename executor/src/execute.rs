@@ -44,6 +44,7 @@ pub async fn execute(ctx: &Context, peer: PeerChecked, request: ExecuteRequest) 
         hex::encode(&id),
         claims.tool().to_string(),
         claims.targets(),
+        crate::store::proposal_detail(claims.proposal_id()),
     );
     let fresh = match checks::fresh(claims, now) {
         Ok(f) => f,
@@ -124,10 +125,10 @@ fn finish(ctx: &Context, id: &[u8; 16], answer: WriteAnswer) -> Response {
 fn refused_early(
     ctx: &Context,
     refusal: Refusal,
-    described: Option<&(String, String, String)>,
+    described: Option<&(String, String, String, String)>,
     head: &[u8; 32],
 ) -> Response {
-    let (approval_id, tool, targets) = described.cloned().unwrap_or_default();
+    let (approval_id, tool, targets, detail) = described.cloned().unwrap_or_default();
     let entry = Entry {
         kind: "refused",
         reason: refusal.code().to_string(),
@@ -135,7 +136,7 @@ fn refused_early(
         tool,
         targets,
         assistant_head: hex::encode(head),
-        detail: String::new(),
+        detail,
     };
     if let Err(e) = ctx.store.audit(&entry) {
         tracing::error!(error = %e, "could not audit a refusal");

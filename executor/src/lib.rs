@@ -8,6 +8,7 @@
 
 pub mod approvers;
 pub mod audit;
+pub mod audit_show;
 pub mod checks;
 pub mod config;
 pub mod context;
@@ -89,6 +90,25 @@ pub fn audit_verify(config: &Config, assistant_heads: Option<&str>) -> Result<St
         ));
     }
     Ok(report)
+}
+
+/// `audit show`: the rows in words or JSON lines, opened read-only (it may run while `serve`
+/// runs, as root, without leaving a file behind).
+pub fn audit_show(
+    config: &Config,
+    filter: audit_show::Filter,
+    json: bool,
+    spanish: bool,
+) -> Result<String, String> {
+    let path = config.database();
+    if !path.exists() {
+        return Err(format!(
+            "{} does not exist; nothing to show",
+            path.display()
+        ));
+    }
+    let conn = store::open_read_only(&path).map_err(|e| e.to_string())?;
+    audit_show::show(&conn, filter, json, spanish).map(|text| text.trim_end().to_owned())
 }
 
 /// `audit heads`: one `SEQ HASH` line per audit row, oldest first, for the assistant's

@@ -139,6 +139,39 @@ async fn main() -> ExitCode {
             }
         }
         Command::AuditHeads => fleetwatch_executor::audit_heads(&config),
+        Command::AuditShow {
+            since,
+            proposal,
+            json,
+            lang,
+        } => {
+            let spanish = match lang.as_deref().map(str::to_ascii_lowercase).as_deref() {
+                None => env_is_spanish(),
+                Some("en") => false,
+                Some("es") => true,
+                Some(other) => {
+                    eprintln!("error: --lang {other:?}: give en or es");
+                    return ExitCode::from(2);
+                }
+            };
+            let now = jiff::Timestamp::now().as_second();
+            match since
+                .as_deref()
+                .map(|s| fleetwatch_protocol::audit::parse_since(s, now))
+            {
+                Some(Err(e)) => {
+                    eprintln!("error: {e}");
+                    return ExitCode::from(2);
+                }
+                since => {
+                    let filter = fleetwatch_executor::audit_show::Filter {
+                        since: since.and_then(Result::ok),
+                        proposal,
+                    };
+                    fleetwatch_executor::audit_show(&config, filter, json, spanish)
+                }
+            }
+        }
         Command::KeysList => fleetwatch_executor::keys_list(&config),
         Command::ApproversList => fleetwatch_executor::approvers_list(&config),
         Command::ApproversAdd { line } => match one_line(line) {
@@ -156,4 +189,14 @@ async fn main() -> ExitCode {
         }
         Err(e) => fail(e),
     }
+}
+
+/// Whether the person at the terminal reads Spanish: `LC_ALL`, `LC_MESSAGES` or `LANG` (the
+/// first one set) starting with `es`.
+fn env_is_spanish() -> bool {
+    ["LC_ALL", "LC_MESSAGES", "LANG"]
+        .iter()
+        .filter_map(|v| std::env::var(v).ok())
+        .find(|v| !v.trim().is_empty())
+        .is_some_and(|tag| tag.to_ascii_lowercase().starts_with("es"))
 }

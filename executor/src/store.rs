@@ -107,6 +107,8 @@ const WRITE_TIME: &str = "COALESCE(e.finished_at, e.started_at)";
 /// What one approval asks the nonce's transaction to store besides the nonce.
 #[derive(Debug)]
 pub struct Approved<'a> {
+    /// The assistant's proposal number.
+    pub proposal_id: u64,
     /// The tool.
     pub tool: &'a str,
     /// The signed targets, comma-separated.
@@ -251,7 +253,7 @@ impl Store {
                     tool: approved.tool.into(),
                     targets: approved.targets.into(),
                     assistant_head: fleetwatch_protocol::hex::encode(approved.assistant_head),
-                    detail: approved_by(approved.passkeys),
+                    detail: accepted_detail(approved.proposal_id, approved.passkeys),
                 },
             )?;
             tx.commit().map(Ok)
@@ -439,6 +441,22 @@ impl Store {
 
 /// The audit detail naming who approved: each passkey's operator name and fingerprint, from
 /// the approver file (never from the request). Empty when no passkey took part.
+/// What an `accepted` row's detail says: `proposal N`, then `; approved by NAME [FINGERPRINT]…`
+/// when passkeys approved it. `audit show` reads the proposal number back from its start.
+fn accepted_detail(proposal_id: u64, passkeys: &[CredentialUse]) -> String {
+    let by = approved_by(passkeys);
+    if by.is_empty() {
+        proposal_detail(proposal_id)
+    } else {
+        format!("{}; {by}", proposal_detail(proposal_id))
+    }
+}
+
+/// `proposal N`: how a row names the assistant's proposal it concerns.
+pub fn proposal_detail(proposal_id: u64) -> String {
+    format!("proposal {proposal_id}")
+}
+
 fn approved_by(passkeys: &[CredentialUse]) -> String {
     if passkeys.is_empty() {
         return String::new();
@@ -461,16 +479,13 @@ fn read_counters(conn: &Connection) -> rusqlite::Result<BTreeMap<Vec<u8>, u32>> 
     Ok(out)
 }
 
-/// The stored counters, read without writing anything beside the database: `approvers list`
-/// runs as root in the executor's state folder, where a file root created (a `-shm` or `-wal`)
-/// would lock the executor out. With no write-ahead log present nobody is writing, and the
-/// file is opened as immutable (SQLite then creates nothing); otherwise read-only, beside the
-/// running executor's own files. An absent database has no counters yet.
-pub fn counters_read_only(path: &Path) -> rusqlite::Result<BTreeMap<Vec<u8>, u32>> {
+/// Opens the database without writing anything beside it: `approvers list` and `audit show`
+/// may run as root in the executor's state folder, where a file root created (a `-shm` or
+/// `-wal`) would lock the executor out. With no write-ahead log present nobody is writing,
+/// and the file is opened as immutable (SQLite then creates nothing); otherwise read-only,
+/// beside the running executor's own files.
+pub fn open_read_only(path: &Path) -> rusqlite::Result<Connection> {
     use rusqlite::OpenFlags;
-    if !path.exists() {
-        return Ok(BTreeMap::new());
-    }
     let mut wal = path.as_os_str().to_owned();
     wal.push("-wal");
     let immutable = !Path::new(&wal).exists();
@@ -493,6 +508,16 @@ pub fn counters_read_only(path: &Path) -> rusqlite::Result<BTreeMap<Vec<u8>, u32
             | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )?;
     conn.busy_timeout(std::time::Duration::from_millis(u64::from(BUSY_TIMEOUT_MS)))?;
+    Ok(conn)
+}
+
+/// The stored counters, read through [`open_read_only`]. An absent database has no counters
+/// yet.
+pub fn counters_read_only(path: &Path) -> rusqlite::Result<BTreeMap<Vec<u8>, u32>> {
+    if !path.exists() {
+        return Ok(BTreeMap::new());
+    }
+    let conn = open_read_only(path)?;
     let exists: bool = conn.query_row(
         "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'passkey_counters')",
         [],
@@ -526,6 +551,7 @@ mod tests {
         let store = Store::open(&path).unwrap();
         let id = [7u8; 16];
         let approved = Approved {
+            proposal_id: 3,
             tool: "batch_reboot",
             targets: "abcdef0123",
             assistant_head: &[1; 32],

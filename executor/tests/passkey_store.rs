@@ -40,6 +40,7 @@ fn store_nonce(store: &Store, id: u8, used: &[CredentialUse]) -> Result<(), Nonc
     store.store_nonce(
         &[id; 16],
         &Approved {
+            proposal_id: u64::from(id),
             tool: "batch_reboot",
             targets: "abcdef0123",
             assistant_head: &[0; 32],

@@ -253,10 +253,97 @@ pub fn verify<'a>(rows: impl IntoIterator<Item = &'a Row>) -> Result<(u64, [u8; 
     Ok((verifier.rows(), verifier.head()))
 }
 
+// ---------------------------------------------------------------------------------------------
+// Reading the audit back (`audit show` on both sides)
+
+/// Reads `--since`: a duration back from `now` (`90s`, `15m`, `2h`, `1d`, `1w`, or
+/// combinations such as `1h30m`) or a time (`2026-12-03T09:00:00Z`, `2026-12-03 09:00` in
+/// UTC, or a date, meaning its midnight UTC).
+pub fn parse_since(text: &str, now: i64) -> Result<i64, String> {
+    let text = text.trim();
+    if let Some(secs) = duration_secs(text) {
+        return Ok(now.saturating_sub(secs));
+    }
+    if let Ok(ts) = text.parse::<jiff::Timestamp>() {
+        return Ok(ts.as_second());
+    }
+    let civil = text.parse::<jiff::civil::DateTime>().or_else(|_| {
+        text.parse::<jiff::civil::Date>()
+            .map(|d| d.to_datetime(jiff::civil::Time::midnight()))
+    });
+    // A civil time is UTC: written with `Z`, it is that instant.
+    let utc = civil
+        .ok()
+        .and_then(|dt| format!("{dt}Z").parse::<jiff::Timestamp>().ok());
+    match utc {
+        Some(ts) => Ok(ts.as_second()),
+        None => Err(format!(
+            "--since {text:?}: give a duration back from now (90s, 15m, 2h, 1d, 1w, 1h30m) or a \
+             UTC time (2026-12-03T09:00:00Z, 2026-12-03 09:00, 2026-12-03)"
+        )),
+    }
+}
+
+/// `1h30m` → 5400; `None` unless the whole text is number-unit pairs.
+fn duration_secs(text: &str) -> Option<i64> {
+    let mut total: i64 = 0;
+    let mut digits = String::new();
+    let mut any = false;
+    for c in text.chars() {
+        if c.is_ascii_digit() {
+            digits.push(c);
+            continue;
+        }
+        let unit: i64 = match c {
+            's' => 1,
+            'm' => 60,
+            'h' => 3600,
+            'd' => 86_400,
+            'w' => 604_800,
+            _ => return None,
+        };
+        let n: i64 = digits.parse().ok()?;
+        total = total.checked_add(n.checked_mul(unit)?)?;
+        digits.clear();
+        any = true;
+    }
+    (any && digits.is_empty()).then_some(total)
+}
+
+/// A row's time as people read it: `2026-12-03 09:00:00 UTC`.
+pub fn utc_text(at: i64) -> String {
+    jiff::Timestamp::from_second(at)
+        .map(|t| t.strftime("%Y-%m-%d %H:%M:%S UTC").to_string())
+        .unwrap_or_else(|_| at.to_string())
+}
+
+/// A row's time for machines: RFC 3339 in UTC (`2026-12-03T09:00:00Z`).
+pub fn rfc3339(at: i64) -> String {
+    jiff::Timestamp::from_second(at)
+        .map(|t| t.to_string())
+        .unwrap_or_else(|_| at.to_string())
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::indexing_slicing)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn since_reads_durations_and_times() {
+        let now = 1_800_000_000;
+        assert_eq!(parse_since("90s", now), Ok(now - 90));
+        assert_eq!(parse_since("1h30m", now), Ok(now - 5400));
+        assert_eq!(parse_since("2d", now), Ok(now - 172_800));
+        assert_eq!(parse_since("2026-12-03T09:00:00Z", now), Ok(1_796_288_400));
+        assert_eq!(parse_since("2026-12-03 09:00", now), Ok(1_796_288_400));
+        assert_eq!(parse_since("2026-12-03", now), Ok(1_796_256_000));
+        assert!(parse_since("yesterday", now).is_err());
+        assert!(parse_since("5", now).is_err());
+        assert!(parse_since("", now).is_err());
+        assert_eq!(utc_text(1_796_288_400), "2026-12-03 09:00:00 UTC");
+        assert_eq!(rfc3339(1_796_288_400), "2026-12-03T09:00:00Z");
+    }
 
     fn chain(format: i64, contents: &[&[&str]]) -> Vec<Row> {
         let mut prev = GENESIS;

@@ -426,6 +426,236 @@ impl Refusal {
     }
 }
 
+/// A refusal's reason code (as audit rows store it) in a few words, English or Spanish, for
+/// reading the audit back; `None` for a code this build does not know.
+pub fn code_words(code: &str, spanish: bool) -> Option<&'static str> {
+    let (en, es) = match code {
+        "peer_not_allowed" => (
+            "a program not on the allowed list connected",
+            "se conectó un programa que no está en la lista permitida",
+        ),
+        "frame_too_large" => (
+            "the request was too large",
+            "la solicitud era demasiado grande",
+        ),
+        "frame_empty" => ("the request was empty", "la solicitud estaba vacía"),
+        "frame_truncated" => (
+            "the request arrived incomplete",
+            "la solicitud llegó incompleta",
+        ),
+        "malformed" => (
+            "the request could not be read",
+            "no se pudo leer la solicitud",
+        ),
+        "trailing_bytes" => (
+            "the request had extra bytes",
+            "la solicitud tenía bytes de más",
+        ),
+        "unknown_wire_version" => (
+            "the request's version is not this executor's",
+            "la versión de la solicitud no es la de este ejecutor",
+        ),
+        "no_signature" => (
+            "the approval carried no signature",
+            "la aprobación no llevaba firma",
+        ),
+        "unknown_key" => (
+            "the approval was signed by a key that is not installed",
+            "la aprobación la firmó una clave que no está instalada",
+        ),
+        "bad_signature" => (
+            "the approval's signature did not verify",
+            "la firma de la aprobación no se verificó",
+        ),
+        "passkey_too_many" => (
+            "too many passkey confirmations",
+            "demasiadas confirmaciones con passkey",
+        ),
+        "passkey_out_of_bounds" => (
+            "a passkey confirmation was out of bounds",
+            "una confirmación con passkey excedía los límites",
+        ),
+        "passkey_unknown_credential" => (
+            "a passkey that is not enrolled here",
+            "una passkey que no está registrada aquí",
+        ),
+        "passkey_client_data_malformed" => (
+            "a passkey's client data could not be read",
+            "no se pudieron leer los datos de cliente de una passkey",
+        ),
+        "passkey_wrong_type" => (
+            "a passkey confirmation of the wrong type",
+            "una confirmación con passkey de tipo equivocado",
+        ),
+        "passkey_challenge_mismatch" => (
+            "a passkey signed another change",
+            "una passkey firmó otro cambio",
+        ),
+        "passkey_origin_not_allowed" => (
+            "a passkey was used on a page that is not allowed",
+            "una passkey se usó en una página no permitida",
+        ),
+        "passkey_cross_origin" => (
+            "a passkey was used from inside another site",
+            "una passkey se usó desde dentro de otro sitio",
+        ),
+        "passkey_authenticator_data_short" => (
+            "a passkey's authenticator data was too short",
+            "los datos del autenticador de una passkey eran demasiado cortos",
+        ),
+        "passkey_rp_id_mismatch" => ("a passkey for another site", "una passkey de otro sitio"),
+        "passkey_user_not_present" => (
+            "the passkey saw no person present",
+            "la passkey no vio a nadie presente",
+        ),
+        "passkey_user_not_verified" => (
+            "the passkey did not verify the person",
+            "la passkey no verificó a la persona",
+        ),
+        "passkey_signature_malformed" => (
+            "a passkey signature could not be read",
+            "no se pudo leer la firma de una passkey",
+        ),
+        "passkey_bad_signature" => (
+            "a passkey signature did not verify",
+            "la firma de una passkey no se verificó",
+        ),
+        "passkey_counter_not_increased" => (
+            "a passkey's counter did not move forward (a copied passkey?)",
+            "el contador de una passkey no avanzó (¿una passkey copiada?)",
+        ),
+        "passkey_required" => (
+            "no person approved it with a passkey",
+            "ninguna persona la aprobó con una passkey",
+        ),
+        "passkey_quorum_not_met" => (
+            "not enough different people approved it",
+            "no la aprobaron suficientes personas distintas",
+        ),
+        "unknown_claims_version" => (
+            "the approval's version is not this executor's",
+            "la versión de la aprobación no es la de este ejecutor",
+        ),
+        "claims_malformed" => (
+            "the approval could not be read",
+            "no se pudo leer la aprobación",
+        ),
+        "expired" => ("the approval had expired", "la aprobación había caducado"),
+        "not_yet_valid" => (
+            "the approval was not valid yet",
+            "la aprobación aún no era válida",
+        ),
+        "lifetime_too_long" => (
+            "the approval was valid for too long",
+            "la aprobación valía durante demasiado tiempo",
+        ),
+        "replayed" => (
+            "the approval had been used already",
+            "la aprobación ya se había usado",
+        ),
+        "nonce_not_stored" => (
+            "the approval could not be recorded as used",
+            "no se pudo registrar la aprobación como usada",
+        ),
+        "tool_not_proposable" => (
+            "the tool may not be proposed",
+            "la herramienta no se puede proponer",
+        ),
+        "policy_digest_mismatch" => (
+            "the two sides' tool policies differ",
+            "las políticas de herramientas de los dos lados difieren",
+        ),
+        "schema_version_mismatch" => (
+            "the two sides' tool schemas differ",
+            "los esquemas de herramientas de los dos lados difieren",
+        ),
+        "arguments_invalid" => (
+            "the arguments were not valid",
+            "los argumentos no eran válidos",
+        ),
+        "not_canonical" => (
+            "the arguments were not in canonical form",
+            "los argumentos no estaban en forma canónica",
+        ),
+        "targets_mismatch" => (
+            "the signed devices did not match the arguments",
+            "los equipos firmados no coincidían con los argumentos",
+        ),
+        "too_many_targets" => ("too many devices at once", "demasiados equipos a la vez"),
+        "no_fence" => (
+            "no write fence is configured",
+            "no hay una valla de escritura configurada",
+        ),
+        "not_allowlisted" => (
+            "a device is not on the write allowlist",
+            "un equipo no está en la lista de escritura permitida",
+        ),
+        "team_mismatch" => (
+            "the sandbox team is not the configured one",
+            "el equipo de pruebas no es el configurado",
+        ),
+        "team_not_reported" => (
+            "Epiphan did not report the team",
+            "Epiphan no informó del equipo",
+        ),
+        "not_on_team" => (
+            "a device is not on the sandbox team",
+            "un equipo no está en el equipo de pruebas",
+        ),
+        "stream_not_found" => (
+            "the stream destination was not found",
+            "no se encontró el destino de transmisión",
+        ),
+        "event_mismatch" => (
+            "the event is not the device's",
+            "el evento no es el del equipo",
+        ),
+        "fingerprint_moved" => (
+            "the devices changed since the card was shown",
+            "los equipos cambiaron desde que se mostró la tarjeta",
+        ),
+        "recording" => ("a device was recording", "un equipo estaba grabando"),
+        "event_live" => ("an event was live", "había un evento en curso"),
+        "event_soon" => ("an event starts soon", "un evento empieza pronto"),
+        "cooling_down" => (
+            "a device was changed too recently",
+            "un equipo se cambió hace muy poco",
+        ),
+        "hourly_limit" => (
+            "the hourly limit of changes was reached",
+            "se alcanzó el límite de cambios por hora",
+        ),
+        "offline" => ("a device was offline", "un equipo estaba desconectado"),
+        "expired_at_write" => (
+            "the approval expired before the write",
+            "la aprobación caducó antes de escribir",
+        ),
+        "claim_too_long" => (
+            "a field of the approval was too long",
+            "un campo de la aprobación era demasiado largo",
+        ),
+        "read_failed" => (
+            "the live state could not be read",
+            "no se pudo leer el estado en vivo",
+        ),
+        "no_sign_in" => (
+            "the executor has no sandbox sign-in",
+            "el ejecutor no tiene sesión de pruebas",
+        ),
+        "sign_in_expired" => (
+            "the sandbox sign-in had expired",
+            "la sesión de pruebas había caducado",
+        ),
+        "busy" => ("the executor was busy", "el ejecutor estaba ocupado"),
+        "internal" => (
+            "an internal problem (see the executor's log)",
+            "un problema interno (vea el registro del ejecutor)",
+        ),
+        _ => return None,
+    };
+    Some(if spanish { es } else { en })
+}
+
 impl std::fmt::Display for Refusal {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.message())

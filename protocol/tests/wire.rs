@@ -357,6 +357,13 @@ fn every_refusal_variant_round_trips() {
         let Ok((refusal, _)) = postcard::take_from_bytes::<Refusal>(&bytes) else {
             break;
         };
+        for spanish in [false, true] {
+            assert!(
+                fleetwatch_protocol::refusal::code_words(refusal.code(), spanish).is_some(),
+                "{} has no words for reading the audit back",
+                refusal.code()
+            );
+        }
         let response = Response::Refused(refusal);
         let body = wire::encode_response(&response).expect("encode");
         assert_eq!(wire::decode_response(&body), Ok(response));

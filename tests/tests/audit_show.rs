@@ -1,10 +1,13 @@
-//! `fleetwatch audit show` read back after a real run: a change proposed through the model
-//! loop, shown, approved and executed; a second one shown Deny-only and denied; a row holding a
-//! secret-shaped string. The words and the JSON lines both tell each proposal's story in order,
-//! `--proposal` and `--since` filter, `--lang es` speaks Spanish, and the secret never shows.
+//! Both `audit show` commands read back after a real run: a change proposed through the model
+//! loop, shown, approved and executed; a second one shown Deny-only and denied; a third the
+//! executor refused on live state; a row holding a secret-shaped string. The words and the
+//! JSON lines of each side tell each proposal's story in order, `--proposal` and `--since`
+//! filter, `--lang es` speaks Spanish, and the secret never shows.
 
 use fleetwatch_e2e::page::{PagePath, form, form_body};
-use fleetwatch_e2e::sandbox_devices;
+use fleetwatch_e2e::{sandbox_devices, sign};
+use fleetwatch_protocol::refusal::Refusal;
+use fleetwatch_protocol::wire::Response;
 use fleetwatch_sim::model::{text_reply, tool_use_reply};
 use serde_json::{Value, json};
 
@@ -12,6 +15,19 @@ fn show(path: &PagePath, args: &[&str]) -> String {
     let mut all = vec!["audit", "show"];
     all.extend_from_slice(args);
     let out = path.state.run(&all, "");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{args:?}: {text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    text
+}
+
+fn executor_show(path: &PagePath, args: &[&str]) -> String {
+    let mut all = vec!["audit", "show"];
+    all.extend_from_slice(args);
+    let out = path.h.cli(&all, None);
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(
         out.status.success(),
@@ -180,4 +196,71 @@ async fn audit_show_tells_each_proposals_story_in_words_and_json() {
         .run(&["audit", "show", "--since", "yesterday"], "");
     assert_eq!(bad.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("--since"));
+
+    // The executor's side: the same proposal accepted and executed, and a refusal on live
+    // state (the room now records) with its reason in words.
+    let mut claims = path
+        .h
+        .claims("batch_reboot", &json!({"device_ids": [room]}))
+        .await;
+    claims.proposal_id = 9;
+    let answer = path.h.execute(sign(&claims, 7)).await;
+    assert!(
+        matches!(answer, Some(Response::Refused(Refusal::Recording))),
+        "{answer:?}"
+    );
+    let executor = executor_show(&path, &["--lang", "en"]);
+    assert!(
+        executor.starts_with("Audit log of the executor: ") && executor.contains("intact"),
+        "{executor}"
+    );
+    let accepted = executor
+        .lines()
+        .find(|l| l.contains("#1  accepted batch_recording on "))
+        .unwrap_or_else(|| panic!("no accepted row for #1:\n{executor}"));
+    assert!(
+        accepted.contains("approved by the assistant's key only"),
+        "{accepted}"
+    );
+    assert!(
+        executor.contains("#1  executed batch_recording on "),
+        "{executor}"
+    );
+    assert!(
+        executor.contains(&format!(
+            "#9  refused batch_reboot on {room}: a device was recording; nothing ran"
+        )),
+        "{executor}"
+    );
+    let executor_es = executor_show(&path, &["--lang", "es"]);
+    assert!(
+        executor_es.contains(&format!(
+            "#9  rechazada batch_reboot en {room}: un equipo estaba grabando; no se ejecutó nada"
+        )),
+        "{executor_es}"
+    );
+    let only_nine: Vec<Value> = executor_show(&path, &["--json", "--proposal", "9"])
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("JSON"))
+        .collect();
+    // The approval was spent before the live read refused it.
+    let kinds: Vec<&str> = only_nine
+        .iter()
+        .filter_map(|l| l["kind"].as_str())
+        .collect();
+    assert_eq!(kinds, ["accepted", "refused"], "{only_nine:?}");
+    assert_eq!(only_nine[1]["refusal"], "recording");
+    assert_eq!(only_nine[1]["proposal"], 9);
+    assert_eq!(only_nine[1]["targets"], json!([room]));
+    let one: Vec<Value> = executor_show(&path, &["--json", "--proposal", "1"])
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("JSON"))
+        .collect();
+    let kinds: Vec<&str> = one.iter().filter_map(|l| l["kind"].as_str()).collect();
+    assert_eq!(kinds, ["accepted", "outcome"], "{one:?}");
+    assert_eq!(one[1]["outcome"], "done");
+    let future = executor_show(&path, &["--since", "2099-01-01"]);
+    assert_eq!(future.lines().count(), 1, "only the chain line: {future}");
+    let bad = path.h.cli(&["audit", "show", "--proposal", "x"], None);
+    assert_eq!(bad.status.code(), Some(2));
 }
