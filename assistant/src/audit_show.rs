@@ -221,8 +221,16 @@ impl Story {
                 .replace("{s}", &session.clone().unwrap_or_default()),
             "denied" => {
                 decided_by = session.clone().map(|s| format!("page session {s}"));
-                lang.pick("denied: {reason}", "denegada: {reason}")
+                let by = session
+                    .as_ref()
+                    .map(|s| {
+                        lang.pick(" (page session {s})", " (sesión de página {s})")
+                            .replace("{s}", s)
+                    })
+                    .unwrap_or_default();
+                lang.pick("denied: {reason}{by}", "denegada: {reason}{by}")
                     .replace("{reason}", &get("reason").unwrap_or_default())
+                    .replace("{by}", &by)
             }
             "expired" => lang
                 .pick("expired: {reason}", "caducada: {reason}")

@@ -325,6 +325,7 @@ CREATE TRIGGER IF NOT EXISTS audit_no_update BEFORE UPDATE ON audit
 BEGIN SELECT RAISE(ABORT, 'audit rows are append-only'); END;
 CREATE TRIGGER IF NOT EXISTS audit_no_delete BEFORE DELETE ON audit
 BEGIN SELECT RAISE(ABORT, 'audit rows are append-only'); END;
+CREATE INDEX IF NOT EXISTS audit_at ON audit(at);
 ";
 
 /// The open database.
@@ -507,12 +508,12 @@ impl Store {
         Ok(rows.collect::<Result<Vec<_>, _>>()?)
     }
 
-    /// All audit rows, oldest first.
-    pub fn audit_rows(&self) -> Result<Vec<AuditRow>, StoreError> {
-        let mut stmt = self
-            .conn
-            .prepare("SELECT id, at, kind, proposal_id, detail FROM audit ORDER BY id")?;
-        let rows = stmt.query_map([], |row| {
+    /// The audit rows written at or after `since` (Unix seconds), oldest first.
+    pub fn audit_rows_since(&self, since: i64) -> Result<Vec<AuditRow>, StoreError> {
+        let mut stmt = self.conn.prepare(
+            "SELECT id, at, kind, proposal_id, detail FROM audit WHERE at >= ?1 ORDER BY id",
+        )?;
+        let rows = stmt.query_map(params![since], |row| {
             let proposal_id: Option<i64> = row.get(3)?;
             Ok(AuditRow {
                 id: row.get(0)?,
@@ -523,6 +524,11 @@ impl Store {
             })
         })?;
         Ok(rows.collect::<Result<Vec<_>, _>>()?)
+    }
+
+    /// All audit rows, oldest first.
+    pub fn audit_rows(&self) -> Result<Vec<AuditRow>, StoreError> {
+        self.audit_rows_since(i64::MIN)
     }
 
     /// Inserts a pending proposal and its audit row in one transaction.
@@ -613,6 +619,19 @@ impl Store {
         reason: &str,
         now: i64,
     ) -> Result<bool, StoreError> {
+        self.decide_in_session(id, status, reason, None, now)
+    }
+
+    /// [`Store::decide`] by a person on the page: the row names the page session (its tag, in
+    /// hex), so the page can show that person their own pace.
+    pub fn decide_in_session(
+        &mut self,
+        id: u64,
+        status: Status,
+        reason: &str,
+        page_session: Option<&str>,
+        now: i64,
+    ) -> Result<bool, StoreError> {
         let sql_id =
             i64::try_from(id).map_err(|_| StoreError::Corrupt("id out of range".to_owned()))?;
         let tx = self.conn.transaction()?;
@@ -621,13 +640,11 @@ impl Store {
             params![status.as_str(), now, sql_id],
         )?;
         if changed == 1 {
-            append_audit(
-                &tx,
-                now,
-                status.as_str(),
-                Some(id),
-                &json!({"reason": reason}),
-            )?;
+            let detail = match page_session {
+                Some(tag) => json!({"reason": reason, "page_session": tag}),
+                None => json!({"reason": reason}),
+            };
+            append_audit(&tx, now, status.as_str(), Some(id), &detail)?;
         }
         tx.commit()?;
         Ok(changed == 1)

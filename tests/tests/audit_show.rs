@@ -83,11 +83,22 @@ async fn audit_show_tells_each_proposals_story_in_words_and_json() {
         .await;
     let card = path.page.front().await;
     assert!(!card.contains("action=\"/approve\""), "{card}");
+    assert!(
+        card.contains("id=\"pace\">Your last hour: 1 approved, 0 denied; a median of "),
+        "{card}"
+    );
     let (status, denied) = path
         .page
         .post_text("/deny", &form_body(&form(&card, "/deny")))
         .await;
     assert!(status == 303 || status == 200, "{status}: {denied}");
+
+    // The header counts this person's own decisions of the last hour.
+    let front = path.page.front().await;
+    assert!(
+        front.contains("Your last hour: 1 approved, 1 denied; a median of "),
+        "{front}"
+    );
 
     // A row holding a secret-shaped string.
     path.state
@@ -120,6 +131,11 @@ async fn audit_show_tells_each_proposals_story_in_words_and_json() {
     }
     assert!(words.contains("#2  card shown, Deny only"), "{words}");
     assert!(words.contains("#2  denied: "), "{words}");
+    let denial = words
+        .lines()
+        .find(|l| l.contains("#2  denied: "))
+        .unwrap_or_default();
+    assert!(denial.contains("page session"), "who denied: {denial}");
     assert!(!words.contains("live_9f8e7d6c5b4a"), "{words}");
     assert!(words.contains("[redacted]"), "{words}");
 

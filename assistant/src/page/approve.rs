@@ -24,6 +24,7 @@ use serde_json::json;
 use super::card;
 use super::csrf::Purpose;
 use super::i18n::Lang;
+use super::pace;
 use super::server::{App, append_audit, html, lang_of};
 use super::sessions::{self, hex};
 use super::steps;
@@ -178,6 +179,21 @@ fn notices(app: &App, lang: Lang, session: &str) -> Result<Vec<String>, ()> {
     Ok(out)
 }
 
+/// The header's pace line for this session, and the slow-down notice when it decides too
+/// fast. The rows of the window and as long again before it are read: a card may have been
+/// shown a while before the decision.
+fn pace_words(app: &App, lang: Lang, session: &str) -> Result<(String, Option<String>), ()> {
+    let now = store::now_secs();
+    let rows = {
+        let store = app.deps.store.lock().map_err(|_| ())?;
+        store
+            .audit_rows_since(now.saturating_sub(2 * pace::WINDOW_SECS))
+            .map_err(|_| ())?
+    };
+    let tag = hex(&sessions::tag(session));
+    Ok(pace::pace(&rows, &tag, now).words(lang))
+}
+
 /// `GET /`: the sign-in form, or the oldest pending proposal's card.
 pub async fn show(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
     let lang = lang_of(&headers);
@@ -203,12 +219,23 @@ pub async fn show(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
     let Ok(mut notices) = notices(&app, lang, &session) else {
         return store_trouble(lang);
     };
+    let Ok((pace, slow_down)) = pace_words(&app, lang, &session) else {
+        return store_trouble(lang);
+    };
+    notices.extend(slow_down);
     let status = executor_status(&app).await;
     if status.as_ref().is_some_and(|s| s.passkeys_enrolled == 0) {
         notices.push(lang.t("notice.unbound").to_owned());
     }
     let Some(first) = pending.first().cloned() else {
-        return html(StatusCode::OK, &EmptyView { t: lang, notices });
+        return html(
+            StatusCode::OK,
+            &EmptyView {
+                t: lang,
+                notices,
+                pace,
+            },
+        );
     };
     let mut card = app.fresh_card(lang, &first).await;
     if let Some(status) = &status {
@@ -305,6 +332,7 @@ pub async fn show(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
     let view = CardView {
         t: lang,
         notices,
+        pace,
         heading: lang.f("card.heading", &[("id", &first.id.to_string())]),
         more: (more > 0).then(|| lang.f("card.more", &[("n", &more.to_string())])),
         deny_token: app.tokens.make(Purpose::Deny, &session, first.id, ""),
@@ -628,10 +656,12 @@ pub async fn deny(
         let Ok(mut store) = app.deps.store.lock() else {
             return store_trouble(lang);
         };
-        store.decide(
+        let tag = app.session(&headers).map(|s| hex(&sessions::tag(&s)));
+        store.decide_in_session(
             form.proposal,
             Status::Denied,
             "denied on the approval page",
+            tag.as_deref(),
             store::now_secs(),
         )
     };
@@ -663,13 +693,15 @@ pub async fn deny_all(
         let Ok(pending) = store.pending() else {
             return store_trouble(lang);
         };
+        let tag = app.session(&headers).map(|s| hex(&sessions::tag(&s)));
         let mut count = 0u64;
         for p in pending {
             if matches!(
-                store.decide(
+                store.decide_in_session(
                     p.id,
                     Status::Denied,
                     "denied with deny all",
+                    tag.as_deref(),
                     store::now_secs()
                 ),
                 Ok(true)

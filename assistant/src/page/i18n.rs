@@ -266,6 +266,19 @@ pub const EN: &[(&str, &str)] = &[
         "notice.fatigue",
         "You have approved {n} changes in this browser session. Read each card in full before approving another.",
     ),
+    ("pace.none", "Your last hour: no decisions yet."),
+    (
+        "pace.counts",
+        "Your last hour: {approved} approved, {denied} denied.",
+    ),
+    (
+        "pace.line",
+        "Your last hour: {approved} approved, {denied} denied; a median of {median} s from seeing a card to deciding.",
+    ),
+    (
+        "pace.slow",
+        "You are deciding in a median of {median} s per card. Slow down: read what each change does, and to which rooms, before you approve.",
+    ),
     ("confirm.heading", "Confirm a disruptive change"),
     (
         "confirm.text",
@@ -732,6 +745,19 @@ pub const ES: &[(&str, &str)] = &[
     (
         "notice.fatigue",
         "Ha aprobado {n} cambios en esta sesión del navegador. Lea cada tarjeta completa antes de aprobar otro.",
+    ),
+    ("pace.none", "Su última hora: ninguna decisión todavía."),
+    (
+        "pace.counts",
+        "Su última hora — aprobadas: {approved}, denegadas: {denied}.",
+    ),
+    (
+        "pace.line",
+        "Su última hora — aprobadas: {approved}, denegadas: {denied}; una mediana de {median} s desde que ve una tarjeta hasta que decide.",
+    ),
+    (
+        "pace.slow",
+        "Está decidiendo en una mediana de {median} s por tarjeta. Vaya más despacio: lea qué hace cada cambio, y en qué salas, antes de aprobar.",
     ),
     ("confirm.heading", "Confirmar un cambio que interrumpe"),
     (

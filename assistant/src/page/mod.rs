@@ -30,6 +30,7 @@ pub mod card;
 pub mod csrf;
 pub mod enrol;
 pub mod i18n;
+pub mod pace;
 pub mod secret;
 pub mod server;
 pub mod sessions;

@@ -25,6 +25,8 @@ pub struct EmptyView {
     pub t: Lang,
     /// Queue and fatigue notices.
     pub notices: Vec<String>,
+    /// The operator's own pace in the last hour (the header line).
+    pub pace: String,
 }
 
 /// What the page's script needs to ask the browser for a passkey assertion on this form.
@@ -61,6 +63,8 @@ pub struct CardView {
     pub t: Lang,
     /// Queue and fatigue notices.
     pub notices: Vec<String>,
+    /// The operator's own pace in the last hour (the header line).
+    pub pace: String,
     /// "Proposal #N".
     pub heading: String,
     /// "N more waiting".
