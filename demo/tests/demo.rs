@@ -1,6 +1,8 @@
 //! `fleetwatch demo --script` as a process, the way the README runs it: `fleetwatch` hands
 //! over to `fleetwatch-demo` beside it, every step of the fixed scenario happens, and when it
-//! exits no child process and no temporary folder is left.
+//! exits no child process and no temporary folder is left. The interactive demo, driven
+//! through a pseudo-terminal: it starts, answers a question, shows the page's address, and
+//! Ctrl-D ends it the same way.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -236,4 +238,39 @@ fn without_its_sibling_programs_the_demo_says_what_to_build_and_leaves_nothing()
         run.stderr
     );
     assert_nothing_left(tmp.path(), &[]);
+}
+
+#[test]
+fn the_interactive_demo_answers_in_a_terminal_and_ctrl_d_leaves_nothing() {
+    use rexpect::process::wait::WaitStatus;
+    build_siblings();
+    let tmp = tempfile::tempdir().unwrap();
+    let mut command = Command::new(fleetwatch());
+    command
+        .arg("demo")
+        .env("TMPDIR", tmp.path())
+        .env("TERM", "xterm");
+    let mut demo = rexpect::session::spawn_command(command, Some(90_000)).unwrap();
+    let started = demo.exp_string("Approval page: http://localhost:").unwrap();
+    let mut seen = started.clone();
+    seen.push_str(&demo.exp_string("Ctrl-C or Ctrl-D ends the demo").unwrap());
+    seen.push_str(&demo.exp_string("demo> ").unwrap());
+    demo.send_line("what needs attention?").unwrap();
+    // The pseudo-terminal reader takes bytes one by one, so only ASCII is looked for.
+    let answer = demo.exp_string("rule-based, not AI]").unwrap();
+    seen.push_str(&answer);
+    seen.push_str(&demo.exp_string("demo> ").unwrap());
+    demo.send_control('d').unwrap();
+    seen.push_str(&demo.exp_string("removing the working folder").unwrap());
+    seen.push_str(&demo.exp_eof().unwrap());
+    let status = demo.process.wait().unwrap();
+    assert!(
+        matches!(status, WaitStatus::Exited(_, 0)),
+        "{status:?}\n{seen}"
+    );
+    // With a terminal, the page's secret is shown for the person to type.
+    assert!(seen.contains("Page secret: "), "{seen}");
+    let pids = child_pids(&started);
+    assert_eq!(pids.len(), 3, "three children reported in:\n{started}");
+    assert_nothing_left(tmp.path(), &pids);
 }
