@@ -279,4 +279,34 @@ async fn audit_show_tells_each_proposals_story_in_words_and_json() {
     assert_eq!(future.lines().count(), 1, "only the chain line: {future}");
     let bad = path.h.cli(&["audit", "show", "--proposal", "x"], None);
     assert_eq!(bad.status.code(), Some(2));
+
+    // Rows changed behind the programs' backs: both commands say so first, and still show.
+    let tamper = |db: std::path::PathBuf, table_change: &str| {
+        let conn = rusqlite::Connection::open(db).expect("db");
+        conn.execute_batch(&format!("DROP TRIGGER audit_no_update; {table_change}"))
+            .expect("tamper");
+    };
+    tamper(
+        path.state.path().join("assistant.db"),
+        "UPDATE audit SET detail = '{\"reason\":\"nothing to see\"}' WHERE kind = 'denied';",
+    );
+    let broken = show(&path, &["--lang", "en"]);
+    assert!(
+        broken.starts_with("WARNING: the audit chain is broken at row "),
+        "{broken}"
+    );
+    assert!(broken.contains("#1  executed: the change ran"), "{broken}");
+    let broken_json = show(&path, &["--json"]);
+    let first: Value =
+        serde_json::from_str(broken_json.lines().next().unwrap_or_default()).expect("JSON");
+    assert_eq!(first["chain"], "broken");
+    tamper(
+        path.h.state.join("executor.db"),
+        "UPDATE audit SET reason = 'done' WHERE kind = 'refused';",
+    );
+    let broken = executor_show(&path, &["--lang", "es"]);
+    assert!(
+        broken.starts_with("AVISO: la cadena de auditoría está rota"),
+        "{broken}"
+    );
 }
