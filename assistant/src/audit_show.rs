@@ -18,7 +18,7 @@
 use std::collections::BTreeMap;
 
 use fleetwatch_protocol::audit;
-use fleetwatch_protocol::redact::redact_text;
+use fleetwatch_redact::redact_text;
 use fleetwatch_words::Lang;
 use fleetwatch_words::shown::shown_capped;
 use serde_json::{Value, json};

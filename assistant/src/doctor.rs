@@ -5,7 +5,7 @@ use std::os::unix::fs::PermissionsExt as _;
 use std::sync::Arc;
 
 use fleetwatch_protocol::policy::{self, Policy};
-use fleetwatch_protocol::redact;
+use fleetwatch_redact as redact;
 use serde_json::json;
 
 use crate::config::Config;

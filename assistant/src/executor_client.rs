@@ -73,7 +73,7 @@ impl ExecutorClient {
             arguments: arguments.to_owned(),
         });
         match self.exchange(&request).await? {
-            Response::Described(description) => Ok(description),
+            Response::Described(description) => redacted(description),
             Response::Refused(refusal) => Err(ExecutorError::Refused(refusal)),
             _ => Err(ExecutorError::Protocol(
                 "unexpected answer to Describe".to_owned(),
@@ -144,4 +144,26 @@ impl ExecutorClient {
             .await
             .map_err(|_| ExecutorError::Timeout(secs))?
     }
+}
+
+/// A description with every text in it redacted, as every other answer from Epiphan is before
+/// the assistant shows or keeps it. The executor reads Epiphan without redacting (it keeps and
+/// returns no text that could hold a secret, and names are not its to judge), so the names,
+/// models, warnings and stream names it describes are redacted here, on arrival. The targets and
+/// the fingerprint are the executor's own canonical values, compared byte for byte later, and
+/// stay as they are (IDs and live-state flags only).
+fn redacted(mut description: Description) -> Result<Description, ExecutorError> {
+    let targets = std::mem::take(&mut description.targets);
+    let fingerprint = std::mem::take(&mut description.fingerprint);
+    let problem = |e: serde_json::Error| {
+        ExecutorError::Protocol(format!(
+            "the executor's description could not be redacted: {e}"
+        ))
+    };
+    let mut value = serde_json::to_value(&description).map_err(problem)?;
+    fleetwatch_redact::redact_value(&mut value);
+    let mut description: Description = serde_json::from_value(value).map_err(problem)?;
+    description.targets = targets;
+    description.fingerprint = fingerprint;
+    Ok(description)
 }

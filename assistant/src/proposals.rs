@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use fleetwatch_protocol::policy::Policy;
-use fleetwatch_protocol::redact;
+use fleetwatch_redact as redact;
 use serde_json::Value;
 
 use crate::config::Fence;

@@ -17,8 +17,8 @@ use std::time::Duration;
 use fleetwatch_epiphan::{CallError, OpenError, ReadAnswer, Session};
 use fleetwatch_protocol::fleet;
 use fleetwatch_protocol::policy::{self, Policy};
-use fleetwatch_protocol::redact;
 use fleetwatch_protocol::secret::Secret;
+use fleetwatch_redact as redact;
 use serde_json::{Map, Value, json};
 use tokio::sync::Mutex;
 
@@ -301,7 +301,7 @@ impl Reader {
                         tool: tool.to_owned(),
                         secs: self.timeout.as_secs(),
                     },
-                    OpenError::Failed(why) => ReadError::Transport(why),
+                    OpenError::Failed(why) => ReadError::Transport(redact::redact_text(&why)),
                 })
         };
         let kept = slot.is_some();
@@ -325,19 +325,24 @@ impl Reader {
         } else {
             *slot = Some(current);
         }
+        // The MCP client core returns answers as Epiphan sent them; everything is redacted
+        // here, before anything in this process parses, shows, logs or keeps it.
         match outcome {
-            Ok(ReadAnswer::Json(value)) => Ok(value),
+            Ok(ReadAnswer::Json(mut value)) => {
+                redact::redact_value(&mut value);
+                Ok(value)
+            }
             // Kept as text: the parsers say what they expected, without echoing it.
-            Ok(ReadAnswer::Text(text)) => Ok(Value::String(text)),
+            Ok(ReadAnswer::Text(text)) => Ok(Value::String(redact::redact_text(&text))),
             Err(CallError::SignInExpired) => Err(ReadError::SignInExpired),
             Err(CallError::ErrorResult(message)) => Err(ReadError::Tool {
                 tool: tool.to_owned(),
-                message,
+                message: redact::redact_text(&message),
             }),
             Err(CallError::NotARead) => Err(ReadError::Refused(format!(
                 "{tool} is not a read tool's name"
             ))),
-            Err(CallError::Unreached(why)) => Err(ReadError::Transport(why)),
+            Err(CallError::Unreached(why)) => Err(ReadError::Transport(redact::redact_text(&why))),
             Err(CallError::TimedOut) => Err(ReadError::Timeout {
                 tool: tool.to_owned(),
                 secs: self.timeout.as_secs(),

@@ -5,7 +5,7 @@
 mod common;
 
 use fleetwatch::reads::Reader;
-use fleetwatch_protocol::redact;
+use fleetwatch_redact as redact;
 use serde_json::{Value, json};
 
 struct Case {

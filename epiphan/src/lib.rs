@@ -8,7 +8,8 @@
 //!   for every endpoint it discovers, and by the assistant for the model API);
 //! * [`sign_in`]: the one rule for "Epiphan says the sign-in has expired";
 //! * [`session`]: opening a session (no redirects, no session recovery, no stream retry), the
-//!   bounded read, the once-only write, and turning a result into redacted JSON.
+//!   bounded read, the once-only write, and turning a result into JSON (unredacted: see
+//!   `session`'s notes).
 //!
 //! What is *policy* stays with each process: the assistant's read guard (the policy's read
 //! list) and the executor's kept session and its one retry of a read. Nothing here decides
@@ -28,5 +29,7 @@ pub mod sign_in;
 pub mod tls;
 pub mod url_policy;
 
-pub use session::{CallError, OpenError, ReadAnswer, Session, Unknown, WriteAnswer, http_client};
+pub use session::{
+    CallError, DeviceError, OpenError, ReadAnswer, Session, Unknown, WriteAnswer, http_client,
+};
 pub use url_policy::{UrlRefusal, check_url};

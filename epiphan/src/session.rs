@@ -5,14 +5,19 @@
 //!   switched off: recovering an expired session re-sends the POST that failed, and
 //!   reconnecting a broken stream can replay it — for a write, a second write.
 //! * [`Session::call_read`] is the bounded read: refused before sending unless the name is a
-//!   read tool's, answered as redacted JSON ([`ReadAnswer`]) or a [`CallError`] saying which
-//!   failure it was, so the caller can decide what may be repeated.
+//!   read tool's, answered as JSON ([`ReadAnswer`]) or a [`CallError`] saying which failure
+//!   it was, so the caller can decide what may be repeated.
 //! * [`Session::call_write_once`] sends a write once, never retried, and reads the answer as
-//!   Epiphan's error map; anything else after sending is "outcome unknown".
+//!   Epiphan's error map, each device's error reduced to a closed vocabulary
+//!   ([`DeviceError`]); anything else after sending is "outcome unknown".
 //!
-//! Redaction runs on every answer before anything else here or in a caller looks at it. A
-//! result that does not match the tool's declared output schema is kept: nothing here
-//! validates against that schema, and the callers' parsers are tolerant.
+//! Nothing here redacts. Answers and error texts come back as Epiphan sent them: the
+//! assistant redacts everything it takes from here before anything parses, shows, logs or
+//! stores it (`assistant/src/reads.rs`), and the executor keeps and returns only codes, IDs
+//! and counts — a write's per-device errors as [`DeviceError`] codes, never their text — so
+//! the privileged process needs no redaction engine. A result that does not match the tool's
+//! declared output schema is kept: nothing here validates against that schema, and the
+//! callers' parsers are tolerant.
 //!
 //! Which process may call which method is not this crate's decision: the assistant's guarded
 //! reader and the executor's ticket-consuming write are the only callers, which
@@ -21,8 +26,8 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use fleetwatch_protocol::ids;
 use fleetwatch_protocol::policy::EPIPHAN_WRITE_TOOLS;
-use fleetwatch_protocol::redact;
 use fleetwatch_protocol::secret::Secret;
 use rmcp::ServiceExt as _;
 use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult};
@@ -57,16 +62,16 @@ pub enum OpenError {
     SignInExpired,
     /// No session within the bound.
     TimedOut,
-    /// Anything else; the text is redacted and for logs and operator messages.
+    /// Anything else, with the transport's text as it came (the caller redacts it or drops it).
     Failed(String),
 }
 
 /// What a read answered.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ReadAnswer {
-    /// The result's JSON (structured content, else the text parsed as JSON), redacted.
+    /// The result's JSON (structured content, else the text parsed as JSON), as sent.
     Json(Value),
-    /// A plain-text answer that is neither JSON nor a status report, redacted.
+    /// A plain-text answer that is neither JSON nor a status report, as sent.
     Text(String),
 }
 
@@ -77,13 +82,13 @@ pub enum CallError {
     NotARead,
     /// The call did not reach a working session (transport or protocol error, a session
     /// Epiphan no longer knows). Safe to try again on a new session: nothing was read.
-    /// The text is redacted.
+    /// The transport's text, as it came.
     Unreached(String),
     /// No answer within the bound; the session may be stuck and should not be reused.
     TimedOut,
     /// Epiphan says the sign-in is missing or expired.
     SignInExpired,
-    /// An error result (or a plain-text `Error: …`), its text redacted and shortened.
+    /// An error result (or a plain-text `Error: …`), its text shortened, as sent.
     ErrorResult(String),
 }
 
@@ -131,8 +136,9 @@ impl Unknown {
 pub enum WriteAnswer {
     /// An empty error map: every device worked.
     Done,
-    /// Per-device errors, redacted.
-    Errors(BTreeMap<String, String>),
+    /// Per-device errors, each reduced to a [`DeviceError`]; a key that is not a device or
+    /// channel ID is not kept as written (see [`error_map`]).
+    Errors(BTreeMap<String, DeviceError>),
     /// Sent, but no trustworthy answer.
     Unknown(Unknown),
 }
@@ -170,7 +176,7 @@ impl Session {
             Ok(Err(e)) if sign_in::open_error_is_expired_sign_in(&e) => {
                 Err(OpenError::SignInExpired)
             }
-            Ok(Err(e)) => Err(OpenError::Failed(redact::redact_text(&e.to_string()))),
+            Ok(Err(e)) => Err(OpenError::Failed(e.to_string())),
             Err(_) => Err(OpenError::TimedOut),
         }
     }
@@ -210,7 +216,7 @@ impl Session {
             Ok(Err(e)) if sign_in::call_error_is_expired_sign_in(&e) => {
                 Err(CallError::SignInExpired)
             }
-            Ok(Err(e)) => Err(CallError::Unreached(redact::redact_text(&e.to_string()))),
+            Ok(Err(e)) => Err(CallError::Unreached(e.to_string())),
             Err(_) => Err(CallError::TimedOut),
         }
     }
@@ -235,7 +241,7 @@ impl Session {
     }
 }
 
-/// The text content of a result, joined, as received. Never returned or logged as it is.
+/// The text content of a result, joined, as received.
 fn raw_text(result: &CallToolResult) -> String {
     result
         .content
@@ -246,26 +252,19 @@ fn raw_text(result: &CallToolResult) -> String {
         .join("\n")
 }
 
-/// The text content of a result, joined, redacted.
-fn redacted_text(result: &CallToolResult) -> String {
-    redact::redact_text(&raw_text(result))
-}
-
-/// The JSON a result carries — structured content, else the text parsed as JSON — redacted
-/// before it is returned; else the text, redacted. (The text is parsed before it is
-/// redacted, because masking a value inside JSON text could leave text that is not JSON;
-/// the parsed value is redacted instead, and nothing sees it before.)
+/// The JSON a result carries — structured content, else the text parsed as JSON; else the
+/// text. (A caller that redacts does so on the parsed value: masking a value inside JSON text
+/// could leave text that is not JSON.)
 fn json_or_text(result: CallToolResult) -> Result<Value, String> {
     let raw = raw_text(&result);
-    let mut value = match result.structured_content.filter(|v| !v.is_null()) {
+    let value = match result.structured_content.filter(|v| !v.is_null()) {
         Some(structured) => structured,
         // A lone surrogate in one name must not hide the rest of the fleet.
         None => match fleetwatch_protocol::lenient::parse(raw.trim()) {
             Ok(value) => value,
-            Err(_) => return Err(redact::redact_text(&raw)),
+            Err(_) => return Err(raw),
         },
     };
-    redact::redact_value(&mut value);
     Ok(value)
 }
 
@@ -279,7 +278,7 @@ fn error_result(text: &str) -> CallError {
 /// A read result as its caller sees it (see the module notes and [`crate::sign_in`]).
 pub fn extract_read(tool: &str, result: CallToolResult) -> Result<ReadAnswer, CallError> {
     if result.is_error == Some(true) {
-        return Err(error_result(&redacted_text(&result)));
+        return Err(error_result(&raw_text(&result)));
     }
     match json_or_text(result) {
         Ok(value) => Ok(ReadAnswer::Json(value)),
@@ -295,7 +294,7 @@ pub fn extract_read(tool: &str, result: CallToolResult) -> Result<ReadAnswer, Ca
 
 fn extract_write(result: CallToolResult) -> WriteAnswer {
     if result.is_error == Some(true) {
-        let expired = sign_in::error_text_is_expired_sign_in(&redacted_text(&result));
+        let expired = sign_in::error_text_is_expired_sign_in(&raw_text(&result));
         return WriteAnswer::Unknown(if expired {
             Unknown::SignInExpired
         } else {
@@ -312,19 +311,102 @@ fn extract_write(result: CallToolResult) -> WriteAnswer {
     }
 }
 
-/// A write answer: an object mapping device IDs to error strings (possibly under `errors`).
-fn error_map(value: &Value) -> Option<BTreeMap<String, String>> {
+/// A write answer: an object mapping device IDs to error strings (possibly under `errors`),
+/// each error reduced to a [`DeviceError`]. A key that is not a device or channel ID (a
+/// server may write anything there) is kept as `other device N`, never as written.
+fn error_map(value: &Value) -> Option<BTreeMap<String, DeviceError>> {
     let obj = value.as_object()?;
     let obj = match obj.get("errors") {
         Some(Value::Object(inner)) if obj.len() == 1 => inner,
         _ => obj,
     };
     obj.iter()
-        .map(|(k, v)| {
-            v.as_str()
-                .map(|s| (redact::redact_text(k), redact::redact_text(s)))
+        .enumerate()
+        .map(|(i, (k, v))| {
+            let key = if ids::is_master_id(k) || ids::is_channel_id(k) {
+                k.clone()
+            } else {
+                format!("other device {}", i.saturating_add(1))
+            };
+            v.as_str().map(|text| (key, DeviceError::of(text)))
         })
         .collect()
+}
+
+/// What went wrong on one device, in a closed vocabulary: the executor keeps and returns this,
+/// never Epiphan's text, which could hold anything (a stream key in a failed publisher's
+/// settings, a URL with its credential).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeviceError {
+    /// The device is offline or could not be reached.
+    Offline,
+    /// The device is busy with something else, or already in the asked state.
+    Busy,
+    /// The device, channel or destination was not found.
+    NotFound,
+    /// The sign-in may not do this on the device.
+    NotPermitted,
+    /// The device did not answer in time.
+    TimedOut,
+    /// Epiphan refused the request as invalid.
+    Rejected,
+    /// Anything else.
+    Other,
+}
+
+impl DeviceError {
+    /// Reads an error text by its words; the first class whose words it holds wins.
+    pub fn of(text: &str) -> DeviceError {
+        let lower = text.to_lowercase();
+        let has = |words: &[&str]| words.iter().any(|w| lower.contains(w));
+        if has(&[
+            "offline",
+            "not connected",
+            "unreachable",
+            "disconnected",
+            "no connection",
+        ]) {
+            DeviceError::Offline
+        } else if has(&["timed out", "timeout", "time out"]) {
+            DeviceError::TimedOut
+        } else if has(&[
+            "forbidden",
+            "permission",
+            "not allowed",
+            "unauthorized",
+            "401",
+            "403",
+        ]) {
+            DeviceError::NotPermitted
+        } else if has(&["not found", "no such", "unknown", "404", "does not exist"]) {
+            DeviceError::NotFound
+        } else if has(&["busy", "in progress", "already", "locked"]) {
+            DeviceError::Busy
+        } else if has(&[
+            "invalid",
+            "bad request",
+            "400",
+            "malformed",
+            "not supported",
+        ]) {
+            DeviceError::Rejected
+        } else {
+            DeviceError::Other
+        }
+    }
+
+    /// The stable code the executor returns and audits.
+    pub fn code(self) -> &'static str {
+        match self {
+            DeviceError::Offline => "offline",
+            DeviceError::Busy => "busy",
+            DeviceError::NotFound => "not_found",
+            DeviceError::NotPermitted => "not_permitted",
+            DeviceError::TimedOut => "timed_out",
+            DeviceError::Rejected => "rejected",
+            DeviceError::Other => "other",
+        }
+    }
 }
 
 #[cfg(test)]
@@ -343,24 +425,24 @@ mod tests {
     }
 
     #[test]
-    fn reads_are_redacted_json_text_or_a_named_failure() {
+    fn reads_are_json_text_or_a_named_failure_as_sent() {
         let answer = extract_read(
             "get_stream_endpoints",
             text(
-                r#"{"stream_endpoints":[{"name":"A","stream_key":"sk-live-1"}]}"#,
+                r#"{"stream_endpoints":[{"name":"A","url":"rtmp://h/app"}]}"#,
                 false,
             ),
         )
         .unwrap();
-        let ReadAnswer::Json(value) = answer else {
-            panic!("{answer:?}")
-        };
-        assert!(!value.to_string().contains("sk-live-1"), "{value}");
-        let structured = CallToolResult::structured(json!({"password": "hunter2"}));
-        let ReadAnswer::Json(value) = extract_read("get_x", structured).unwrap() else {
-            panic!()
-        };
-        assert!(!value.to_string().contains("hunter2"));
+        assert_eq!(
+            answer,
+            ReadAnswer::Json(json!({"stream_endpoints":[{"name":"A","url":"rtmp://h/app"}]}))
+        );
+        let structured = CallToolResult::structured(json!({"name": "Room 1"}));
+        assert_eq!(
+            extract_read("get_x", structured),
+            Ok(ReadAnswer::Json(json!({"name": "Room 1"})))
+        );
         assert_eq!(
             extract_read("get_x", text("not json", false)),
             Ok(ReadAnswer::Text("not json".into()))
@@ -380,13 +462,6 @@ mod tests {
             panic!()
         };
         assert_eq!(kept.chars().count(), MAX_ERROR_CHARS);
-        // Redaction comes before the error text is kept.
-        let Err(CallError::ErrorResult(kept)) =
-            extract_read("get_x", text("Error: bad token=abc123secret", true))
-        else {
-            panic!()
-        };
-        assert!(!kept.contains("abc123secret"), "{kept}");
     }
 
     #[test]
@@ -396,12 +471,33 @@ mod tests {
             extract_write(text(r#"{"errors": {}}"#, false)),
             WriteAnswer::Done
         );
-        let WriteAnswer::Errors(map) =
-            extract_write(text(r#"{"1000000001": "failed, password=hunter2"}"#, false))
-        else {
+        // Each device's error is a code; the text, and a key that is no ID, are not kept.
+        let WriteAnswer::Errors(map) = extract_write(text(
+            r#"{"1000000001": "failed, password=hunter2", "sk_live_9f8e": "device offline"}"#,
+            false,
+        )) else {
             panic!()
         };
-        assert!(!map["1000000001"].contains("hunter2"));
+        assert_eq!(map["1000000001"], DeviceError::Other);
+        assert_eq!(map["other device 2"], DeviceError::Offline);
+        assert_eq!(map.len(), 2);
+        for (text, class) in [
+            ("Device is offline", DeviceError::Offline),
+            ("Request timed out after 30 s", DeviceError::TimedOut),
+            (
+                "403 Forbidden: stream key live_9f8e7d rejected",
+                DeviceError::NotPermitted,
+            ),
+            ("Channel not found", DeviceError::NotFound),
+            ("Recording already in progress", DeviceError::Busy),
+            ("Invalid parameter", DeviceError::Rejected),
+            (
+                "publisher rtmp://h/app/live_9f8e7d failed",
+                DeviceError::Other,
+            ),
+        ] {
+            assert_eq!(DeviceError::of(text), class, "{text}");
+        }
         for (result, why) in [
             (
                 text("Error: 401 Unauthorized", true),

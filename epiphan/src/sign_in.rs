@@ -81,7 +81,7 @@ pub(crate) fn json_error_is_expired_sign_in(value: &Value) -> bool {
     look(value, 0)
 }
 
-/// An error result's text (already redacted): a status line, or a JSON error object.
+/// An error result's text: a status line, or a JSON error object.
 pub(crate) fn error_text_is_expired_sign_in(text: &str) -> bool {
     reads_as_expired_sign_in(text)
         || serde_json::from_str::<Value>(text.trim())

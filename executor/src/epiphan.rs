@@ -1,6 +1,6 @@
 //! The executor's Epiphan client, signed in as the sandbox, on the MCP core both processes
 //! share (`fleetwatch-epiphan`: opening a session with redirects, session recovery and stream
-//! retry off; the bounded read; redacted results; the one expired sign-in rule; the one URL
+//! retry off; the bounded read; results as sent; the one expired sign-in rule; the one URL
 //! policy). What is executor policy lives here, on top of it:
 //!
 //! * the session kept between requests ([`Sessions`]), and the one retry of a *read* on a new
@@ -62,9 +62,9 @@ async fn open(
         .map_err(|e| match e {
             OpenError::SignInExpired => ReadFailure::Unauthorized,
             OpenError::TimedOut => ReadFailure::Failed("MCP session did not open in time".into()),
-            OpenError::Failed(why) => {
-                ReadFailure::Failed(format!("could not open an MCP session: {why}"))
-            }
+            // The transport's text may hold anything (an address with its query); the
+            // executor keeps a fixed wording.
+            OpenError::Failed(_) => ReadFailure::Failed("could not open an MCP session".into()),
         })
 }
 
@@ -215,7 +215,7 @@ impl Epiphan {
         Some(fresh)
     }
 
-    /// Calls a read tool and returns its JSON, redacted. The name is a `'static` literal of
+    /// Calls a read tool and returns its JSON, as sent. The name is a `'static` literal of
     /// the executor's own reads, and the core refuses any name that is not a read tool's
     /// before sending, so this cannot carry a write.
     pub async fn read(

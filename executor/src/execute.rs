@@ -103,7 +103,16 @@ async fn checked_write(ctx: &Context, stored: checks::NonceStored) -> Result<Wri
 fn finish(ctx: &Context, id: &[u8; 16], answer: WriteAnswer) -> Response {
     let (state, kind, detail) = match answer {
         WriteAnswer::Done => (Final::Done, OutcomeKind::Done, ""),
-        WriteAnswer::Errors(map) => (Final::Error, OutcomeKind::Error(map), ""),
+        // Codes only: Epiphan's text never leaves Epiphan's answer (see `DeviceError`).
+        WriteAnswer::Errors(map) => (
+            Final::Error,
+            OutcomeKind::Error(
+                map.into_iter()
+                    .map(|(device, error)| (device, error.code().to_owned()))
+                    .collect(),
+            ),
+            "",
+        ),
         WriteAnswer::Unknown(why) => {
             let why = why.reason();
             tracing::warn!(why, "write outcome unknown; it will not be retried");

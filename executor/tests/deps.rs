@@ -123,6 +123,28 @@ fn every_dependency_is_listed_with_a_reason() {
     }
 }
 
+/// The redaction engine (some two thousand lines of text rules) is the assistant's: the
+/// executor keeps and returns only codes, IDs and counts, so it must not link it, directly or
+/// through the MCP client core or the protocol crate.
+#[test]
+fn the_executor_links_no_redaction_engine() {
+    let resolved = resolved();
+    assert!(resolved.contains("fleetwatch-protocol"), "{resolved:?}");
+    assert!(
+        !resolved.contains("fleetwatch-redact"),
+        "the redaction crate is in the executor's graph"
+    );
+    let protocol = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../protocol/src/lib.rs"
+    ))
+    .unwrap();
+    assert!(
+        !protocol.contains("mod redact"),
+        "the protocol crate carries a redaction module again"
+    );
+}
+
 /// What the trusted base was cut down from must not come back: a general JSON Schema library
 /// (and the regex engines and Unicode tables it brings), a derive-based argument parser, the
 /// aws-lc C library, log filter expressions and ICU.

@@ -14,7 +14,8 @@ use fleetwatch_protocol::passkey::{
 use fleetwatch_protocol::policy::Policy;
 use fleetwatch_protocol::schema::Schema;
 use fleetwatch_protocol::wire::{self, Request};
-use fleetwatch_protocol::{canonical, fleet, redact};
+use fleetwatch_protocol::{canonical, fleet};
+use fleetwatch_redact as redact;
 use sha2::{Digest as _, Sha256};
 
 /// The approver key the harness signs with. Fixed, so committed seeds signed with it stay

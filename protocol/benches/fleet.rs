@@ -9,7 +9,8 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
-use fleetwatch_protocol::{fleet, redact};
+use fleetwatch_protocol::fleet;
+use fleetwatch_redact as redact;
 use serde_json::{Value, json};
 
 const DEVICES: usize = 10_000;

@@ -4,8 +4,8 @@
 //! ([`canonical`]), the signed approval ([`claims`]), the operator's passkey on it ([`passkey`]),
 //! the socket messages ([`wire`]), the tool
 //! registry ([`policy`]) and the JSON Schema subset its entries use ([`schema`]), the
-//! fleet-state model and fingerprint ([`fleet`]), the ID patterns ([`ids`]), the redaction
-//! rules ([`redact`]), the audit chain's row format and verifier
+//! fleet-state model and fingerprint ([`fleet`]), the ID patterns ([`ids`]), the audit chain's
+//! row format and verifier
 //! ([`audit`]) and how each audit chain anchors the other ([`anchor`]), and the small shared
 //! pieces both sides need spelled once: [`hex`] and the [`secret::Secret`] wrapper. This crate
 //! does no I/O and runs no async runtime, so both sides can call it from anywhere and a
@@ -22,7 +22,6 @@ pub mod ids;
 pub mod lenient;
 pub mod passkey;
 pub mod policy;
-pub mod redact;
 pub mod refusal;
 pub mod schema;
 pub mod secret;

@@ -117,7 +117,7 @@ pub struct DeviceFacts {
     pub on_team: bool,
     /// On `FLEETWATCH_WRITE_DEVICE_IDS` (true when no allowlist is set but a team ID is).
     pub allowlisted: bool,
-    /// Current name (redacted, as reported).
+    /// Current name, as reported (the assistant redacts every text of a description on arrival).
     pub name: String,
     /// Model.
     pub model: String,
@@ -202,7 +202,9 @@ pub enum PublisherState {
 pub enum OutcomeKind {
     /// Epiphan answered with an empty error map: every device worked.
     Done,
-    /// Epiphan answered with per-device errors (redacted).
+    /// Epiphan answered with per-device errors: device ID → a code of the closed vocabulary
+    /// `offline`, `busy`, `not_found`, `not_permitted`, `timed_out`, `rejected`, `other`
+    /// (never Epiphan's text).
     Error(BTreeMap<String, String>),
     /// The write was sent but no trustworthy answer came back. Never retried.
     Unknown,

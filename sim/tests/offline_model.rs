@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use fleetwatch_protocol::policy::Policy;
-use fleetwatch_protocol::redact::redact_value;
+use fleetwatch_redact::redact_value;
 use fleetwatch_sim::model::{self, ModelHandle, OFFLINE_NOTE_EN, OFFLINE_NOTE_ES};
 use fleetwatch_sim::{SimConfig, SimHandle};
 use rmcp::ServiceExt;

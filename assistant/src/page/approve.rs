@@ -564,7 +564,8 @@ pub(super) fn refused_audit(app: &App, form: &ApproveFields, why: &str) {
 /// What the page tells the person after `Execute`.
 pub(super) enum Shown {
     Done,
-    Problem(Vec<String>),
+    /// Per-device errors: the device as shown, and the executor's code for what went wrong.
+    Problem(Vec<(String, String)>),
     NothingRan(String),
     Unknown,
 }
@@ -618,7 +619,19 @@ pub(super) fn record(
 fn render_outcome(lang: Lang, shown: Shown) -> Response {
     let (class, key, lines, details) = match shown {
         Shown::Done => ("done", "outcome.done", Vec::new(), Vec::new()),
-        Shown::Problem(errors) => ("problem", "outcome.error", Vec::new(), errors),
+        Shown::Problem(errors) => {
+            let details = errors
+                .into_iter()
+                .map(|(device, code)| {
+                    let words = match lang.t(&format!("device_error.{code}")) {
+                        "?" => lang.t("device_error.other"),
+                        known => known,
+                    };
+                    format!("{device}: {words}")
+                })
+                .collect();
+            ("problem", "outcome.error", Vec::new(), details)
+        }
         Shown::NothingRan(why) => ("refused", "outcome.refused", vec![why], Vec::new()),
         Shown::Unknown => ("unknown", "outcome.unknown", Vec::new(), Vec::new()),
     };

@@ -266,6 +266,34 @@ pub const EN: &[(&str, &str)] = &[
         "notice.fatigue",
         "You have approved {n} changes in this browser session. Read each card in full before approving another.",
     ),
+    (
+        "device_error.offline",
+        "the device is offline or could not be reached",
+    ),
+    (
+        "device_error.busy",
+        "the device is busy, or already in that state",
+    ),
+    (
+        "device_error.not_found",
+        "the device, channel or destination was not found",
+    ),
+    (
+        "device_error.not_permitted",
+        "the sign-in may not do this on the device",
+    ),
+    (
+        "device_error.timed_out",
+        "the device did not answer in time",
+    ),
+    (
+        "device_error.rejected",
+        "Epiphan refused the request as invalid",
+    ),
+    (
+        "device_error.other",
+        "Epiphan reported an error (its text is not kept)",
+    ),
     ("pace.none", "Your last hour: no decisions yet."),
     (
         "pace.counts",
@@ -745,6 +773,31 @@ pub const ES: &[(&str, &str)] = &[
     (
         "notice.fatigue",
         "Ha aprobado {n} cambios en esta sesión del navegador. Lea cada tarjeta completa antes de aprobar otro.",
+    ),
+    (
+        "device_error.offline",
+        "el equipo está desconectado o no se pudo alcanzar",
+    ),
+    (
+        "device_error.busy",
+        "el equipo está ocupado, o ya está en ese estado",
+    ),
+    (
+        "device_error.not_found",
+        "no se encontró el equipo, el canal o el destino",
+    ),
+    (
+        "device_error.not_permitted",
+        "la sesión no puede hacer esto en el equipo",
+    ),
+    ("device_error.timed_out", "el equipo no respondió a tiempo"),
+    (
+        "device_error.rejected",
+        "Epiphan rechazó la solicitud por no válida",
+    ),
+    (
+        "device_error.other",
+        "Epiphan informó de un error (su texto no se guarda)",
     ),
     ("pace.none", "Su última hora: ninguna decisión todavía."),
     (

@@ -23,7 +23,6 @@ use std::sync::Arc;
 use axum::response::Response;
 use fleetwatch_protocol::claims::{ApprovalClaims, CLAIMS_VERSION, SignedApproval, Slot};
 use fleetwatch_protocol::passkey::{self, Approvers, PasskeyAssertion, PasskeyError, RelyingParty};
-use fleetwatch_protocol::redact;
 use fleetwatch_protocol::wire::{self, ExecuteRequest, OutcomeKind, Request};
 use serde_json::json;
 
@@ -552,13 +551,9 @@ pub(super) async fn execute(app: &Arc<App>, signed: Signed) -> Shown {
                 OutcomeKind::Error(errors) => Shown::Problem(
                     errors
                         .iter()
-                        .map(|(device, error)| {
-                            let text = redact::redact_text(error);
-                            format!(
-                                "{}: {}",
-                                show_text(device, MAX_NAME_CHARS),
-                                show_text(&text, 300)
-                            )
+                        .map(|(device, code)| {
+                            // The executor returns a code per device, never Epiphan's text.
+                            (show_text(device, MAX_NAME_CHARS), show_text(code, 40))
                         })
                         .collect(),
                 ),

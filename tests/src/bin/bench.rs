@@ -1205,7 +1205,8 @@ fn fleet_texts(n: usize) -> (String, String, String) {
 /// Child: parse, redact and fingerprint the team in `dir`; prints
 /// `parse_ms redact_ms fingerprint_ms peak_kib base_kib`.
 fn child_fleet(dir: &Path) {
-    use fleetwatch_protocol::{fleet, redact};
+    use fleetwatch_protocol::fleet;
+    use fleetwatch_redact as redact;
     let read = |name: &str| std::fs::read_to_string(dir.join(name)).expect("fleet text");
     let (list_text, status_text, events_text) = (read("list"), read("status"), read("events"));
     // Peak RSS from here on: reset the high-water mark to the current RSS.

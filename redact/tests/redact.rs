@@ -10,7 +10,7 @@
     clippy::indexing_slicing
 )]
 
-use fleetwatch_protocol::redact::{MASK, is_secret_key, redact_text, redact_value};
+use fleetwatch_redact::{MASK, is_secret_key, redact_text, redact_value};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 

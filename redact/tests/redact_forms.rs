@@ -8,7 +8,7 @@
 // Test code: a panic is the failure report.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use fleetwatch_protocol::redact::{redact_text, redact_value};
+use fleetwatch_redact::{redact_text, redact_value};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
