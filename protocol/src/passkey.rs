@@ -208,32 +208,20 @@ impl Fingerprint {
     /// Reads a fingerprint as [`fmt::Display`] writes it; spaces anywhere and upper-case hex
     /// are accepted, so a person can type what they see.
     pub fn parse(text: &str) -> Option<Fingerprint> {
-        let digits: Vec<u8> = text.bytes().filter(|b| *b != b' ').collect();
-        if digits.len() != FINGERPRINT_BYTES * 2 {
-            return None;
-        }
-        let mut out = [0u8; FINGERPRINT_BYTES];
-        for (o, pair) in out.iter_mut().zip(digits.chunks_exact(2)) {
-            let text = std::str::from_utf8(pair).ok()?;
-            // from_str_radix accepts a leading `+`; only hex digits are a fingerprint.
-            if !pair.iter().all(u8::is_ascii_hexdigit) {
-                return None;
-            }
-            *o = u8::from_str_radix(text, 16).ok()?;
-        }
-        Some(Fingerprint(out))
+        let digits: String = text.chars().filter(|c| *c != ' ').collect();
+        crate::hex::decode_array(&digits).map(Fingerprint)
     }
 }
 
 impl fmt::Display for Fingerprint {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (i, pair) in self.0.chunks(2).enumerate() {
+        let digits = crate::hex::encode(&self.0);
+        for (i, group) in digits.as_bytes().chunks(4).enumerate() {
             if i > 0 {
                 f.write_str(" ")?;
             }
-            for byte in pair {
-                write!(f, "{byte:02x}")?;
-            }
+            // Hex digits are ASCII, so every group is text.
+            f.write_str(std::str::from_utf8(group).unwrap_or_default())?;
         }
         Ok(())
     }
