@@ -16,6 +16,7 @@ use std::collections::BTreeMap;
 
 use fleetwatch_protocol::fleet::{Device, Event};
 use fleetwatch_words::firmware::Newest;
+use fleetwatch_words::question::{Question as Intent, classify};
 pub use fleetwatch_words::rooms::{RoomMatch, find_room};
 use fleetwatch_words::shown::{label, quoted, shown};
 use fleetwatch_words::time::{clock, event_text, is_on, not_ended, relative};
@@ -91,136 +92,7 @@ pub fn help(lang: Lang) -> String {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Recognising the question
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Intent {
-    Ready,
-    Firmware,
-    Offline,
-    Recording,
-    Upcoming,
-    Attention,
-    Help,
-}
-
-const READY_WORDS: &[&str] = &[
-    "ready",
-    "prepared",
-    "lista",
-    "listo",
-    "listas",
-    "listos",
-    "preparada",
-    "preparado",
-    "preparadas",
-    "preparados",
-];
-const FIRMWARE_WORDS: &[&str] = &[
-    "firmware",
-    "outdated",
-    "straggler",
-    "stragglers",
-    "version",
-    "versions",
-    "versiones",
-];
-const FIRMWARE_STEMS: &[&str] = &["desactualiz"];
-const OFFLINE_WORDS: &[&str] = &[
-    "offline",
-    "disconnected",
-    "unreachable",
-    "down",
-    "desconectado",
-    "desconectada",
-];
-const OFFLINE_STEMS: &[&str] = &["desconectad", "apagad", "caid"];
-const OFFLINE_PHRASES: &[&str] = &[
-    "not online",
-    "fuera de linea",
-    "sin conexion",
-    "no conectad",
-    "not connected",
-];
-const RECORDING_WORDS: &[&str] = &[
-    "recording",
-    "recordings",
-    "record",
-    "records",
-    "grabando",
-    "graba",
-    "grabar",
-    "grabacion",
-    "grabaciones",
-    "graban",
-];
-const UPCOMING_WORDS: &[&str] = &[
-    "next",
-    "upcoming",
-    "coming",
-    "schedule",
-    "scheduled",
-    "events",
-    "event",
-    "soon",
-    "agenda",
-    "siguiente",
-    "siguientes",
-    "evento",
-    "eventos",
-    "viene",
-    "vienen",
-];
-const UPCOMING_STEMS: &[&str] = &["proxim", "programad"];
-const ATTENTION_WORDS: &[&str] = &[
-    "attention",
-    "fix",
-    "problem",
-    "problems",
-    "issue",
-    "issues",
-    "wrong",
-    "triage",
-    "broken",
-    "health",
-    "atencion",
-    "arreglar",
-    "problema",
-    "problemas",
-    "revisar",
-    "falla",
-    "fallas",
-    "mal",
-    "urgente",
-];
-
-fn classify(words: &[String]) -> Intent {
-    let joined = format!(" {} ", words.join(" "));
-    // Most specific first: "is Room 5 ready for its next event?" is about readiness, not
-    // about what is next; "which rooms are recording next?" is about recording.
-    if lang::has_any(words, READY_WORDS, &[]) {
-        Intent::Ready
-    } else if lang::has_any(words, FIRMWARE_WORDS, FIRMWARE_STEMS) {
-        Intent::Firmware
-    } else if lang::has_any(words, OFFLINE_WORDS, OFFLINE_STEMS)
-        || OFFLINE_PHRASES
-            .iter()
-            .any(|p| joined.contains(&format!(" {p}")))
-    {
-        Intent::Offline
-    } else if lang::has_any(words, RECORDING_WORDS, &[]) {
-        Intent::Recording
-    } else if lang::has_any(words, UPCOMING_WORDS, UPCOMING_STEMS) {
-        Intent::Upcoming
-    } else if lang::has_any(words, ATTENTION_WORDS, &[]) {
-        Intent::Attention
-    } else {
-        Intent::Help
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Speaking of rooms
+// Speaking of rooms (which question was asked is `fleetwatch_words::question`'s)
 
 fn no_room(asked: &str, lang: Lang) -> String {
     match lang {

@@ -21,15 +21,17 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use fleetwatch_protocol::fleet::{self, Device, DeviceList, Event, StreamEndpoint};
+use fleetwatch_protocol::ids;
 use fleetwatch_words::firmware::stragglers;
 use fleetwatch_words::lang::{self, Lang};
+use fleetwatch_words::question::{self, Question};
 use fleetwatch_words::rooms::{RoomMatch, find_room};
 use fleetwatch_words::shown::{quoted, quoted_label, shown, shown_capped};
 use fleetwatch_words::time::{event_clause, is_on, not_ended};
 use fleetwatch_words::tokens::{tokens, words_of};
 use fleetwatch_words::{state, triage, warnings};
 use jiff::{SignedDuration, Timestamp};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 /// The note every text answer opens with, per language.
 pub const NOTE_EN: &str = "[offline demo model — rule-based, not AI]";
@@ -63,6 +65,20 @@ enum Intent {
     UpdateFirmware,
     ConfirmEvent,
     Help,
+}
+
+impl From<Question> for Intent {
+    fn from(kind: Question) -> Intent {
+        match kind {
+            Question::Ready => Intent::Ready,
+            Question::Firmware => Intent::Firmware,
+            Question::Offline => Intent::Offline,
+            Question::Recording => Intent::Recording,
+            Question::Upcoming => Intent::Upcoming,
+            Question::Attention => Intent::Attention,
+            Question::Help => Intent::Help,
+        }
+    }
 }
 
 impl Intent {
@@ -214,75 +230,9 @@ fn classify(question: &str) -> Intent {
     ) {
         return Intent::Reboot;
     }
-    if has(&w, &["ready", "lista", "listo", "preparada", "preparado"]) {
-        return Intent::Ready;
-    }
-    if has(
-        &w,
-        &[
-            "attention",
-            "problem",
-            "problems",
-            "issue",
-            "issues",
-            "wrong",
-            "fix",
-            "broken",
-            "warnings",
-            "alerts",
-            "atencion",
-            "problema",
-            "problemas",
-            "arreglar",
-            "fallos",
-            "avisos",
-            "alertas",
-        ],
-    ) {
-        return Intent::Attention;
-    }
-    if has(&w, &["offline", "unreachable", "disconnected", "down"])
-        || has_prefix(&w, &["desconectad", "apagad", "caid"])
-        || has_phrase(&[
-            "fuera de linea",
-            "sin conexion",
-            "no responde",
-            "no responden",
-        ])
-    {
-        return Intent::Offline;
-    }
-    if has(&w, &["firmware", "stragglers", "outdated"]) || has_prefix(&w, &["desactualizad"]) {
-        return Intent::Firmware;
-    }
-    if has(
-        &w,
-        &[
-            "next",
-            "upcoming",
-            "coming",
-            "schedule",
-            "scheduled",
-            "events",
-            "event",
-            "later",
-            "agenda",
-            "siguiente",
-            "siguientes",
-            "despues",
-            "evento",
-            "eventos",
-            "viene",
-            "vienen",
-        ],
-    ) || has_prefix(&w, &["proxim", "programad"])
-    {
-        return Intent::Upcoming;
-    }
-    if record_word || has(&w, &["recordings", "graban", "grabaciones"]) {
-        return Intent::Recording;
-    }
-    Intent::Help
+    // Anything else is a read question, which the one classifier the keyword answerer also
+    // asks decides.
+    Intent::from(question::of(question))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -479,7 +429,6 @@ enum Step {
 /// The fleet as read in this conversation.
 struct Fleet {
     devices: Vec<Device>,
-    raw: BTreeMap<String, Value>,
     events: BTreeMap<String, Option<Event>>,
     events_read: bool,
     endpoints: Option<Vec<StreamEndpoint>>,
@@ -559,24 +508,10 @@ fn parse_fleet(conv: &Conversation, lang: Lang) -> Result<Fleet, String> {
     let mut notes = Vec::new();
     let device_values = conv.reads.get(DEVICES).cloned().unwrap_or_default();
     let mut list = DeviceList::default();
-    let mut raw = BTreeMap::new();
     for value in &device_values {
         let parsed =
             fleet::parse_device_list(value).map_err(|e| failed_text(DEVICES, &e.problem, lang))?;
         list.devices.extend(parsed.devices);
-        let items = value
-            .get("devices")
-            .or_else(|| value.get("Devices"))
-            .unwrap_or(value);
-        for item in items.as_array().into_iter().flatten() {
-            if let Some(id) = item
-                .as_object()
-                .and_then(|o| field(o, "id"))
-                .and_then(id_text)
-            {
-                raw.insert(id, item.clone());
-            }
-        }
     }
     for value in conv.reads.get(RECORDER).into_iter().flatten() {
         match fleet::parse_recorder_status(value) {
@@ -627,7 +562,6 @@ fn parse_fleet(conv: &Conversation, lang: Lang) -> Result<Fleet, String> {
     };
     Ok(Fleet {
         devices: list.devices,
-        raw,
         events,
         events_read,
         endpoints,
@@ -636,92 +570,20 @@ fn parse_fleet(conv: &Conversation, lang: Lang) -> Result<Fleet, String> {
     })
 }
 
-fn squash(key: &str) -> String {
-    key.chars()
-        .filter(|c| *c != '_' && *c != '-')
-        .flat_map(char::to_lowercase)
-        .collect()
-}
-
-fn field<'a>(object: &'a Map<String, Value>, name: &str) -> Option<&'a Value> {
-    object
+/// A room's streams that name their destination: (channel number, stream ID, active), from
+/// the fleet model, so what counts as a publisher and as running is the protocol's one rule.
+fn publishers(d: &Device) -> Vec<(String, String, bool)> {
+    d.channels
         .iter()
-        .find(|(k, v)| squash(k) == name && !v.is_null())
-        .map(|(_, v)| v)
-}
-
-fn id_text(value: &Value) -> Option<String> {
-    match value {
-        Value::String(s) => Some(s.clone()),
-        Value::Number(n) => Some(n.to_string()),
-        _ => None,
-    }
-}
-
-fn is_uuid(s: &str) -> bool {
-    let parts: Vec<&str> = s.split('-').collect();
-    parts.len() == 5
-        && parts
-            .iter()
-            .zip([8usize, 4, 4, 4, 12])
-            .all(|(p, n)| p.len() == n && p.chars().all(|c| c.is_ascii_hexdigit()))
-}
-
-/// A channel's streams from the raw device entry: (channel number, stream ID, active).
-fn publishers(raw: Option<&Value>) -> Vec<(String, String, bool)> {
-    let mut out = Vec::new();
-    let Some(device) = raw.and_then(Value::as_object) else {
-        return out;
-    };
-    let Some(Value::Array(channels)) = field(device, "channels") else {
-        return out;
-    };
-    for channel in channels.iter().filter_map(Value::as_object) {
-        let Some(number) = field(channel, "channelid")
-            .or_else(|| field(channel, "id"))
-            .and_then(id_text)
-        else {
-            continue;
-        };
-        let Some(Value::Array(list)) = field(channel, "publishers") else {
-            continue;
-        };
-        for p in list.iter().filter_map(Value::as_object) {
-            let Some(stream) = field(p, "streamid")
-                .and_then(Value::as_str)
-                .filter(|s| is_uuid(s))
-            else {
-                continue;
-            };
-            let running = |s: &str| {
-                [
-                    "started",
-                    "streaming",
-                    "running",
-                    "connected",
-                    "active",
-                    "publishing",
-                    "on",
-                ]
-                .iter()
-                .any(|w| s.trim().eq_ignore_ascii_case(w))
-            };
-            let active = match field(p, "status") {
-                Some(Value::String(s)) => running(s),
-                Some(Value::Bool(b)) => *b,
-                Some(Value::Object(st)) => {
-                    field(st, "state")
-                        .and_then(Value::as_str)
-                        .is_some_and(running)
-                        || field(st, "started").and_then(Value::as_bool) == Some(true)
-                        || field(st, "active").and_then(Value::as_bool) == Some(true)
-                }
-                _ => false,
-            };
-            out.push((number.clone(), stream.to_owned(), active));
-        }
-    }
-    out
+        .flat_map(|channel| {
+            channel.publishers.iter().filter_map(move |p| {
+                p.stream_id
+                    .as_ref()
+                    .filter(|id| ids::is_uuid(id))
+                    .map(|id| (channel.number.clone(), id.clone(), p.active))
+            })
+        })
+        .collect()
 }
 
 /// Decides the next step for a question, given what has been read so far.
@@ -1288,7 +1150,7 @@ fn change(intent: Intent, d: &Device, fleet: &Fleet, now: Timestamp, lang: Lang)
             }
         }
         Intent::StopStream => {
-            let streams = publishers(fleet.raw.get(&d.id));
+            let streams = publishers(d);
             let Some((channel, stream, _)) = streams.iter().find(|(_, _, active)| *active) else {
                 return text_step(match lang {
                     Lang::En => format!("{label} has no stream running; nothing to stop."),
@@ -1402,7 +1264,7 @@ fn no_channel(label: &str, lang: Lang) -> Step {
 fn start_stream(d: &Device, fleet: &Fleet, lang: Lang) -> Step {
     let label = quoted_label(d, lang);
     let name = quoted(&d.name, lang);
-    let streams = publishers(fleet.raw.get(&d.id));
+    let streams = publishers(d);
     if let Some((channel, stream, _)) = streams.iter().find(|(_, _, active)| *active) {
         return Step::Text(match lang {
             Lang::En => format!(
@@ -1597,6 +1459,15 @@ mod tests {
         ];
         for (q, want) in cases {
             assert_eq!(classify(q), want, "{q}");
+        }
+    }
+
+    /// The demo's model and the keyword answerer take every read question of the shared table
+    /// as the same kind: a read question never reaches the change rules.
+    #[test]
+    fn the_demo_and_the_keyword_answerer_agree_on_every_read_question() {
+        for (q, kind) in question::EXAMPLES {
+            assert_eq!(classify(q), Intent::from(*kind), "{q}");
         }
     }
 

@@ -5,6 +5,7 @@
 //! question and a fleet the same way, so that judgement lives here once:
 //!
 //! * [`lang`]: which language a question is in, and its words;
+//! * [`question`]: which read question it asks;
 //! * [`tokens`]: words and numbers as room names use them;
 //! * [`rooms`]: which device a question names, or why none or several fit;
 //! * [`firmware`]: version order, firmware lines, the newest per line, who is behind;
@@ -22,6 +23,7 @@
 
 pub mod firmware;
 pub mod lang;
+pub mod question;
 pub mod rooms;
 pub mod shown;
 pub mod state;
