@@ -6,9 +6,33 @@
 //! Every answer is redacted before anything parses, shows, logs or returns it. The same guard
 //! and the same redaction run over a replay folder, so `--replay` exercises this exact path.
 //!
-//! The MCP session itself — no redirects, no session recovery, the bounded call, redacted
-//! results, the one rule for an expired sign-in — is the core the executor uses too
-//! (`fleetwatch-epiphan`); this module adds the guard, the token and the replay folder.
+//! The MCP session itself — no redirects, no session recovery, the bounded call, the one rule
+//! for an expired sign-in — is the core the executor uses too (`fleetwatch-epiphan`), which
+//! returns answers as sent; this module adds the guard, the redaction, the token and the
+//! replay folder.
+//!
+//! This process reads and never writes, and the compiler holds it: the MCP client core's write
+//! takes a `fleetwatch_write_permit::WritePermit`, a crate only the executor declares, so the
+//! assistant cannot name one:
+//!
+//! ```compile_fail
+//! async fn a_second_write_path(session: &fleetwatch_epiphan::Session) {
+//!     let permit = fleetwatch_write_permit::WritePermit::new();
+//!     let arguments = serde_json::Map::new();
+//!     let timeout = std::time::Duration::from_secs(1);
+//!     let _ = session.call_write_once(permit, "batch_reboot", arguments, timeout).await;
+//! }
+//! ```
+//!
+//! while a read compiles:
+//!
+//! ```no_run
+//! async fn a_read(session: &fleetwatch_epiphan::Session) {
+//!     let arguments = serde_json::Map::new();
+//!     let timeout = std::time::Duration::from_secs(1);
+//!     let _ = session.call_read("get_devices_in_my_team", arguments, timeout).await;
+//! }
+//! ```
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

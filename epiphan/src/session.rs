@@ -29,6 +29,7 @@ use std::time::Duration;
 use fleetwatch_protocol::ids;
 use fleetwatch_protocol::policy::EPIPHAN_WRITE_TOOLS;
 use fleetwatch_protocol::secret::Secret;
+use fleetwatch_write_permit::WritePermit;
 use rmcp::ServiceExt as _;
 use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult};
 use rmcp::service::{RoleClient, RunningService};
@@ -221,14 +222,20 @@ impl Session {
         }
     }
 
-    /// Sends `tool` once, bounded by `timeout`. Never retried, not even after a 401: a second
-    /// call could apply the change twice, so anything but a readable error map is unknown.
+    /// Sends `tool` once, bounded by `timeout`, consuming `permit`. Never retried, not even
+    /// after a 401: a second call could apply the change twice, so anything but a readable
+    /// error map is unknown. Only a crate that declares `fleetwatch-write-permit` can make the
+    /// permit: the executor.
+    /// (`assistant/src/reads.rs` shows, as a `compile_fail` doc test, that the assistant
+    /// cannot.)
     pub async fn call_write_once(
         &self,
+        permit: WritePermit,
         tool: &str,
         arguments: Map<String, Value>,
         timeout: Duration,
     ) -> WriteAnswer {
+        drop(permit);
         let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
         let sent = self.service.peer().call_tool_once(params);
         let result = match tokio::time::timeout(timeout, sent).await {

@@ -6,6 +6,7 @@
 //! `NonceStored` → `PolicyChecked` → `Fenced` → `Limited` → `LiveState` → `WriteTicket` →
 //! [`write`].
 
+use fleetwatch_write_permit::WritePermit;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
@@ -405,6 +406,8 @@ pub struct WriteTicket {
     tool: String,
     arguments: Map<String, Value>,
     expires_at: i64,
+    /// The MCP client core's write takes this; only the ticket holds one.
+    permit: WritePermit,
 }
 
 impl WriteTicket {
@@ -415,8 +418,8 @@ impl WriteTicket {
 
     /// The write the ticket allows, consuming it: only [`crate::epiphan::Epiphan::write_once`]
     /// calls this, on its way to sending it.
-    pub(crate) fn into_call(self) -> (String, Map<String, Value>) {
-        (self.tool, self.arguments)
+    pub(crate) fn into_call(self) -> (WritePermit, String, Map<String, Value>) {
+        (self.permit, self.tool, self.arguments)
     }
 }
 
@@ -478,6 +481,7 @@ pub async fn last_reads(
         tool: c.tool.clone(),
         arguments: checked.arguments,
         expires_at: c.expires_at,
+        permit: WritePermit::new(),
     })
 }
 

@@ -260,9 +260,11 @@ impl Epiphan {
     /// bounded by `timeout`, never retried (not even after a 401): anything but a readable
     /// error map is "outcome unknown".
     pub async fn write_once(&self, ticket: WriteTicket, timeout: Duration) -> WriteAnswer {
-        let (tool, arguments) = ticket.into_call();
+        let (permit, tool, arguments) = ticket.into_call();
         let session = self.current();
-        let answer = session.call_write_once(&tool, arguments, timeout).await;
+        let answer = session
+            .call_write_once(permit, &tool, arguments, timeout)
+            .await;
         if let WriteAnswer::Unknown(why) = &answer
             && why.session_troubled()
         {

@@ -145,6 +145,39 @@ fn the_executor_links_no_redaction_engine() {
     );
 }
 
+/// Only the executor makes write permits: no other member of the workspace declares the
+/// permit crate but the MCP client core, whose write takes one (and which never calls its own
+/// write). A crate cannot name a crate it does not declare, so a write from anywhere else
+/// fails to compile (`assistant/src/reads.rs` has the `compile_fail` doc test).
+#[test]
+fn only_the_executor_and_the_core_declare_the_write_permit() {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+    let workspace = std::fs::read_to_string(format!("{root}/Cargo.toml")).unwrap();
+    let members: Vec<&str> = workspace
+        .lines()
+        .find(|l| l.starts_with("members"))
+        .unwrap()
+        .split('"')
+        .skip(1)
+        .step_by(2)
+        .collect();
+    assert!(members.len() > 5, "{members:?}");
+    let declaring: Vec<&str> = members
+        .iter()
+        .copied()
+        .filter(|m| {
+            std::fs::read_to_string(format!("{root}/{m}/Cargo.toml"))
+                .unwrap()
+                .contains("fleetwatch-write-permit")
+        })
+        .collect();
+    assert_eq!(
+        declaring,
+        ["write-permit", "epiphan", "executor"],
+        "who declares the write permit"
+    );
+}
+
 /// What the trusted base was cut down from must not come back: a general JSON Schema library
 /// (and the regex engines and Unicode tables it brings), a derive-based argument parser, the
 /// aws-lc C library, log filter expressions and ICU.
