@@ -442,8 +442,7 @@ fn verdict(name: &NameBefore, pair_value: bool) -> Verdict {
         return Verdict::Secret {
             // `key: stream_key` names a setting; `stream key: …` is a stream key whatever
             // its value looks like.
-            key_alone: name.candidates.first().is_some_and(|c| is_key_alone(c))
-                && !name.candidates.iter().skip(1).any(|c| is_secret_key(c)),
+            key_alone: names_key_alone(name),
             to_line_end: name.candidates.iter().any(|c| is_cookie_name(c)),
         };
     }
@@ -559,9 +558,14 @@ fn prose_decision(chars: &[char], name: &NameBefore, from: usize) -> Option<(boo
     if !quoted && !masked && read_whole && (word || value.iter().all(|c| !c.is_alphanumeric())) {
         return None;
     }
-    let key_alone = name.candidates.first().is_some_and(|c| is_key_alone(c))
-        && !name.candidates.iter().skip(1).any(|c| is_secret_key(c));
-    Some((key_alone, false))
+    Some((names_key_alone(name), false))
+}
+
+/// `key` alone names the value (`key: stream_key` names a setting), unless a longer reading
+/// of the name is itself secret (`stream key: …` is a stream key whatever its value).
+fn names_key_alone(name: &NameBefore) -> bool {
+    name.candidates.first().is_some_and(|c| is_key_alone(c))
+        && !name.candidates.iter().skip(1).any(|c| is_secret_key(c))
 }
 
 /// Where a value that starts with the mask ends. The mask does not end the value: characters

@@ -11,10 +11,8 @@ use fleetwatch_protocol::wire::Response;
 use fleetwatch_sim::model::{text_reply, tool_use_reply};
 use serde_json::{Value, json};
 
-fn show(path: &PagePath, args: &[&str]) -> String {
-    let mut all = vec!["audit", "show"];
-    all.extend_from_slice(args);
-    let out = path.state.run(&all, "");
+/// The standard output of a command that must succeed.
+fn printed(out: std::process::Output, args: &[&str]) -> String {
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(
         out.status.success(),
@@ -24,17 +22,16 @@ fn show(path: &PagePath, args: &[&str]) -> String {
     text
 }
 
+/// `fleetwatch audit show ARGS`.
+fn show(path: &PagePath, args: &[&str]) -> String {
+    let all = [&["audit", "show"][..], args].concat();
+    printed(path.state.run(&all, ""), args)
+}
+
+/// `fleetwatch-executor audit show ARGS`.
 fn executor_show(path: &PagePath, args: &[&str]) -> String {
-    let mut all = vec!["audit", "show"];
-    all.extend_from_slice(args);
-    let out = path.h.cli(&all, None);
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "{args:?}: {text}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    text
+    let all = [&["audit", "show"][..], args].concat();
+    printed(path.h.cli(&all, None), args)
 }
 
 fn kinds_of(lines: &[Value], proposal: u64) -> Vec<String> {
