@@ -1,8 +1,9 @@
 //! Who may call an Epiphan tool, checked over the whole workspace's sources.
 //!
-//! Only the MCP client core (`epiphan/src`) calls rmcp's tool call; the simulator, which serves
-//! tools, and the sign-in crate's integration tests, which drive the simulator with a plain
-//! client, are the only other places that name it. Only two places call the core: the
+//! Only the MCP client core (`epiphan/src`) makes an MCP tool call (the JSON-RPC method that
+//! calls a tool, or an MCP library's function for it: see the needles below); the simulator, which serves tools, and the
+//! integration tests of the core and the sign-in crate, which drive the simulator or a scripted
+//! server, are the only other places that name one. Only two places call the core: the
 //! assistant's guarded reader, which may only read, and the executor's client, which also
 //! holds the one write. A third call site of any of these fails here.
 
@@ -11,8 +12,10 @@ mod common;
 use std::path::{Path, PathBuf};
 
 // Built from parts so this file does not match itself.
-/// rmcp's tool call.
+/// An MCP library's tool call.
 const NEEDLE: &str = concat!("call", "_tool");
+/// MCP's tool call method, as a hand-made request would name it.
+const METHOD: &str = concat!("tools", "/call");
 /// The core's bounded read.
 const CORE_READ: &str = concat!("call", "_read");
 /// The core's once-only write.
@@ -39,23 +42,27 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
 
 fn allowed(needle: &str, relative: &Path, text: &str) -> bool {
     let core = relative.starts_with("epiphan/src");
+    // The core's own integration tests call it against the simulator and a scripted server;
+    // they are never built into a binary that reaches Epiphan.
+    let core_tests = relative.starts_with("epiphan/tests");
     match needle {
-        NEEDLE => {
-            core || relative.starts_with("sim")
-                // Integration tests of a crate (for example the sign-in crate's) drive the
-                // simulator with a plain MCP client; they are never built into a binary that
-                // reaches Epiphan.
+        NEEDLE | METHOD => {
+            core || core_tests || relative.starts_with("sim")
+                // The sign-in crate's integration tests drive the simulator with a plain MCP
+                // client.
                 || relative.starts_with("signin/tests")
         }
         CORE_READ => {
-            core || relative == Path::new("assistant/src/reads.rs")
+            core || core_tests
+                || relative == Path::new("assistant/src/reads.rs")
                 || relative == Path::new("executor/src/epiphan.rs")
         }
         // The assistant never writes: only the executor's client may name the write. The
         // assistant's read client names it once, in a `compile_fail` doc test showing that a
         // write there does not compile (the write takes a permit only the executor can make).
         _ => {
-            core || relative == Path::new("executor/src/epiphan.rs")
+            core || core_tests
+                || relative == Path::new("executor/src/epiphan.rs")
                 || relative == Path::new("assistant/src/reads.rs") && only_in_compile_fail_doc(text)
         }
     }
@@ -88,7 +95,7 @@ fn offenders(root: &Path) -> Vec<String> {
         let Ok(text) = std::fs::read_to_string(path) else {
             continue;
         };
-        for needle in [NEEDLE, CORE_READ, CORE_WRITE] {
+        for needle in [NEEDLE, METHOD, CORE_READ, CORE_WRITE] {
             if text.contains(needle) && !allowed(needle, relative, &text) {
                 found.push(format!("{} ({needle})", relative.display()));
             }
@@ -109,6 +116,7 @@ fn no_third_place_calls_a_tool() {
     // Positive control: the allowed places really do contain them, so the scan sees files.
     let read = |p: &str| std::fs::read_to_string(root.join(p)).unwrap();
     assert!(read("epiphan/src/session.rs").contains(NEEDLE));
+    assert!(read("epiphan/src/session.rs").contains(METHOD));
     assert!(read("assistant/src/reads.rs").contains(CORE_READ));
     assert!(only_in_compile_fail_doc(&read("assistant/src/reads.rs")));
     assert!(read("executor/src/epiphan.rs").contains(CORE_WRITE));
@@ -149,11 +157,17 @@ fn the_scan_catches_a_planted_call() {
         "executor/src/describe.rs",
         format!("fn c() {{ session.{CORE_READ}(t); }}"),
     );
+    // A hand-made MCP request outside the core.
+    plant(
+        "executor/src/checks.rs",
+        format!("fn d() {{ json!({{\"method\": \"{METHOD}\"}}); }}"),
+    );
     assert_eq!(
         offenders(dir.path()),
         vec![
             format!("assistant/src/page.rs ({NEEDLE})"),
             format!("assistant/src/reads.rs ({CORE_WRITE})"),
+            format!("executor/src/checks.rs ({METHOD})"),
             format!("executor/src/describe.rs ({CORE_READ})"),
         ]
     );

@@ -1,9 +1,10 @@
 //! One MCP session with Epiphan over streamable HTTP, and the two kinds of call made on it.
 //!
 //! * [`Session::open`] signs in with a bearer token over a shared HTTP client that never
-//!   follows redirects ([`http_client`]), with rmcp's session recovery and stream reconnection
-//!   switched off: recovering an expired session re-sends the POST that failed, and
-//!   reconnecting a broken stream can replay it — for a write, a second write.
+//!   follows redirects ([`http_client`]), through this crate's own MCP client ([`crate::mcp`]):
+//!   it has no session recovery and no stream reconnection — recovering an expired session
+//!   re-sends the POST that failed, and reconnecting a broken stream can replay it, which for
+//!   a write is a second write.
 //! * [`Session::call_read`] is the bounded read: refused before sending unless the name is a
 //!   read tool's, answered as JSON ([`ReadAnswer`]) or a [`CallError`] saying which failure
 //!   it was, so the caller can decide what may be repeated.
@@ -30,18 +31,11 @@ use fleetwatch_protocol::ids;
 use fleetwatch_protocol::policy::EPIPHAN_WRITE_TOOLS;
 use fleetwatch_protocol::secret::Secret;
 use fleetwatch_write_permit::WritePermit;
-use rmcp::ServiceExt as _;
-use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult};
-use rmcp::service::{RoleClient, RunningService};
-use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::transport::common::client_side_sse::NeverRetry;
-use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 
+use crate::mcp::{self, Failure};
 use crate::sign_in;
 
-/// Largest JSON answer read (a fleet's device list is far smaller).
-const MAX_JSON_ANSWER: usize = 8 << 20;
 /// Longest error text kept from an error result.
 const MAX_ERROR_CHARS: usize = 300;
 
@@ -151,11 +145,10 @@ pub fn is_read_name(tool: &str) -> bool {
     (tool.starts_with("get_") || tool.starts_with("kb_")) && !EPIPHAN_WRITE_TOOLS.contains(&tool)
 }
 
-type Service = RunningService<RoleClient, ()>;
-
 /// A signed-in MCP session.
 pub struct Session {
-    service: Service,
+    // Boxed: callers keep a session in an enum beside much smaller variants.
+    client: Box<mcp::Client>,
 }
 
 impl Session {
@@ -166,35 +159,37 @@ impl Session {
         bearer: &Secret,
         timeout: Duration,
     ) -> Result<Session, OpenError> {
-        let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_owned())
-            .auth_header(bearer.expose().to_owned());
-        config.reinit_on_expired_session = false;
-        config.retry_config = std::sync::Arc::new(NeverRetry::default());
-        config.max_json_response_size = MAX_JSON_ANSWER;
-        let transport = StreamableHttpClientTransport::with_client(http.clone(), config);
-        match tokio::time::timeout(timeout, ().serve(transport)).await {
-            Ok(Ok(service)) => Ok(Session { service }),
-            Ok(Err(e)) if sign_in::open_error_is_expired_sign_in(&e) => {
-                Err(OpenError::SignInExpired)
-            }
+        let opened = mcp::Client::initialize(http, url, bearer.expose());
+        match tokio::time::timeout(timeout, opened).await {
+            Ok(Ok(client)) => Ok(Session {
+                client: Box::new(client),
+            }),
+            Ok(Err(e)) if sign_in::failure_is_expired_sign_in(&e) => Err(OpenError::SignInExpired),
             Ok(Err(e)) => Err(OpenError::Failed(e.to_string())),
             Err(_) => Err(OpenError::TimedOut),
         }
     }
 
-    /// True once the transport has closed (the session cannot answer any more).
+    /// True once the session cannot answer any more (its connection broke, Epiphan no longer
+    /// knows it, or it was abandoned).
     pub fn is_closed(&self) -> bool {
-        self.service.is_transport_closed()
+        self.client.is_closed()
     }
 
-    /// Stops the session without waiting (a stuck call is abandoned with it).
+    /// Gives the session up without waiting (a stuck call is abandoned by its own bound).
     pub fn abandon(&self) {
-        self.service.cancellation_token().cancel();
+        self.client.abandon();
     }
 
     /// Ends the session.
     pub async fn close(self) {
-        let _ = self.service.cancel().await;
+        self.client.close().await;
+    }
+
+    /// Sends one `tools/call`, once.
+    async fn call_tool(&self, tool: &str, arguments: Map<String, Value>) -> Result<Value, Failure> {
+        let params = json!({"name": tool, "arguments": arguments});
+        self.client.call("tools/call", params).await
     }
 
     /// One bounded read of `tool`, which must be a read tool's name.
@@ -207,16 +202,14 @@ impl Session {
         if !is_read_name(tool) {
             return Err(CallError::NotARead);
         }
-        let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
-        let sent = self.service.peer().call_tool_once(params);
-        match tokio::time::timeout(timeout, sent).await {
-            Ok(Ok(CallToolResponse::Complete(result))) => extract_read(tool, result),
-            Ok(Ok(_)) => Err(CallError::ErrorResult(
-                "the read asked for more input".to_owned(),
-            )),
-            Ok(Err(e)) if sign_in::call_error_is_expired_sign_in(&e) => {
-                Err(CallError::SignInExpired)
-            }
+        match tokio::time::timeout(timeout, self.call_tool(tool, arguments)).await {
+            Ok(Ok(result)) => match ToolResult::of(result) {
+                Some(result) => extract_read(tool, result),
+                None => Err(CallError::ErrorResult(
+                    "the read asked for more input".to_owned(),
+                )),
+            },
+            Ok(Err(e)) if sign_in::failure_is_expired_sign_in(&e) => Err(CallError::SignInExpired),
             Ok(Err(e)) => Err(CallError::Unreached(e.to_string())),
             Err(_) => Err(CallError::TimedOut),
         }
@@ -236,43 +229,70 @@ impl Session {
         timeout: Duration,
     ) -> WriteAnswer {
         drop(permit);
-        let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
-        let sent = self.service.peer().call_tool_once(params);
-        let result = match tokio::time::timeout(timeout, sent).await {
-            Ok(Ok(CallToolResponse::Complete(result))) => result,
-            Ok(Ok(_)) => return WriteAnswer::Unknown(Unknown::AskedForInput),
+        let result = match tokio::time::timeout(timeout, self.call_tool(tool, arguments)).await {
+            Ok(Ok(result)) => result,
             Ok(Err(_)) => return WriteAnswer::Unknown(Unknown::ConnectionFailed),
             Err(_) => return WriteAnswer::Unknown(Unknown::TimedOut),
         };
-        extract_write(result)
+        match ToolResult::of(result) {
+            Some(result) => extract_write(result),
+            None => WriteAnswer::Unknown(Unknown::AskedForInput),
+        }
     }
 }
 
-/// The text content of a result, joined, as received.
-fn raw_text(result: &CallToolResult) -> String {
-    result
-        .content
-        .iter()
-        .filter_map(|c| c.as_text())
-        .map(|t| t.text.as_str())
-        .collect::<Vec<_>>()
-        .join("\n")
+/// A complete `tools/call` result, as this core reads it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolResult {
+    /// The text content blocks, joined by line breaks, as received.
+    pub text: String,
+    /// `structuredContent`, when present and not null.
+    pub structured: Option<Value>,
+    /// `isError`.
+    pub is_error: bool,
+}
+
+impl ToolResult {
+    /// Reads a result; `None` when it is not complete (a server asking for more input, or
+    /// starting a task, says so in `resultType`).
+    pub fn of(result: Value) -> Option<ToolResult> {
+        if let Some(kind) = result.get("resultType").and_then(Value::as_str)
+            && kind != "complete"
+        {
+            return None;
+        }
+        let text = result
+            .get("content")
+            .and_then(Value::as_array)
+            .map(|blocks| {
+                blocks
+                    .iter()
+                    .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
+                    .filter_map(|b| b.get("text").and_then(Value::as_str))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            })
+            .unwrap_or_default();
+        Some(ToolResult {
+            text,
+            structured: result
+                .get("structuredContent")
+                .filter(|v| !v.is_null())
+                .cloned(),
+            is_error: result.get("isError").and_then(Value::as_bool) == Some(true),
+        })
+    }
 }
 
 /// The JSON a result carries — structured content, else the text parsed as JSON; else the
 /// text. (A caller that redacts does so on the parsed value: masking a value inside JSON text
 /// could leave text that is not JSON.)
-fn json_or_text(result: CallToolResult) -> Result<Value, String> {
-    let raw = raw_text(&result);
-    let value = match result.structured_content.filter(|v| !v.is_null()) {
-        Some(structured) => structured,
+fn json_or_text(result: ToolResult) -> Result<Value, String> {
+    match result.structured {
+        Some(structured) => Ok(structured),
         // A lone surrogate in one name must not hide the rest of the fleet.
-        None => match fleetwatch_protocol::lenient::parse(raw.trim()) {
-            Ok(value) => value,
-            Err(_) => return Err(raw),
-        },
-    };
-    Ok(value)
+        None => fleetwatch_protocol::lenient::parse(result.text.trim()).map_err(|_| result.text),
+    }
 }
 
 fn error_result(text: &str) -> CallError {
@@ -283,9 +303,9 @@ fn error_result(text: &str) -> CallError {
 }
 
 /// A read result as its caller sees it (see the module notes and [`crate::sign_in`]).
-pub fn extract_read(tool: &str, result: CallToolResult) -> Result<ReadAnswer, CallError> {
-    if result.is_error == Some(true) {
-        return Err(error_result(&raw_text(&result)));
+pub fn extract_read(tool: &str, result: ToolResult) -> Result<ReadAnswer, CallError> {
+    if result.is_error {
+        return Err(error_result(&result.text));
     }
     match json_or_text(result) {
         Ok(value) => Ok(ReadAnswer::Json(value)),
@@ -299,9 +319,9 @@ pub fn extract_read(tool: &str, result: CallToolResult) -> Result<ReadAnswer, Ca
     }
 }
 
-fn extract_write(result: CallToolResult) -> WriteAnswer {
-    if result.is_error == Some(true) {
-        let expired = sign_in::error_text_is_expired_sign_in(&raw_text(&result));
+fn extract_write(result: ToolResult) -> WriteAnswer {
+    if result.is_error {
+        let expired = sign_in::error_text_is_expired_sign_in(&result.text);
         return WriteAnswer::Unknown(if expired {
             Unknown::SignInExpired
         } else {
@@ -420,15 +440,10 @@ impl DeviceError {
 #[allow(clippy::unwrap_used, clippy::panic, clippy::indexing_slicing)]
 mod tests {
     use super::*;
-    use rmcp::model::ContentBlock as Content;
     use serde_json::json;
 
-    fn text(t: &str, error: bool) -> CallToolResult {
-        if error {
-            CallToolResult::error(vec![Content::text(t)])
-        } else {
-            CallToolResult::success(vec![Content::text(t)])
-        }
+    fn text(t: &str, error: bool) -> ToolResult {
+        ToolResult::of(json!({"content": [{"type": "text", "text": t}], "isError": error})).unwrap()
     }
 
     #[test]
@@ -445,7 +460,11 @@ mod tests {
             answer,
             ReadAnswer::Json(json!({"stream_endpoints":[{"name":"A","url":"rtmp://h/app"}]}))
         );
-        let structured = CallToolResult::structured(json!({"name": "Room 1"}));
+        let structured = ToolResult::of(json!({
+            "content": [{"type": "text", "text": "{\"name\": \"Room 1\"}"}],
+            "structuredContent": {"name": "Room 1"},
+        }))
+        .unwrap();
         assert_eq!(
             extract_read("get_x", structured),
             Ok(ReadAnswer::Json(json!({"name": "Room 1"})))

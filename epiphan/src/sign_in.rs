@@ -14,16 +14,16 @@
 //! * **A JSON error object** in an error result: a `status`/`statusCode`/`status_code`/`code`
 //!   of 401, or an `error`/`message` that is such a status text (one nested `error` object
 //!   is looked into).
-//! * **The transport**: rmcp's authorization-required error (HTTP 401 with a challenge), an
-//!   unchallenged HTTP 401 response, or an MCP error whose code is 401 or whose message is
-//!   such a status text. A 403 is a permission problem, not an expired sign-in.
+//! * **The transport**: an HTTP 401 response (with or without a challenge), or an MCP error
+//!   whose code is 401 or whose message is such a status text. A 403 is a permission problem,
+//!   not an expired sign-in.
 //!
 //! Only error results and results that are plain text (not JSON) are judged; a JSON result is
 //! fleet data whatever its names say.
 
-use rmcp::service::{ClientInitializeError, ServiceError};
-use rmcp::transport::streamable_http_client::{AuthRequiredError, StreamableHttpError};
 use serde_json::Value;
+
+use crate::mcp::Failure;
 
 /// True when `text` is a status line saying 401 / Unauthorized (see the module notes).
 pub fn reads_as_expired_sign_in(text: &str) -> bool {
@@ -88,49 +88,12 @@ pub(crate) fn error_text_is_expired_sign_in(text: &str) -> bool {
             .is_ok_and(|v| json_error_is_expired_sign_in(&v))
 }
 
-fn mcp_error_is_expired_sign_in(data: &rmcp::ErrorData) -> bool {
-    data.code.0 == 401 || reads_as_expired_sign_in(&data.message)
-}
-
-/// The HTTP layer under a failed exchange answered 401.
-fn transport_is_expired_sign_in(error: &(dyn std::error::Error + 'static)) -> bool {
-    let mut current = Some(error);
-    while let Some(e) = current {
-        if e.downcast_ref::<AuthRequiredError>().is_some() {
-            return true;
-        }
-        // An unchallenged 401 comes back as "HTTP 401 …: <body>"; only its start is judged.
-        if let Some(StreamableHttpError::UnexpectedServerResponse(text)) =
-            e.downcast_ref::<StreamableHttpError<reqwest::Error>>()
-            && reads_as_expired_sign_in(text)
-        {
-            return true;
-        }
-        current = e.source();
-    }
-    false
-}
-
-/// Opening a session failed because of the sign-in.
-pub(crate) fn open_error_is_expired_sign_in(error: &ClientInitializeError) -> bool {
-    match error {
-        ClientInitializeError::TransportError { error, .. } => {
-            transport_is_expired_sign_in(error.error.as_ref())
-        }
-        ClientInitializeError::JsonRpcError(data) => mcp_error_is_expired_sign_in(data),
-        ClientInitializeError::LegacyFallbackFailed { fallback, .. } => {
-            open_error_is_expired_sign_in(fallback)
-        }
-        _ => false,
-    }
-}
-
-/// A call failed because of the sign-in.
-pub(crate) fn call_error_is_expired_sign_in(error: &ServiceError) -> bool {
-    match error {
-        ServiceError::TransportSend(error) => transport_is_expired_sign_in(error.error.as_ref()),
-        ServiceError::McpError(data) => mcp_error_is_expired_sign_in(data),
-        _ => false,
+/// An exchange failed because of the sign-in: opening a session, or a call on it.
+pub(crate) fn failure_is_expired_sign_in(failure: &Failure) -> bool {
+    match failure {
+        Failure::Status(status, _) => *status == 401,
+        Failure::Rpc { code, message } => *code == 401 || reads_as_expired_sign_in(message),
+        Failure::Connection(_) | Failure::Protocol(_) => false,
     }
 }
 
@@ -170,38 +133,35 @@ mod tests {
 
     #[test]
     fn the_transport_rule() {
-        let auth: Box<dyn std::error::Error + Send + Sync> =
-            Box::new(StreamableHttpError::<reqwest::Error>::AuthRequired(
-                AuthRequiredError::new("Bearer realm=\"x\"".into()),
-            ));
-        assert!(transport_is_expired_sign_in(auth.as_ref()));
-        let plain: Box<dyn std::error::Error + Send + Sync> = Box::new(StreamableHttpError::<
-            reqwest::Error,
-        >::UnexpectedServerResponse(
-            "HTTP 401 Unauthorized: no".into(),
-        ));
-        assert!(transport_is_expired_sign_in(plain.as_ref()));
-        let named: Box<dyn std::error::Error + Send + Sync> = Box::new(StreamableHttpError::<
-            reqwest::Error,
-        >::UnexpectedServerResponse(
-            "HTTP 500 Internal Server Error: device 401 Unauthorized".into(),
-        ));
-        assert!(!transport_is_expired_sign_in(named.as_ref()));
-        let mcp = |code: i32, message: &'static str| {
-            ServiceError::McpError(rmcp::ErrorData::new(
-                rmcp::model::ErrorCode(code),
-                message,
-                None,
-            ))
+        assert!(failure_is_expired_sign_in(&Failure::Status(
+            401,
+            String::new()
+        )));
+        assert!(failure_is_expired_sign_in(&Failure::Status(
+            401,
+            "{\"error\":\"invalid_token\"}".into()
+        )));
+        // A 403 is a permission problem; a 500 that quotes a 401 is a 500.
+        assert!(!failure_is_expired_sign_in(&Failure::Status(
+            403,
+            "Unauthorized".into()
+        )));
+        assert!(!failure_is_expired_sign_in(&Failure::Status(
+            500,
+            "device 401 Unauthorized".into()
+        )));
+        let rpc = |code: i64, message: &str| Failure::Rpc {
+            code,
+            message: message.into(),
         };
-        assert!(call_error_is_expired_sign_in(&mcp(401, "x")));
-        assert!(call_error_is_expired_sign_in(&mcp(-32000, "Unauthorized")));
-        assert!(!call_error_is_expired_sign_in(&mcp(
+        assert!(failure_is_expired_sign_in(&rpc(401, "x")));
+        assert!(failure_is_expired_sign_in(&rpc(-32000, "Unauthorized")));
+        assert!(!failure_is_expired_sign_in(&rpc(
             -32602,
             "unknown device 401 Unauthorized"
         )));
-        assert!(!call_error_is_expired_sign_in(
-            &ServiceError::TransportClosed
-        ));
+        assert!(!failure_is_expired_sign_in(&Failure::Connection(
+            "401 Unauthorized".into()
+        )));
     }
 }

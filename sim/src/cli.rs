@@ -115,6 +115,7 @@ pub fn serve_config(args: &ServeArgs) -> Result<SimConfig, SimError> {
     Ok(SimConfig {
         teams,
         now: args.now,
+        sessions: false,
     })
 }
 

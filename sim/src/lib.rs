@@ -66,6 +66,10 @@ pub struct SimConfig {
     /// The simulator clock for replay templates and event windows; `None` means the real
     /// current time, read when the server starts (templates) and at each call (windows).
     pub now: Option<jiff::Timestamp>,
+    /// Serve MCP as a server with sessions (`Mcp-Session-Id`) answering each POST on an event
+    /// stream, as a long-lived MCP server does, instead of one JSON answer per POST and no
+    /// session. Off for the demo and most tests: a cut exchange is then a lost answer.
+    pub sessions: bool,
 }
 
 /// One team behind one bearer token.
@@ -114,6 +118,7 @@ impl SimConfig {
                 },
             ],
             now: None,
+            sessions: false,
         }
     }
 }

@@ -14,6 +14,7 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use futures_util::StreamExt;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use serde::Deserialize;
@@ -285,20 +286,27 @@ pub(crate) async fn start(config: SimConfig, port: u16) -> Result<SimHandle, Sim
         shared: shared.clone(),
         shutdown: stop.clone(),
     };
-    // Stateless with plain JSON answers: each call is one HTTP exchange, so cutting that
-    // exchange (DropAfterWrite) is a lost answer the client cannot resume from a stream.
-    let mcp_service = StreamableHttpService::new(
-        move || Ok(handler.clone()),
-        Arc::new(NeverSessionManager::default()),
-        StreamableHttpServerConfig::default()
-            .with_legacy_session_mode(false)
-            .with_json_response(true)
-            .with_sse_keep_alive(None)
-            .with_cancellation_token(stop.child_token()),
-    );
-    let mcp = Router::new()
-        .fallback_service(mcp_service)
-        .layer(middleware::from_fn_with_state(shared.clone(), bearer_auth));
+    // By default stateless with plain JSON answers: each call is one HTTP exchange, so
+    // cutting that exchange (DropAfterWrite) is a lost answer the client cannot resume from a
+    // stream. With `sessions`, rmcp's own session manager and event-stream answers.
+    let served = StreamableHttpServerConfig::default()
+        .with_legacy_session_mode(config.sessions)
+        .with_sse_keep_alive(None)
+        .with_cancellation_token(stop.child_token());
+    let mcp = if config.sessions {
+        Router::new().fallback_service(StreamableHttpService::new(
+            move || Ok(handler.clone()),
+            Arc::new(LocalSessionManager::default()),
+            served,
+        ))
+    } else {
+        Router::new().fallback_service(StreamableHttpService::new(
+            move || Ok(handler.clone()),
+            Arc::new(NeverSessionManager::default()),
+            served.with_json_response(true),
+        ))
+    };
+    let mcp = mcp.layer(middleware::from_fn_with_state(shared.clone(), bearer_auth));
     let control = Router::new()
         .route("/calls", get(control_calls))
         .route("/writes", get(control_writes))

@@ -712,6 +712,7 @@ async fn replay_folder_with_notes_and_templates_serves() {
             source: TeamSource::Replay(example_dir()),
         }],
         now: Some(now),
+        sessions: false,
     };
     let sim = fleetwatch_sim::start(config).await.unwrap();
     let client = connect(&sim, Some("example-token")).await.unwrap();
@@ -791,6 +792,7 @@ async fn broken_replay_folders_are_refused_at_start() {
             source: TeamSource::Replay(path),
         }],
         now: None,
+        sessions: false,
     };
     // No device list at all.
     let err = fleetwatch_sim::start(team(dir.path().to_path_buf()))
@@ -847,6 +849,7 @@ async fn configuration_mistakes_are_refused() {
     let config = SimConfig {
         teams: vec![],
         now: None,
+        sessions: false,
     };
     assert!(fleetwatch_sim::start(config).await.is_err(), "no team");
 }

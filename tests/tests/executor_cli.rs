@@ -145,6 +145,7 @@ async fn login_refuses_an_empty_sandbox_team() {
                 source: TeamSource::Replay(replay.path().into()),
             }],
             now: None,
+            sessions: false,
         },
         ..Setup::default()
     };
@@ -510,7 +511,12 @@ async fn the_log_level_is_one_word() {
         h.log_text()
     };
     let info = started("info").await;
-    assert!(info.contains("executor listening"), "{info}");
+    // One line per event: time, level, where, the message, its fields.
+    assert!(
+        info.lines().any(|l| l.contains(" INFO fleetwatch_executor")
+            && l.contains(": executor listening socket=")),
+        "{info}"
+    );
     let warn = started("warn").await;
     assert!(!warn.contains("executor listening"), "{warn}");
     let odd = started("fleetwatch_executor=debug").await;

@@ -451,6 +451,7 @@ async fn team_id_must_match_and_be_reported() {
                 source: TeamSource::Replay(replay.path().to_path_buf()),
             }],
             now: None,
+            sessions: false,
         },
         team_id: Some("c3e8a1d4".into()),
         ..Setup::default()

@@ -475,6 +475,7 @@ async fn an_injected_device_name_renders_as_text() {
             },
         ],
         now: None,
+        sessions: false,
     };
     let Some(w) = world(
         sim,
