@@ -280,7 +280,12 @@ impl Client {
             }
             return None;
         }
-        if message.get("id").and_then(Value::as_i64) != Some(id) {
+        // An error with a null ID answers a request the server could not read: ours.
+        let ours = match message.get("id") {
+            Some(Value::Null) => message.get("error").is_some(),
+            other => other.and_then(Value::as_i64) == Some(id),
+        };
+        if !ours {
             return None;
         }
         if let Some(error) = message.get("error") {

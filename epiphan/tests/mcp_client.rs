@@ -218,6 +218,11 @@ async fn a_batch_answer_other_requests_and_a_session_that_is_gone() {
             ),
         )),
         Some("get_gone") => Some((404, "text/plain", "Session not found".into())),
+        Some("get_unread") => Some((
+            200,
+            "application/json",
+            json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32700, "message": "Parse error"}}).to_string(),
+        )),
         _ => Some((500, "text/plain", "no".into())),
     }))
     .await;
@@ -236,6 +241,12 @@ async fn a_batch_answer_other_requests_and_a_session_that_is_gone() {
             .call_read("get_sampling", Map::new(), BOUND)
             .await
             .is_ok()
+    );
+    // An error with a null ID is the answer to a request the server could not read.
+    let unread = session.call_read("get_unread", Map::new(), BOUND).await;
+    assert!(
+        matches!(unread, Err(CallError::Unreached(ref t)) if t.contains("-32700")),
+        "{unread:?}"
     );
     assert!(!session.is_closed());
     let gone = session.call_read("get_gone", Map::new(), BOUND).await;

@@ -105,28 +105,30 @@ struct Fields {
 
 impl Visit for Fields {
     fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
-        let text = format!("{value:?}");
-        let text: String = text.chars().flat_map(escaped).collect();
-        if field.name() == "message" {
-            self.message = text;
+        let out = if field.name() == "message" {
+            &mut self.message
         } else {
-            let _ = write!(self.rest, " {}={text}", field.name());
-        }
+            let _ = write!(self.rest, " {}=", field.name());
+            &mut self.rest
+        };
+        push_escaped(out, &format!("{value:?}"));
     }
 }
 
-/// `c`, or its escape when it is a control character.
-fn escaped(c: char) -> Vec<char> {
-    if c.is_control() {
-        c.escape_default().collect()
-    } else {
-        vec![c]
+/// Appends `text`, each control character as its escape.
+fn push_escaped(out: &mut String, text: &str) {
+    for c in text.chars() {
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{LevelFilter, escaped, level};
+    use super::{LevelFilter, level, push_escaped};
 
     #[test]
     fn plain_level_words_only() {
@@ -139,7 +141,8 @@ mod tests {
 
     #[test]
     fn a_line_break_in_a_value_stays_on_one_line() {
-        let text: String = "a\nb\r\tc".chars().flat_map(escaped).collect();
-        assert_eq!(text, "a\\nb\\r\\tc");
+        let mut text = String::from("x ");
+        push_escaped(&mut text, "a\nb\r\tc");
+        assert_eq!(text, "x a\\nb\\r\\tc");
     }
 }
