@@ -345,3 +345,42 @@ async fn a_lone_surrogate_in_one_name_does_not_fail_the_executors_read() {
         assert_eq!(d.devices[0].name, name);
     }
 }
+
+/// The write path against a server with sessions that answers on event streams, as a
+/// long-lived MCP server does (the simulator's `sessions`): two approvals each write once on
+/// the kept session, and a write whose answer is lost mid-stream is unknown, sent once.
+#[tokio::test(flavor = "multi_thread")]
+async fn with_sessions_and_event_streams_each_write_is_sent_once() {
+    let setup = Setup {
+        sim: fleetwatch_sim::SimConfig {
+            sessions: true,
+            ..fleetwatch_sim::SimConfig::demo()
+        },
+        ..Setup::default()
+    };
+    let mut h = Harness::prepare(setup).await;
+    h.setup.allowlist = Some(sandbox_devices(&h.sim));
+    h.spawn();
+    h.wait_ready().await;
+    let devices = sandbox_devices(&h.sim);
+    assert!(devices.len() >= 3, "{devices:?}");
+    for device in &devices[..2] {
+        let claims = h.claims("batch_recording", &start_recording(device)).await;
+        let response = h.execute(sign(&claims, 7)).await;
+        let Some(Response::Executed(outcome)) = response else {
+            panic!("{response:?}\n{}", h.log_text())
+        };
+        assert_eq!(outcome.kind, OutcomeKind::Done);
+    }
+    assert_eq!(h.writes(), 2);
+    let claims = h
+        .claims("batch_recording", &start_recording(&devices[2]))
+        .await;
+    h.sim.set_fault("batch_recording", Fault::DropAfterWrite);
+    let response = h.execute(sign(&claims, 7)).await;
+    let Some(Response::Executed(outcome)) = response else {
+        panic!("{response:?}\n{}", h.log_text())
+    };
+    assert_eq!(outcome.kind, OutcomeKind::Unknown);
+    assert_eq!(h.writes(), 3, "the lost write was sent once, never again");
+}
