@@ -233,17 +233,13 @@ impl Client {
                 body.extend_from_slice(&chunk);
                 continue;
             }
-            for data in events.push(&chunk) {
-                if let Some(answer) = self.judge(&parse(data.as_bytes())?, id).await {
-                    return answer;
-                }
+            if let Some(answer) = self.among_events(events.push(&chunk), id).await {
+                return answer;
             }
         }
         if stream {
-            for data in events.finish() {
-                if let Some(answer) = self.judge(&parse(data.as_bytes())?, id).await {
-                    return answer;
-                }
+            if let Some(answer) = self.among_events(events.finish(), id).await {
+                return answer;
             }
             return Err(Failure::Connection(
                 "the event stream ended without the answer".into(),
@@ -262,6 +258,20 @@ impl Client {
         Err(Failure::Protocol(
             "the answer is not to this request".into(),
         ))
+    }
+
+    /// The answer to request `id` among events' data, read in order.
+    async fn among_events(&self, events: Vec<String>, id: i64) -> Option<Result<Value, Failure>> {
+        for data in events {
+            let message = match parse(data.as_bytes()) {
+                Ok(message) => message,
+                Err(e) => return Some(Err(e)),
+            };
+            if let Some(answer) = self.judge(&message, id).await {
+                return Some(answer);
+            }
+        }
+        None
     }
 
     /// What one message means for request `id`: its answer, or `None` to read on (a
