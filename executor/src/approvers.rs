@@ -77,7 +77,7 @@ enum Kind {
 fn kind_of(line: &str) -> Option<Kind> {
     match line.split_whitespace().next() {
         Some("ed25519") => Some(Kind::Key),
-        Some("passkey") => Some(Kind::Passkey),
+        Some("passkey" | "approver") => Some(Kind::Passkey),
         _ => None,
     }
 }

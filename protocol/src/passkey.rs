@@ -96,6 +96,12 @@ pub const FINGERPRINT_BYTES: usize = 10;
 const FLAG_UP: u8 = 0x01;
 /// Authenticator data flag: the user was verified (PIN, biometrics).
 const FLAG_UV: u8 = 0x04;
+/// Authenticator data flag: the credential is backup eligible (may be synced).
+const FLAG_BE: u8 = 0x08;
+/// Authenticator data flag: the credential is backed up now.
+const FLAG_BS: u8 = 0x10;
+/// Authenticator data flag: attested credential data follows (a creation).
+const FLAG_AT: u8 = 0x40;
 /// RP ID hash (32) + flags (1) + signature counter (4).
 const AUTHENTICATOR_DATA_MIN: usize = 37;
 
@@ -281,11 +287,84 @@ pub enum RecordError {
     /// Another record has the same public key.
     #[error("the same public key is listed twice")]
     DuplicateKey,
+    /// The person ID is not 1 to 32 of `a-z`, `0-9`, `.`, `_`, `-`, starting with a letter or
+    /// digit.
+    #[error(
+        "the person ID must be 1 to 32 lower-case letters, digits, `.`, `_` or `-`, starting with a letter or digit"
+    )]
+    PersonIdInvalid,
+    /// The backup field is neither `synced` nor `device-bound`.
+    #[error("the backup field is neither `synced` nor `device-bound`")]
+    BackupUnknown,
+}
+
+/// Whether a passkey may be copied to other devices, from the backup-eligible (BE) flag its
+/// authenticator set at enrolment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Backup {
+    /// BE set: the passkey may be synced (a password manager, a phone's keychain).
+    Synced,
+    /// BE clear: the passkey never leaves its authenticator (a security key).
+    DeviceBound,
+}
+
+impl Backup {
+    /// The record's spelling: `synced` or `device-bound`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Backup::Synced => "synced",
+            Backup::DeviceBound => "device-bound",
+        }
+    }
+
+    /// The value a record names.
+    pub fn from_name(name: &str) -> Option<Backup> {
+        match name {
+            "synced" => Some(Backup::Synced),
+            "device-bound" => Some(Backup::DeviceBound),
+            _ => None,
+        }
+    }
+
+    /// From the authenticator data's flags byte.
+    pub fn from_flags(flags: u8) -> Backup {
+        if flags & FLAG_BE == 0 {
+            Backup::DeviceBound
+        } else {
+            Backup::Synced
+        }
+    }
+}
+
+/// Longest person ID, in characters.
+pub const MAX_PERSON_CHARS: usize = 32;
+
+/// Who a passkey belongs to, for counting a quorum: a named person, or (a line written before
+/// persons existed) the passkey itself, which then counts as its own person.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum PersonKey {
+    /// A person ID from an `approver` line.
+    Named(String),
+    /// The credential ID of a `passkey` line, which names no person.
+    Unnamed(Vec<u8>),
 }
 
 /// One enrolled passkey: the line an administrator installed, checked.
+///
+/// Two spellings are read. The current one names the person and records whether the passkey
+/// may be synced:
+///
+/// ```text
+/// approver <person ID> <alg> <credential ID> <SPKI base64> <synced|device-bound> <display name…>
+/// ```
+///
+/// A `passkey <alg> <credential ID> <SPKI base64> <name…>` line (written before persons
+/// existed) is still read: it names no person, so it counts as a person of its own, and
+/// whether it is synced is unknown.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PasskeyRecord {
+    person: Option<String>,
+    backup: Option<Backup>,
     algorithm: Algorithm,
     credential_id: Vec<u8>,
     spki: Vec<u8>,
@@ -308,6 +387,8 @@ impl PasskeyRecord {
         let key = parse_spki(algorithm, &spki)?;
         let name = check_name(name)?;
         Ok(PasskeyRecord {
+            person: None,
+            backup: None,
             algorithm,
             credential_id,
             spki,
@@ -316,14 +397,40 @@ impl PasskeyRecord {
         })
     }
 
-    /// Parses one record line: `passkey <alg> <credential ID> <SPKI> <name…>`. Fields are
-    /// separated by spaces or tabs; the name is the rest of the line, trimmed.
+    /// A person's record (an `approver` line): [`PasskeyRecord::new`] with the person's ID and
+    /// whether the passkey may be synced.
+    pub fn for_person(
+        person: &str,
+        backup: Backup,
+        algorithm: Algorithm,
+        credential_id: Vec<u8>,
+        spki: Vec<u8>,
+        name: &str,
+    ) -> Result<PasskeyRecord, RecordError> {
+        let person = check_person(person)?;
+        let mut record = PasskeyRecord::new(algorithm, credential_id, spki, name)?;
+        record.person = Some(person);
+        record.backup = Some(backup);
+        Ok(record)
+    }
+
+    /// Parses one record line: `approver <person> <alg> <credential ID> <SPKI> <backup>
+    /// <name…>` or `passkey <alg> <credential ID> <SPKI> <name…>`. Fields are separated by
+    /// spaces or tabs; the name is the rest of the line, trimmed.
     pub fn parse_line(line: &str) -> Result<PasskeyRecord, RecordError> {
         let rest = line.trim();
         let (word, rest) = next_field(rest);
-        if word != "passkey" {
-            return Err(RecordError::NotAPasskeyLine);
-        }
+        let (person, rest) = match word {
+            "passkey" => (None, rest),
+            "approver" => {
+                let (person, rest) = next_field(rest);
+                if person.is_empty() {
+                    return Err(RecordError::MissingField("person ID"));
+                }
+                (Some(person), rest)
+            }
+            _ => return Err(RecordError::NotAPasskeyLine),
+        };
         let (algorithm, rest) = next_field(rest);
         if algorithm.is_empty() {
             return Err(RecordError::MissingField("algorithm"));
@@ -343,18 +450,55 @@ impl PasskeyRecord {
         let spki = base64::engine::general_purpose::STANDARD
             .decode(key)
             .map_err(|_| RecordError::KeyNotBase64)?;
-        PasskeyRecord::new(algorithm, credential_id, spki, name)
+        match person {
+            None => PasskeyRecord::new(algorithm, credential_id, spki, name),
+            Some(person) => {
+                let (backup, name) = next_field(name);
+                if backup.is_empty() {
+                    return Err(RecordError::MissingField("backup field"));
+                }
+                let backup = Backup::from_name(backup).ok_or(RecordError::BackupUnknown)?;
+                PasskeyRecord::for_person(person, backup, algorithm, credential_id, spki, name)
+            }
+        }
     }
 
-    /// The record's line, as the page shows it and [`PasskeyRecord::parse_line`] reads it.
+    /// The record's line, in the spelling it was made or read in, as
+    /// [`PasskeyRecord::parse_line`] reads it.
     pub fn to_line(&self) -> String {
-        format!(
-            "passkey {} {} {} {}",
-            self.algorithm,
-            base64url(&self.credential_id),
-            base64::engine::general_purpose::STANDARD.encode(&self.spki),
-            self.name
-        )
+        let credential = base64url(&self.credential_id);
+        let spki = base64::engine::general_purpose::STANDARD.encode(&self.spki);
+        match (&self.person, self.backup) {
+            (Some(person), Some(backup)) => format!(
+                "approver {person} {} {credential} {spki} {} {}",
+                self.algorithm,
+                backup.name(),
+                self.name
+            ),
+            _ => format!(
+                "passkey {} {credential} {spki} {}",
+                self.algorithm, self.name
+            ),
+        }
+    }
+
+    /// The person's ID, if the line names one.
+    pub fn person(&self) -> Option<&str> {
+        self.person.as_deref()
+    }
+
+    /// Who this passkey counts as in a quorum.
+    pub fn person_key(&self) -> PersonKey {
+        match &self.person {
+            Some(p) => PersonKey::Named(p.clone()),
+            None => PersonKey::Unnamed(self.credential_id.clone()),
+        }
+    }
+
+    /// Whether the passkey may be synced, as recorded at enrolment (unknown for a line written
+    /// before it was recorded).
+    pub fn backup(&self) -> Option<Backup> {
+        self.backup
     }
 
     /// The algorithm.
@@ -396,6 +540,32 @@ fn next_field(text: &str) -> (&str, &str) {
         }
         None => (text, ""),
     }
+}
+
+/// A person ID as written: 1 to [`MAX_PERSON_CHARS`] of `a-z`, `0-9`, `.`, `_`, `-`, starting
+/// with a letter or digit, so it reads the same on every terminal and never looks like an
+/// option or a path.
+pub fn check_person(person: &str) -> Result<String, RecordError> {
+    let ok = !person.is_empty()
+        && person.chars().count() <= MAX_PERSON_CHARS
+        && person
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '.' | '_' | '-'))
+        && person
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
+    if ok {
+        Ok(person.to_owned())
+    } else {
+        Err(RecordError::PersonIdInvalid)
+    }
+}
+
+/// A display name as a record would hold it (trimmed), or why not: for a program that takes
+/// one from a person before any passkey exists.
+pub fn check_display_name(name: &str) -> Result<String, RecordError> {
+    check_name(name)
 }
 
 /// The operator name, trimmed, if a person can read it as it is: not empty, not too long, and
@@ -612,8 +782,8 @@ pub enum PasskeyError {
     /// (each once) and a boolean `crossOrigin` if present.
     #[error("the client data is malformed")]
     ClientDataMalformed,
-    /// The client data's `type` is not `webauthn.get`.
-    #[error("the client data is not for an assertion")]
+    /// The client data's `type` is not `webauthn.get` (`webauthn.create` at enrolment).
+    #[error("the client data is for another kind of ceremony")]
     WrongType,
     /// The client data's `challenge` is not the one these claims bytes give.
     #[error("the passkey signed a different challenge")]
@@ -645,6 +815,14 @@ pub enum PasskeyError {
     /// The signature counter did not increase.
     #[error("the signature counter did not increase")]
     CounterNotIncreased,
+    /// The executor accepts device-bound passkeys only, and this one may be synced (its
+    /// authenticator set the backup-eligible flag).
+    #[error("the passkey may be synced, and only device-bound passkeys are accepted")]
+    Synced,
+    /// At enrolment: the authenticator data of the creation names no credential, or another
+    /// one than the browser returned.
+    #[error("the new passkey's authenticator data names another credential")]
+    CredentialMismatch,
     /// No passkey assertion, and at least one is required.
     #[error("no passkey assertion")]
     PasskeyRequired,
@@ -677,6 +855,9 @@ impl PasskeyError {
             PasskeyError::SignatureMalformed => Refusal::PasskeySignatureMalformed,
             PasskeyError::BadSignature => Refusal::PasskeyBadSignature,
             PasskeyError::CounterNotIncreased => Refusal::PasskeyCounterNotIncreased,
+            PasskeyError::Synced => Refusal::PasskeySynced,
+            // Only enrolment checks a creation; an approval never carries one.
+            PasskeyError::CredentialMismatch => Refusal::PasskeyClientDataMalformed,
             PasskeyError::PasskeyRequired => Refusal::PasskeyRequired,
             PasskeyError::QuorumNotMet { have, need } => Refusal::PasskeyQuorumNotMet {
                 have: u32::try_from(have).unwrap_or(u32::MAX),
@@ -691,9 +872,11 @@ impl PasskeyError {
 #[derive(Debug, PartialEq, Eq)]
 pub struct VerifiedAssertion {
     credential_id: Vec<u8>,
+    person: PersonKey,
     fingerprint: Fingerprint,
     name: String,
     counter: u32,
+    backup: Backup,
 }
 
 impl VerifiedAssertion {
@@ -712,6 +895,14 @@ impl VerifiedAssertion {
     /// The signature counter the authenticator reported.
     pub fn counter(&self) -> u32 {
         self.counter
+    }
+    /// The person the passkey belongs to.
+    pub fn person(&self) -> &PersonKey {
+        &self.person
+    }
+    /// Whether the authenticator said, in this assertion, that the passkey may be synced (BE).
+    pub fn backup(&self) -> Backup {
+        self.backup
     }
 }
 
@@ -791,12 +982,25 @@ impl VerifiedPasskeys {
         out
     }
 
-    /// How many distinct enrolled passkeys verified.
+    /// How many distinct persons' passkeys verified. One person's second passkey (a backup
+    /// key) is still one person.
     pub fn distinct(&self) -> usize {
-        self.uses().len()
+        let persons: std::collections::BTreeSet<&PersonKey> =
+            self.assertions.iter().map(|a| &a.person).collect();
+        persons.len()
     }
 
-    /// Refuses unless at least `needed` distinct enrolled passkeys verified: none at all is
+    /// Refuses when any assertion came from a passkey its authenticator calls backup eligible
+    /// (BE): for an executor whose configuration accepts device-bound passkeys only.
+    pub fn require_device_bound(&self) -> Result<(), PasskeyError> {
+        if self.assertions.iter().any(|a| a.backup == Backup::Synced) {
+            Err(PasskeyError::Synced)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Refuses unless at least `needed` distinct persons' passkeys verified: none at all is
     /// [`PasskeyError::PasskeyRequired`], some but too few [`PasskeyError::QuorumNotMet`].
     pub fn require(&self, needed: usize) -> Result<(), PasskeyError> {
         let have = self.distinct();
@@ -887,8 +1091,13 @@ pub fn verify_assertion_for_challenge(
         .get(&assertion.credential_id)
         .ok_or(PasskeyError::UnknownCredential)?;
 
-    check_client_data(&assertion.client_data_json, expected_challenge, rp)?;
-    let counter = check_authenticator_data(&assertion.authenticator_data, rp)?;
+    check_client_data(
+        &assertion.client_data_json,
+        "webauthn.get",
+        expected_challenge,
+        rp,
+    )?;
+    let (flags, counter) = check_authenticator_data(&assertion.authenticator_data, rp)?;
     verify_signature(
         record,
         &assertion.authenticator_data,
@@ -897,9 +1106,66 @@ pub fn verify_assertion_for_challenge(
     )?;
     Ok(VerifiedAssertion {
         credential_id: record.credential_id.clone(),
+        person: record.person_key(),
         fingerprint: record.fingerprint(),
         name: record.name.clone(),
         counter,
+        backup: Backup::from_flags(flags),
+    })
+}
+
+/// What a creation (`navigator.credentials.create`) said about the new passkey, after
+/// [`check_registration`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Registration {
+    /// Backup eligible (BE): whether the passkey may be synced.
+    pub backup: Backup,
+    /// Backed up (BS) at the time of creation.
+    pub backed_up: bool,
+}
+
+/// Checks a creation's client data and authenticator data at enrolment: `type`
+/// `webauthn.create`, the challenge the enrolling program chose, an origin `rp` allows, not
+/// cross-origin; the RP ID hash, the user-present and user-verified flags, and attested
+/// credential data naming `credential_id` (the ID the browser returned). The public key itself
+/// comes from the SPKI the browser returned; [`verify_assertion_for_challenge`] over a second
+/// challenge then proves the authenticator holds its private key.
+pub fn check_registration(
+    client_data_json: &[u8],
+    authenticator_data: &[u8],
+    expected_challenge: &[u8],
+    credential_id: &[u8],
+    rp: &RelyingParty,
+) -> Result<Registration, PasskeyError> {
+    if client_data_json.len() > MAX_CLIENT_DATA_JSON
+        || credential_id.is_empty()
+        || credential_id.len() > MAX_CREDENTIAL_ID
+    {
+        return Err(PasskeyError::FieldOutOfBounds);
+    }
+    check_client_data(client_data_json, "webauthn.create", expected_challenge, rp)?;
+    let (flags, _counter) = check_authenticator_data(authenticator_data, rp)?;
+    if flags & FLAG_AT == 0 {
+        return Err(PasskeyError::CredentialMismatch);
+    }
+    // After the 37 fixed bytes: AAGUID (16), credential ID length (2, big-endian), the ID.
+    let at = AUTHENTICATOR_DATA_MIN + 16;
+    let length = authenticator_data
+        .get(at..at + 2)
+        .ok_or(PasskeyError::AuthenticatorDataShort)?;
+    let length = usize::from(u16::from_be_bytes([
+        *length.first().unwrap_or(&0),
+        *length.get(1).unwrap_or(&0),
+    ]));
+    let named = authenticator_data
+        .get(at + 2..at + 2 + length)
+        .ok_or(PasskeyError::AuthenticatorDataShort)?;
+    if named != credential_id {
+        return Err(PasskeyError::CredentialMismatch);
+    }
+    Ok(Registration {
+        backup: Backup::from_flags(flags),
+        backed_up: flags & FLAG_BS != 0,
     })
 }
 
@@ -942,9 +1208,10 @@ impl PasskeyRecord {
     }
 }
 
-/// The client data checks of DESIGN §9.
+/// The client data checks of DESIGN §9, for a ceremony of `expected_type`.
 fn check_client_data(
     bytes: &[u8],
+    expected_type: &str,
     expected_challenge: &[u8],
     rp: &RelyingParty,
 ) -> Result<(), PasskeyError> {
@@ -954,7 +1221,7 @@ fn check_client_data(
     else {
         return Err(PasskeyError::ClientDataMalformed);
     };
-    if kind != "webauthn.get" {
+    if kind != expected_type {
         return Err(PasskeyError::WrongType);
     }
     if challenge != base64url(expected_challenge) {
@@ -971,8 +1238,8 @@ fn check_client_data(
     Ok(())
 }
 
-/// The authenticator data checks; returns the signature counter.
-fn check_authenticator_data(bytes: &[u8], rp: &RelyingParty) -> Result<u32, PasskeyError> {
+/// The authenticator data checks; returns the flags and the signature counter.
+fn check_authenticator_data(bytes: &[u8], rp: &RelyingParty) -> Result<(u8, u32), PasskeyError> {
     let Some(fixed) = bytes.get(..AUTHENTICATOR_DATA_MIN) else {
         return Err(PasskeyError::AuthenticatorDataShort);
     };
@@ -992,7 +1259,7 @@ fn check_authenticator_data(bytes: &[u8], rp: &RelyingParty) -> Result<u32, Pass
     let counter: [u8; 4] = counter
         .try_into()
         .map_err(|_| PasskeyError::AuthenticatorDataShort)?;
-    Ok(u32::from_be_bytes(counter))
+    Ok((*flags, u32::from_be_bytes(counter)))
 }
 
 /// The members of the client data this verifier reads. Parsed by a visitor that accepts only a

@@ -149,6 +149,9 @@ pub enum Refusal {
     Busy,
     /// The executor could not complete the check for an internal reason (logged locally).
     Internal,
+    /// The executor accepts device-bound passkeys only (`passkeys.device_bound`), and a passkey
+    /// that confirmed the approval may be synced (its authenticator set backup eligible).
+    PasskeySynced,
 }
 
 impl Refusal {
@@ -217,6 +220,7 @@ impl Refusal {
             Refusal::SignInExpired => "sign_in_expired",
             Refusal::Busy => "busy",
             Refusal::Internal => "internal",
+            Refusal::PasskeySynced => "passkey_synced",
         }
     }
 
@@ -299,7 +303,7 @@ impl Refusal {
                 "The passkey's signature counter did not increase, so this may be a replayed confirmation or a copied passkey. Nothing ran. Approve again; if this repeats, ask an administrator to check and re-enrol the passkey."
             }
             Refusal::PasskeyRequired => {
-                "The approval was not confirmed with an operator's passkey, and this executor requires one. Nothing ran. Approve the change again on the approval page and confirm it with your passkey."
+                "The approval was not confirmed with an operator's passkey, and this executor requires one. Nothing ran. Approve the change again and confirm it with your passkey; if no one is enrolled yet, an administrator enrols people with `fleetwatch-confirm enrol`."
             }
             Refusal::PasskeyQuorumNotMet { have, need } => {
                 return format!(
@@ -420,6 +424,9 @@ impl Refusal {
             }
             Refusal::Internal => {
                 "The executor could not complete its checks because of an internal error. Nothing ran. See the executor's log for details."
+            }
+            Refusal::PasskeySynced => {
+                "A passkey that confirmed the approval can be copied to other devices (a synced passkey), and this executor accepts only passkeys bound to one device. Nothing ran. Confirm with a security key or another device-bound passkey enrolled with `fleetwatch-confirm enrol`."
             }
         };
         text.to_owned()
@@ -651,6 +658,10 @@ pub fn code_words(code: &str, spanish: bool) -> Option<&'static str> {
             "an internal problem (see the executor's log)",
             "un problema interno (vea el registro del ejecutor)",
         ),
+        "passkey_synced" => (
+            "a synced passkey confirmed it, and only device-bound ones are accepted",
+            "la confirmó una passkey sincronizada, y solo se aceptan las ligadas a un dispositivo",
+        ),
         _ => return None,
     };
     Some(if spanish { es } else { en })
@@ -733,6 +744,7 @@ mod tests {
             Refusal::SignInExpired,
             Refusal::Busy,
             Refusal::Internal,
+            Refusal::PasskeySynced,
         ];
         for r in &list {
             match r {
@@ -797,7 +809,8 @@ mod tests {
                 | Refusal::NoSignIn
                 | Refusal::SignInExpired
                 | Refusal::Busy
-                | Refusal::Internal => {}
+                | Refusal::Internal
+                | Refusal::PasskeySynced => {}
             }
         }
         list

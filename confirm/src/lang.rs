@@ -1,0 +1,123 @@
+//! The page's two languages, chosen by the browser's `Accept-Language` (its first tag).
+
+use fleetwatch_protocol::passkey::Fingerprint;
+
+/// English or Spanish.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lang {
+    /// English.
+    En,
+    /// Spanish.
+    Es,
+}
+
+impl Lang {
+    /// Spanish when the browser's first language is Spanish, English otherwise.
+    pub fn from_accept_language(header: Option<&str>) -> Lang {
+        let first = header
+            .and_then(|h| h.split(',').next())
+            .and_then(|tag| tag.split(';').next())
+            .unwrap_or_default()
+            .trim()
+            .to_ascii_lowercase();
+        if first == "es" || first.starts_with("es-") {
+            Lang::Es
+        } else {
+            Lang::En
+        }
+    }
+
+    /// The `lang` attribute.
+    pub fn code(self) -> &'static str {
+        match self {
+            Lang::En => "en",
+            Lang::Es => "es",
+        }
+    }
+
+    /// A text of the enrolment page by key (every key has both languages; a test holds it).
+    pub fn t(self, key: &str) -> &'static str {
+        let (en, es) = match key {
+            "title" => (
+                "Enrol a passkey for Fleetwatch",
+                "Inscribir una passkey para Fleetwatch",
+            ),
+            "intro" => (
+                "An administrator started this enrolment in a terminal. The passkey you make here approves changes to the recorders as this person.",
+                "Un administrador inició esta inscripción en un terminal. La passkey que cree aquí aprueba cambios en los grabadores en nombre de esta persona.",
+            ),
+            "name" => ("Name", "Nombre"),
+            "person" => ("Person ID", "ID de persona"),
+            "steps" => (
+                "Your browser will ask twice: once to make the passkey, once to prove it works. The line to install appears only in the administrator's terminal.",
+                "El navegador le preguntará dos veces: una para crear la passkey y otra para probar que funciona. La línea que se instala aparece solo en el terminal del administrador.",
+            ),
+            "button" => ("Make the passkey", "Crear la passkey"),
+            "working" => (
+                "Follow your browser's passkey prompts…",
+                "Siga las indicaciones de passkey del navegador…",
+            ),
+            "cancelled" => (
+                "The passkey was not made (cancelled or refused by the browser). You can try again.",
+                "No se creó la passkey (cancelada o rechazada por el navegador). Puede intentarlo de nuevo.",
+            ),
+            "unsupported" => (
+                "This browser cannot make passkeys here. Open the address in a current browser on this machine.",
+                "Este navegador no puede crear passkeys aquí. Abra la dirección en un navegador actual en esta máquina.",
+            ),
+            "used" => (
+                "This enrolment page was already used. Ask the administrator to run the command again.",
+                "Esta página de inscripción ya se usó. Pida al administrador que ejecute el comando de nuevo.",
+            ),
+            _ => ("", ""),
+        };
+        match self {
+            Lang::En => en,
+            Lang::Es => es,
+        }
+    }
+
+    /// The success message, naming the fingerprint the terminal shows.
+    pub fn enrolled(self, fingerprint: Fingerprint) -> String {
+        match self {
+            Lang::En => format!(
+                "Enrolled. The administrator's terminal shows the line to install and its fingerprint, {fingerprint}. This page is closed."
+            ),
+            Lang::Es => format!(
+                "Inscrita. El terminal del administrador muestra la línea que se instala y su huella, {fingerprint}. Esta página está cerrada."
+            ),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_key_has_both_languages() {
+        for key in [
+            "title",
+            "intro",
+            "name",
+            "person",
+            "steps",
+            "button",
+            "working",
+            "cancelled",
+            "unsupported",
+            "used",
+        ] {
+            assert!(!Lang::En.t(key).is_empty(), "{key}");
+            assert!(!Lang::Es.t(key).is_empty(), "{key}");
+            assert_ne!(Lang::En.t(key), Lang::Es.t(key), "{key}");
+        }
+    }
+
+    #[test]
+    fn the_first_language_decides() {
+        assert_eq!(Lang::from_accept_language(Some("es-MX,en;q=0.8")), Lang::Es);
+        assert_eq!(Lang::from_accept_language(Some("en-GB,es;q=0.9")), Lang::En);
+        assert_eq!(Lang::from_accept_language(None), Lang::En);
+    }
+}

@@ -1,0 +1,8 @@
+//! `fleetwatch-confirm`: where a person is bound (DESIGN §9). It serves pages on the loopback
+//! addresses only, keeps nothing, holds no key and no sign-in, and links the protocol crate to
+//! check what a browser's passkey returned.
+#![forbid(unsafe_code)]
+
+pub mod enrol;
+pub mod http;
+pub mod lang;

@@ -1,0 +1,113 @@
+//! `fleetwatch-confirm`: argument parsing only; the work is in the library.
+#![forbid(unsafe_code)]
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use fleetwatch_confirm::enrol::{self, Options};
+
+const HELP: &str = "\
+fleetwatch-confirm: where a person is bound to a Fleetwatch approval.
+
+USAGE:
+    fleetwatch-confirm enrol --person ID --name NAME [--approvers PATH] [--port PORT]
+
+COMMANDS:
+    enrol    Enrol a person's passkey. Serves a one-shot page on 127.0.0.1 and ::1 at
+             http://localhost:PORT/enrol/TOKEN (the address is printed here only), open ten
+             minutes, for one enrolment. The page makes a passkey (user verification
+             required) and proves it; the approver line goes to standard output and its
+             fingerprint to standard error, nowhere else. Install it with:
+                 fleetwatch-confirm enrol --person ana --name 'Ana Gómez' \\
+                     | sudo fleetwatch-executor approvers add -
+
+OPTIONS (enrol):
+    --person ID       The person's short ID: 1 to 32 of a-z, 0-9, '.', '_', '-'. A person's
+                      second passkey (a backup key) uses the same ID and counts once.
+    --name NAME       The display name approvals show (at most 64 characters).
+    --approvers PATH  The executor's approver file, read when readable so the browser does
+                      not make a passkey that is already enrolled
+                      [default: /etc/fleetwatch/approvers.pub]
+    --port PORT       Listen on this port instead of one the kernel chooses.
+    -h, --help        Print this help.
+
+EXIT STATUS:
+    0 when a passkey was enrolled and its line printed; 1 otherwise (refused, ten minutes
+    passed, or bad arguments).
+";
+
+fn fail(message: impl std::fmt::Display) -> ExitCode {
+    eprintln!("fleetwatch-confirm: {message}\nRun `fleetwatch-confirm --help` for usage.");
+    ExitCode::FAILURE
+}
+
+fn main() -> ExitCode {
+    match parse() {
+        Ok(None) => {
+            print!("{HELP}");
+            ExitCode::SUCCESS
+        }
+        Ok(Some(options)) => {
+            if enrol::run(&options) {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            }
+        }
+        Err(message) => fail(message),
+    }
+}
+
+/// `None` for `--help`.
+fn parse() -> Result<Option<Options>, String> {
+    use lexopt::prelude::*;
+    let mut parser = lexopt::Parser::from_env();
+    let mut command: Option<String> = None;
+    let mut person = None;
+    let mut name = None;
+    let mut approvers = PathBuf::from(enrol::DEFAULT_APPROVERS);
+    let mut port = None;
+    while let Some(arg) = parser.next().map_err(|e| e.to_string())? {
+        match arg {
+            Short('h') | Long("help") => return Ok(None),
+            Long("person") => person = Some(string(parser.value())?),
+            Long("name") => name = Some(string(parser.value())?),
+            Long("approvers") => {
+                approvers = PathBuf::from(parser.value().map_err(|e| e.to_string())?)
+            }
+            Long("port") => {
+                let text = string(parser.value())?;
+                let n: u16 =
+                    text.parse().ok().filter(|n| *n != 0).ok_or_else(|| {
+                        format!("--port {text:?} is not a port number (1 to 65535)")
+                    })?;
+                port = Some(n);
+            }
+            Value(v) if command.is_none() => command = Some(v.string().map_err(|e| e.to_string())?),
+            other => return Err(other.unexpected().to_string()),
+        }
+    }
+    match command.as_deref() {
+        Some("enrol") => {}
+        Some(other) => {
+            return Err(format!(
+                "unknown command {other:?} (the command is `enrol`)"
+            ));
+        }
+        None => return Err("no command given (the command is `enrol`)".into()),
+    }
+    Ok(Some(Options {
+        person: person.ok_or("enrol needs --person ID")?,
+        name: name.ok_or("enrol needs --name NAME")?,
+        approvers,
+        port,
+        lifetime: enrol::LIFETIME,
+    }))
+}
+
+fn string(value: Result<std::ffi::OsString, lexopt::Error>) -> Result<String, String> {
+    value
+        .map_err(|e| e.to_string())?
+        .into_string()
+        .map_err(|_| "an argument is not valid UTF-8".to_owned())
+}
