@@ -22,7 +22,7 @@ use std::os::unix::fs::{MetadataExt, OpenOptionsExt as _, PermissionsExt};
 use std::path::Path;
 
 use fleetwatch_protocol::claims::{KeyId, TrustedKeys};
-use fleetwatch_protocol::passkey::{Approvers, PasskeyRecord};
+use fleetwatch_protocol::passkey::{Approvers, Backup, PasskeyRecord};
 
 use crate::os::{self, TrustError, Trusted};
 
@@ -187,6 +187,11 @@ pub fn load(path: &Path) -> Result<ApproverFile, FileError> {
 pub struct Listed {
     /// `passkey` or `assistant key`.
     pub kind: &'static str,
+    /// The person ID of an `approver` line; `None` for a `passkey` line written before persons
+    /// (it counts as a person of its own) and for an assistant key.
+    pub person: Option<String>,
+    /// Whether the passkey may be synced, as recorded at enrolment (`None`: not recorded).
+    pub backup: Option<Backup>,
     /// The operator's name (a passkey) or the comment (an assistant key).
     pub name: String,
     /// `es256` or `ed25519`.
@@ -227,6 +232,8 @@ pub fn list(text: &str) -> Vec<Listed> {
                 if let Ok(record) = PasskeyRecord::parse_line(raw) {
                     out.push(Listed {
                         kind: "passkey",
+                        person: record.person().map(str::to_owned),
+                        backup: record.backup(),
                         name: record.name().to_owned(),
                         algorithm: record.algorithm().name(),
                         fingerprint: record.fingerprint().to_string(),
@@ -247,6 +254,8 @@ pub fn list(text: &str) -> Vec<Listed> {
                         .join(" ");
                     out.push(Listed {
                         kind: "assistant key",
+                        person: None,
+                        backup: None,
                         name: comment,
                         algorithm: "ed25519",
                         fingerprint: group(&id.to_hex()),
@@ -322,6 +331,9 @@ pub fn add(existing: &str, line: &str, now: &str, path: &Path) -> Result<(String
         }
         Err(e) => return Err(format!("the file as it is does not load: {e}")),
     }
+    if let Some(Kind::Passkey) = kind_of(&line) {
+        same_person_same_name(&list(existing), &line)?;
+    }
     let listed = list(&text)
         .into_iter()
         .find(|l| l.lines.0 == added_at)
@@ -329,13 +341,58 @@ pub fn add(existing: &str, line: &str, now: &str, path: &Path) -> Result<(String
     Ok((text, listed))
 }
 
-/// The file after `approvers remove WHO`: the one approver whose fingerprint (or assistant key
-/// ID) or name is `who`, with its `# added` comment, taken out; every other line untouched.
-/// Refuses when nothing or more than one approver matches, and when the last assistant key
-/// would go (the executor would not start).
-pub fn remove(existing: &str, who: &str) -> Result<(String, Listed), String> {
+/// Who a passkey counts as: its person ID, or (a line from before persons) its fingerprint.
+fn person_of(listed: &Listed) -> String {
+    listed
+        .person
+        .clone()
+        .unwrap_or_else(|| format!("passkey {}", listed.fingerprint))
+}
+
+/// A new passkey line against the people already enrolled: a person keeps one display name
+/// for all their passkeys, and no two persons share one, so "approved by" always names one
+/// person.
+fn same_person_same_name(existing: &[Listed], line: &str) -> Result<(), String> {
+    let record = PasskeyRecord::parse_line(line).map_err(|e| e.to_string())?;
+    for other in existing.iter().filter(|l| l.kind == "passkey") {
+        match (record.person(), other.person.as_deref()) {
+            (Some(new), Some(old)) if new == old => {
+                if other.name != record.name() {
+                    return Err(format!(
+                        "person {new} is enrolled as {:?}; a second passkey of theirs must carry \
+                         the same name (enrol again with --name {:?})",
+                        other.name, other.name
+                    ));
+                }
+            }
+            _ if other.name == record.name() => {
+                return Err(format!(
+                    "{:?} is the name of another person ({}); two persons cannot share a name \
+                     (if this is the same person, enrol with their person ID{})",
+                    other.name,
+                    person_of(other),
+                    if other.person.is_none() {
+                        ", or remove their old line first"
+                    } else {
+                        ""
+                    }
+                ));
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// The file after `approvers remove WHO`: the approvers `who` names, each with its `# added`
+/// comment, taken out; every other line untouched. `who` is a fingerprint (one passkey, or an
+/// assistant key), a person ID (all of that person's passkeys), or a display name (all the
+/// passkeys of the one person with that name). Refuses when nothing matches, and when the last
+/// assistant key would go (the executor would not start).
+pub fn remove(existing: &str, who: &str) -> Result<(String, Vec<Listed>), String> {
     let all = list(existing);
     let wanted = digits(who);
+    let who = who.trim();
     let by_print: Vec<&Listed> = if wanted.is_empty() {
         Vec::new()
     } else {
@@ -343,29 +400,40 @@ pub fn remove(existing: &str, who: &str) -> Result<(String, Listed), String> {
             .filter(|l| digits(&l.fingerprint) == wanted)
             .collect()
     };
-    let matches = if by_print.is_empty() {
-        all.iter()
-            .filter(|l| l.name == who.trim() && !l.name.is_empty())
-            .collect::<Vec<_>>()
-    } else {
+    let matches = if !by_print.is_empty() {
         by_print
-    };
-    let found = match matches.as_slice() {
-        [] => {
-            return Err(format!(
-                "no approver has the name or fingerprint {who:?}; `approvers list` shows them"
-            ));
-        }
-        [one] => (*one).clone(),
-        _ => {
-            return Err(format!(
-                "{} approvers are named {who:?}; remove one by its fingerprint (`approvers list` \
-                 shows them)",
-                matches.len()
-            ));
+    } else {
+        let by_person: Vec<&Listed> = all
+            .iter()
+            .filter(|l| l.person.as_deref() == Some(who))
+            .collect();
+        if !by_person.is_empty() {
+            by_person
+        } else {
+            all.iter()
+                .filter(|l| l.name == who && !l.name.is_empty())
+                .collect()
         }
     };
-    if found.kind == "assistant key" && all.iter().filter(|l| l.kind == found.kind).count() == 1 {
+    if matches.is_empty() {
+        return Err(format!(
+            "no approver has the person ID, name or fingerprint {who:?}; `approvers list` shows \
+             them"
+        ));
+    }
+    // A name shared by several (lines written by hand, or before persons): say which to use.
+    let persons: std::collections::BTreeSet<String> =
+        matches.iter().map(|l| person_of(l)).collect();
+    if persons.len() > 1 || matches.iter().any(|l| l.kind == "assistant key") && matches.len() > 1 {
+        return Err(format!(
+            "{} approvers match {who:?}; remove one by its fingerprint (`approvers list` shows \
+             them)",
+            matches.len()
+        ));
+    }
+    let keys = all.iter().filter(|l| l.kind == "assistant key").count();
+    let keys_removed = matches.iter().filter(|l| l.kind == "assistant key").count();
+    if keys_removed > 0 && keys_removed >= keys {
         return Err(
             "that is the only assistant key; the executor would not start without one \
                     (add the new key first)"
@@ -375,14 +443,19 @@ pub fn remove(existing: &str, who: &str) -> Result<(String, Listed), String> {
     // Fingerprints are ten bytes: a different passkey with the same one is not a concern, but
     // the exact SPKI would be; `Approvers` refuses two records with one key, so one match is one
     // passkey.
-    let drop = |line: usize| line == found.lines.0 || Some(line) == found.lines.1;
+    let drop = |line: usize| {
+        matches
+            .iter()
+            .any(|found| line == found.lines.0 || Some(line) == found.lines.1)
+    };
     let text: String = existing
         .split_inclusive('\n')
         .enumerate()
         .filter(|(i, _)| !drop(i + 1))
         .map(|(_, l)| l)
         .collect();
-    Ok((text, found))
+    let removed = matches.into_iter().cloned().collect();
+    Ok((text, removed))
 }
 
 /// Writes the approver file atomically: a temporary file beside it, written and synced, renamed

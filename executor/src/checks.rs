@@ -68,15 +68,22 @@ pub struct PersonChecked {
 
 /// Verifies every passkey assertion the approval carries against the bytes the assistant's
 /// signature verified, still undecoded (DESIGN §9), with the executor's own RP ID and
-/// origins. One bad assertion refuses the approval, each failure with its own code.
+/// origins; with `passkeys.device_bound`, refuses any that its authenticator calls backup
+/// eligible. One bad assertion refuses the approval, each failure with its own code.
 pub fn person(
     verified: VerifiedBytes,
     approval: &SignedApproval,
     approvers: &Approvers,
+    config: &PasskeyConfig,
     rp: &RelyingParty,
 ) -> Result<PersonChecked, Refusal> {
     let passkeys = passkey::verify_assertions(&approval.passkeys, &verified.0, approvers, rp)
         .map_err(passkey::PasskeyError::refusal)?;
+    if config.device_bound {
+        passkeys
+            .require_device_bound()
+            .map_err(passkey::PasskeyError::refusal)?;
+    }
     Ok(PersonChecked {
         bytes: verified.0,
         passkeys,
@@ -178,28 +185,18 @@ pub struct Quorate {
 /// policy: whether the change is disruptive comes from its policy and the signed arguments,
 /// never from anything else in the request. Arguments that do not parse count as disruptive
 /// (the policy check refuses them after the nonce anyway).
-pub fn needed(
-    config: &PasskeyConfig,
-    enrolled: usize,
-    policy: &Policy,
-    c: &ApprovalClaims,
-) -> usize {
+pub fn needed(config: &PasskeyConfig, policy: &Policy, c: &ApprovalClaims) -> usize {
     let arguments = fleetwatch_protocol::canonical::from_str(&c.arguments)
         .and_then(|canonical| canonical.to_value())
         .unwrap_or(Value::Null);
-    config.needed(enrolled, &c.tool, policy.is_disruptive(&c.tool, &arguments))
+    config.needed(&c.tool, policy.is_disruptive(&c.tool, &arguments))
 }
 
 /// Refuses unless the distinct enrolled passkeys that verified meet this change's quorum. The
 /// same passkey twice is one person.
-pub fn quorum(
-    fresh: Fresh,
-    config: &PasskeyConfig,
-    approvers: &Approvers,
-    policy: &Policy,
-) -> Result<Quorate, Refusal> {
+pub fn quorum(fresh: Fresh, config: &PasskeyConfig, policy: &Policy) -> Result<Quorate, Refusal> {
     let Fresh(c, passkeys) = fresh;
-    let need = needed(config, approvers.len(), policy, &c);
+    let need = needed(config, policy, &c);
     passkeys
         .require(need)
         .map_err(passkey::PasskeyError::refusal)?;

@@ -95,6 +95,7 @@ struct FilePasskeys {
     quorum: Option<u32>,
     quorum_disruptive: Option<u32>,
     tools: Option<BTreeMap<String, u32>>,
+    device_bound: Option<bool>,
 }
 
 /// The approval page's default address, where passkeys are used when no origin is configured.
@@ -108,13 +109,15 @@ pub struct PasskeyConfig {
     pub rp_id: String,
     /// The page origins an assertion may come from (`http://localhost:<page port>`).
     pub origins: Vec<String>,
-    /// `passkeys.quorum`: every change; `None` is 1 once a passkey is enrolled.
+    /// `passkeys.quorum`: persons every change needs; `None` is 1. `Some(0)` is the explicit
+    /// trial mode: the assistant's signature alone.
     pub quorum: Option<u32>,
-    /// `passkeys.quorum_disruptive`: a disruptive change; `None` is 1 once a passkey is
-    /// enrolled.
+    /// `passkeys.quorum_disruptive`: persons a disruptive change needs; `None` is `quorum`.
     pub quorum_disruptive: Option<u32>,
     /// `passkeys.tools`: per tool.
     pub tools: BTreeMap<String, u32>,
+    /// `passkeys.device_bound`: refuse an assertion from a passkey that may be synced.
+    pub device_bound: bool,
 }
 
 impl Default for PasskeyConfig {
@@ -126,31 +129,27 @@ impl Default for PasskeyConfig {
             quorum: None,
             quorum_disruptive: None,
             tools: BTreeMap::new(),
+            device_bound: false,
         }
     }
 }
 
 impl PasskeyConfig {
-    /// Whether any quorum is written in the configuration. A written quorum holds even with no
-    /// passkey enrolled (every change is then refused), so deleting the approver file's
-    /// passkeys cannot silently unbind approvals from people.
-    pub fn explicit(&self) -> bool {
-        self.quorum.is_some() || self.quorum_disruptive.is_some() || !self.tools.is_empty()
+    /// Whether the explicit trial mode is on (`quorum: 0`): a change that no other setting
+    /// raises is accepted on the assistant's signature alone. Both doctors warn while it is.
+    pub fn trial(&self) -> bool {
+        self.quorum == Some(0)
     }
 
-    /// How many distinct enrolled passkeys a change of `tool` needs, given how many are
-    /// enrolled and whether the executor's policy calls this change disruptive. Zero only when
-    /// none is enrolled and none is configured: the assistant's signature alone, as before
-    /// passkeys. Otherwise the largest of `quorum`, `quorum_disruptive` (disruptive changes)
-    /// and the tool's own entry, each 1 when unset: a setting can raise what a change needs,
-    /// never lower it below another.
-    pub fn needed(&self, enrolled: usize, tool: &str, disruptive: bool) -> usize {
-        if enrolled == 0 && !self.explicit() {
-            return 0;
-        }
+    /// How many distinct persons a change of `tool` needs, given whether the executor's policy
+    /// calls this change disruptive: the largest of `quorum` (1 unless written),
+    /// `quorum_disruptive` (disruptive changes) and the tool's own entry. Closed by default:
+    /// how many persons are enrolled changes nothing here, so with none enrolled every change
+    /// is refused, and removing the last person closes approvals rather than opening them.
+    pub fn needed(&self, tool: &str, disruptive: bool) -> usize {
         let mut need = self.quorum.unwrap_or(1);
-        if disruptive {
-            need = need.max(self.quorum_disruptive.unwrap_or(1));
+        if disruptive && let Some(n) = self.quorum_disruptive {
+            need = need.max(n);
         }
         if let Some(n) = self.tools.get(tool) {
             need = need.max(*n);
@@ -265,9 +264,10 @@ fn secs(
     Ok(Duration::from_secs(n))
 }
 
-/// Checks the `passkeys:` section. A quorum is 1 to [`MAX_ASSERTIONS`] (0 would mean "no
-/// person", which no setting may say); an origin is `http://` or `https://` with a host and
-/// no path, as browsers write it in client data.
+/// Checks the `passkeys:` section. A quorum is 1 to [`MAX_ASSERTIONS`]; only `quorum` may be
+/// 0, the explicit trial mode (a raised quorum for disruptive changes or one tool cannot say
+/// "no person"); an origin is `http://` or `https://` with a host and no path, as browsers
+/// write it in client data.
 ///
 /// [`MAX_ASSERTIONS`]: fleetwatch_protocol::passkey::MAX_ASSERTIONS
 fn passkeys(file: FilePasskeys) -> Result<PasskeyConfig, ConfigError> {
@@ -332,9 +332,13 @@ fn passkeys(file: FilePasskeys) -> Result<PasskeyConfig, ConfigError> {
     Ok(PasskeyConfig {
         rp_id,
         origins,
-        quorum: quorum("passkeys.quorum", file.quorum)?,
+        quorum: match file.quorum {
+            Some(0) => Some(0),
+            n => quorum("passkeys.quorum", n)?,
+        },
         quorum_disruptive: quorum("passkeys.quorum_disruptive", file.quorum_disruptive)?,
         tools,
+        device_bound: file.device_bound.unwrap_or(false),
     })
 }
 
@@ -485,23 +489,28 @@ mod tests {
         let none = passkeys(FilePasskeys::default()).unwrap();
         assert_eq!(none.rp_id, "localhost");
         assert_eq!(none.origins, vec![DEFAULT_ORIGIN.to_owned()]);
-        // Nothing enrolled, nothing written: the assistant's signature alone.
-        assert_eq!(none.needed(0, "batch_reboot", true), 0);
-        // Once a passkey is enrolled: one, calm or disruptive.
-        assert_eq!(none.needed(1, "batch_reboot", true), 1);
-        assert_eq!(none.needed(1, "batch_recording", false), 1);
+        // Closed by default: one person, calm or disruptive, enrolled or not.
+        assert_eq!(none.needed("batch_reboot", true), 1);
+        assert_eq!(none.needed("batch_recording", false), 1);
+        assert!(!none.trial() && !none.device_bound);
         let two: FilePasskeys = yaml_serde::from_str(
-            "quorum_disruptive: 2\ntools: {batch_firmware_update: 3}\norigins: [\"http://localhost:9000\"]\n",
+            "quorum_disruptive: 2\ntools: {batch_firmware_update: 3}\norigins: [\"http://localhost:9000\"]\ndevice_bound: true\n",
         )
         .unwrap();
         let two = passkeys(two).unwrap();
-        assert_eq!(two.needed(2, "batch_recording", false), 1);
-        assert_eq!(two.needed(2, "batch_reboot", true), 2);
-        assert_eq!(two.needed(2, "batch_firmware_update", false), 3);
-        // Written, but nothing enrolled: still required, so everything is refused.
-        assert_eq!(two.needed(0, "batch_recording", false), 1);
+        assert_eq!(two.needed("batch_recording", false), 1);
+        assert_eq!(two.needed("batch_reboot", true), 2);
+        assert_eq!(two.needed("batch_firmware_update", false), 3);
+        assert!(two.device_bound);
+        // The explicit trial mode: the assistant alone, unless another setting raises it.
+        let trial: FilePasskeys =
+            yaml_serde::from_str("quorum: 0\nquorum_disruptive: 2\n").unwrap();
+        let trial = passkeys(trial).unwrap();
+        assert!(trial.trial());
+        assert_eq!(trial.needed("batch_recording", false), 0);
+        assert_eq!(trial.needed("batch_reboot", true), 2);
         for bad in [
-            "quorum: 0\n",
+            "quorum_disruptive: 0\n",
             "quorum_disruptive: 9\n",
             "tools: {batch_reboot: 0}\n",
             "origins: []\n",

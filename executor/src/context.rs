@@ -129,9 +129,13 @@ impl Context {
         let approvers = approvers::load(&config.approver_keys)?;
         let policy = load_policy(&config.policy)?;
         check_quorum_tools(&config, &policy)?;
-        if approvers.passkeys.is_empty() && !config.passkeys.explicit() {
+        if config.passkeys.trial() {
             tracing::warn!(
-                "no passkey enrolled: approvals are not bound to a person (enrol one on the approval page, then `fleetwatch-executor approvers add`)"
+                "trial mode (passkeys: {{quorum: 0}}): changes are accepted on the assistant's signature alone, not bound to a person"
+            );
+        } else if approvers.passkeys.is_empty() {
+            tracing::warn!(
+                "no person is enrolled: every change is refused until an administrator enrols one with `fleetwatch-confirm enrol` and installs it with `fleetwatch-executor approvers add -`"
             );
         }
         state_dir(&config)?;

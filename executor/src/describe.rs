@@ -240,7 +240,7 @@ pub fn status(ctx: &Context) -> StatusReport {
     };
     StatusReport {
         passkeys_enrolled: u32::try_from(enrolled).unwrap_or(u32::MAX),
-        quorums: quorums(&ctx.config.passkeys, enrolled, &ctx.policy),
+        quorums: quorums(&ctx.config.passkeys, &ctx.policy),
         version: env!("CARGO_PKG_VERSION").to_string(),
         fence_configured: ctx.config.fence.configured(),
         sandbox_sign_in: matches!(
@@ -283,7 +283,6 @@ fn limits(ctx: &Context) -> LimitsReport {
 /// quorum check computes them.
 pub fn quorums(
     config: &crate::config::PasskeyConfig,
-    enrolled: usize,
     policy: &fleetwatch_protocol::policy::Policy,
 ) -> Vec<ToolQuorum> {
     let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
@@ -294,12 +293,8 @@ pub fn quorums(
             tool: e.name.clone(),
             // A tool that is always disruptive has no calm change, and one that never is has
             // no disruptive change: each reports what its changes need either way.
-            calm: count(config.needed(
-                enrolled,
-                &e.name,
-                e.disruptive && e.disruptive_when.is_none(),
-            )),
-            disruptive: count(config.needed(enrolled, &e.name, e.disruptive)),
+            calm: count(config.needed(&e.name, e.disruptive && e.disruptive_when.is_none())),
+            disruptive: count(config.needed(&e.name, e.disruptive)),
         })
         .collect()
 }

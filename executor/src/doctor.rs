@@ -182,37 +182,40 @@ fn person(
     const CHECK: &str = "approved by a person";
     let settings = &config.passkeys;
     let mut lines = Vec::new();
-    lines.push(if passkeys.is_empty() && !settings.explicit() {
+    lines.push(if settings.trial() {
         line(
             Level::Warn,
             CHECK,
-            "no passkey enrolled: approvals are not bound to a person (the assistant's \
-             signature alone is accepted); enrol one on the approval page and install it with \
-             `fleetwatch-executor approvers add`",
+            "trial mode (passkeys: {quorum: 0}): a change no other setting raises is accepted on \
+             the assistant's signature alone, not bound to a person; enrol people with \
+             `fleetwatch-confirm enrol` and remove `quorum: 0`",
         )
     } else if passkeys.is_empty() {
         line(
             Level::Fail,
             CHECK,
-            "a quorum is configured (passkeys:) but no passkey is enrolled: every change is \
-             refused; install one with `fleetwatch-executor approvers add`",
+            "no person is enrolled: every change is refused; enrol one with `fleetwatch-confirm \
+             enrol --person ID --name NAME | sudo fleetwatch-executor approvers add -`",
         )
     } else {
-        let names: Vec<String> = passkeys
-            .records()
-            .iter()
-            .map(|r| format!("{} ({}, {})", r.name(), r.algorithm(), r.fingerprint()))
-            .collect();
         line(
             Level::Ok,
             CHECK,
             format!(
-                "{} passkey(s) enrolled: {}",
+                "{} person(s) with {} passkey(s) enrolled: {}",
+                passkeys.persons(),
                 passkeys.len(),
-                names.join("; ")
+                enrolled_persons(passkeys)
             ),
         )
     });
+    if settings.device_bound {
+        lines.push(line(
+            Level::Ok,
+            "device-bound passkeys",
+            "only device-bound passkeys are accepted (passkeys.device_bound)",
+        ));
+    }
     lines.push(line(
         Level::Ok,
         "passkey origins",
@@ -229,23 +232,23 @@ fn person(
         lines.push(line(Level::Fail, "quorum", e.to_string()));
         return lines;
     }
-    let quorums = describe::quorums(settings, passkeys.len(), policy);
+    let quorums = describe::quorums(settings, policy);
     let shown = fleetwatch_protocol::wire::ToolQuorum::summary(&quorums);
-    let enrolled = u32::try_from(passkeys.len()).unwrap_or(u32::MAX);
+    let enrolled = u32::try_from(passkeys.persons()).unwrap_or(u32::MAX);
     let unreachable: Vec<&str> = quorums
         .iter()
         .filter(|q| q.calm.max(q.disruptive) > enrolled && enrolled > 0)
         .map(|q| q.tool.as_str())
         .collect();
     lines.push(if unreachable.is_empty() {
-        line(Level::Ok, "quorum", format!("passkeys per change: {shown}"))
+        line(Level::Ok, "quorum", format!("persons per change: {shown}"))
     } else {
         line(
             Level::Fail,
             "quorum",
             format!(
-                "passkeys per change: {}; {} enrolled, so {} can never be approved: enrol more \
-                 passkeys or lower the quorum",
+                "persons per change: {}; {} enrolled, so {} can never be approved: enrol more \
+                 persons or lower the quorum",
                 shown,
                 enrolled,
                 unreachable.join(", ")
@@ -253,6 +256,37 @@ fn person(
         )
     });
     lines
+}
+
+/// The enrolled persons in a few words: `Ana Gómez (ana: es256 3fa2 …, device-bound)`.
+pub fn enrolled_persons(passkeys: &fleetwatch_protocol::passkey::Approvers) -> String {
+    let mut persons: Vec<(fleetwatch_protocol::passkey::PersonKey, String, Vec<String>)> =
+        Vec::new();
+    for r in passkeys.records() {
+        let key = r.person_key();
+        let shown = format!(
+            "{} {}, {}",
+            r.algorithm(),
+            r.fingerprint(),
+            r.backup().map_or("synced or not unknown", |b| b.name())
+        );
+        match persons.iter_mut().find(|(k, _, _)| *k == key) {
+            Some((_, _, keys)) => keys.push(shown),
+            None => persons.push((key, r.name().to_owned(), vec![shown])),
+        }
+    }
+    persons
+        .iter()
+        .map(|(key, name, keys)| match key {
+            fleetwatch_protocol::passkey::PersonKey::Named(id) => {
+                format!("{name} ({id}: {})", keys.join("; "))
+            }
+            fleetwatch_protocol::passkey::PersonKey::Unnamed(_) => {
+                format!("{name} (a line from before persons: {})", keys.join("; "))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 fn socket_dir(config: &Config) -> Line {

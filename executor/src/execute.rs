@@ -29,6 +29,7 @@ pub async fn execute(ctx: &Context, peer: PeerChecked, request: ExecuteRequest) 
         verified,
         &request.approval,
         &approvers.passkeys,
+        &ctx.config.passkeys,
         &ctx.relying_party,
     ) {
         Ok(p) => p,
@@ -50,12 +51,7 @@ pub async fn execute(ctx: &Context, peer: PeerChecked, request: ExecuteRequest) 
         Ok(f) => f,
         Err(r) => return refused_early(ctx, r, Some(&described), &request.assistant_chain_head),
     };
-    let quorate = match checks::quorum(
-        fresh,
-        &ctx.config.passkeys,
-        &approvers.passkeys,
-        &ctx.policy,
-    ) {
+    let quorate = match checks::quorum(fresh, &ctx.config.passkeys, &ctx.policy) {
         Ok(q) => q,
         Err(r) => return refused_early(ctx, r, Some(&described), &request.assistant_chain_head),
     };

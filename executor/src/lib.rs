@@ -135,7 +135,8 @@ pub fn keys_list(config: &Config) -> Result<String, String> {
         .join("\n"))
 }
 
-/// `approvers list`: every approver in the file, with the passkeys' last counter seen.
+/// `approvers list`: the assistant keys, then every person with their passkeys (synced or
+/// device-bound, and the last counter seen).
 pub fn approvers_list(config: &Config) -> Result<String, String> {
     let path = &config.approver_keys;
     let text = approvers::read(path).map_err(|e| e.to_string())?;
@@ -144,33 +145,73 @@ pub fn approvers_list(config: &Config) -> Result<String, String> {
     // column rather than hiding the list.
     let counters = store::counters_read_only(&config.database());
     let mut out = vec![format!(
-        "{} ({} assistant key(s), {} passkey(s))",
+        "{} ({} assistant key(s); {} person(s) with {} passkey(s))",
         path.display(),
         file.keys.key_ids().len(),
+        file.passkeys.persons(),
         file.passkeys.len()
     )];
-    for a in approvers::list(&text) {
-        let counter = match (&a.credential_id, &counters) {
-            (None, _) => "-".to_owned(),
-            (Some(id), Ok(map)) => map
-                .get(id)
-                .map(u32::to_string)
-                .unwrap_or_else(|| "none yet".into()),
-            (Some(_), Err(_)) => "unreadable".to_owned(),
-        };
+    let listed = approvers::list(&text);
+    let added = |a: &approvers::Listed| {
+        a.added
+            .clone()
+            .unwrap_or_else(|| "(not by approvers add)".to_owned())
+    };
+    for a in listed.iter().filter(|a| a.kind == "assistant key") {
         out.push(format!(
-            "{:<13}  {:<7}  {}  counter {counter}  added {}  {}",
-            a.kind,
-            a.algorithm,
+            "assistant key  ed25519  {}  added {}  {}",
             a.fingerprint,
-            a.added.as_deref().unwrap_or("(not by approvers add)"),
+            added(a),
             if a.name.is_empty() { "-" } else { &a.name },
         ));
     }
-    if file.passkeys.is_empty() {
+    // Persons in the order they first appear, each with all their passkeys.
+    let mut persons: Vec<(Option<String>, String, Vec<&approvers::Listed>)> = Vec::new();
+    for a in listed.iter().filter(|a| a.kind == "passkey") {
+        let found = persons
+            .iter_mut()
+            .find(|(p, _, _)| p.is_some() && *p == a.person);
+        match found {
+            Some((_, _, keys)) => keys.push(a),
+            None => persons.push((a.person.clone(), a.name.clone(), vec![a])),
+        }
+    }
+    for (person, name, keys) in &persons {
+        out.push(match person {
+            Some(id) => format!("person {id}  {name}"),
+            None => format!(
+                "{name}  (a passkey line from before persons: it counts as a person of its own; \
+                 enrol again with `fleetwatch-confirm enrol` to name the person)"
+            ),
+        });
+        for a in keys {
+            let counter = match (&a.credential_id, &counters) {
+                (None, _) => "-".to_owned(),
+                (Some(id), Ok(map)) => map
+                    .get(id)
+                    .map(u32::to_string)
+                    .unwrap_or_else(|| "none yet".into()),
+                (Some(_), Err(_)) => "unreadable".to_owned(),
+            };
+            out.push(format!(
+                "  passkey  {:<7}  {}  {:<12}  counter {counter}  added {}",
+                a.algorithm,
+                a.fingerprint,
+                a.backup.map_or("not recorded", |b| b.name()),
+                added(a),
+            ));
+        }
+    }
+    if config.passkeys.trial() {
         out.push(
-            "no passkey enrolled: approvals are not bound to a person (the assistant's signature \
-             alone is accepted)"
+            "trial mode (passkeys: {quorum: 0}): the assistant's signature alone is accepted \
+             where no other setting asks for persons"
+                .into(),
+        );
+    } else if file.passkeys.is_empty() {
+        out.push(
+            "no person is enrolled: every change is refused until an administrator enrols one \
+             with `fleetwatch-confirm enrol`"
                 .into(),
         );
     }
@@ -214,7 +255,8 @@ pub fn approvers_add(config: &Config, line: &str) -> Result<String, String> {
     Ok(message)
 }
 
-/// `approvers remove WHO`: by fingerprint or name, writing the file atomically.
+/// `approvers remove WHO`: a person (all their passkeys), a fingerprint or a name, writing
+/// the file atomically.
 pub fn approvers_remove(config: &Config, who: &str) -> Result<String, String> {
     let path = &config.approver_keys;
     let existing = approvers::read(path).map_err(|e| e.to_string())?;
@@ -222,16 +264,30 @@ pub fn approvers_remove(config: &Config, who: &str) -> Result<String, String> {
     let (text, removed) = approvers::remove(&existing, who)
         .map_err(|e| format!("refused, {} unchanged: {e}", path.display()))?;
     approvers::write_atomically(path, &text)?;
-    Ok(format!(
-        "removed {} ({}) {} with fingerprint {} from {}; it approves nothing from now on",
-        removed.kind,
-        removed.algorithm,
-        if removed.name.is_empty() {
-            "-"
+    let mut out: Vec<String> = removed
+        .iter()
+        .map(|r| {
+            format!(
+                "removed {} ({}) {} with fingerprint {} from {}; it approves nothing from now on",
+                r.kind,
+                r.algorithm,
+                if r.name.is_empty() { "-" } else { &r.name },
+                r.fingerprint,
+                path.display()
+            )
+        })
+        .collect();
+    let left = approvers::parse(&text, path).map_err(|e| e.to_string())?;
+    if left.passkeys.is_empty() && removed.iter().any(|r| r.kind == "passkey") {
+        out.push(if config.passkeys.trial() {
+            "no person is enrolled any more; in trial mode (quorum: 0) the assistant's \
+             signature alone is still accepted"
+                .to_owned()
         } else {
-            &removed.name
-        },
-        removed.fingerprint,
-        path.display()
-    ))
+            "that was the last person: from now on nothing is approved until someone is \
+             enrolled again with `fleetwatch-confirm enrol`"
+                .to_owned()
+        });
+    }
+    Ok(out.join("\n"))
 }

@@ -729,6 +729,13 @@ impl Approvers {
         self.records.len()
     }
 
+    /// How many distinct persons they belong to: the most a quorum can count.
+    pub fn persons(&self) -> usize {
+        let persons: std::collections::BTreeSet<PersonKey> =
+            self.records.iter().map(PasskeyRecord::person_key).collect();
+        persons.len()
+    }
+
     /// The file text: one line per record, in order, each ending in a newline.
     pub fn to_text(&self) -> String {
         self.records.iter().map(|r| r.to_line() + "\n").collect()

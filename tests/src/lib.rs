@@ -105,7 +105,14 @@ pub struct Setup {
     pub max_connections: usize,
     /// More YAML for `executor.yaml` (for example a `passkeys:` section).
     pub config_extra: String,
+    /// Whether the executor runs in the explicit trial mode ([`TRIAL_SECTION`]): the tests of
+    /// everything but persons sign as the assistant alone. Ignored when `config_extra` writes
+    /// its own `passkeys:` section.
+    pub trial: bool,
 }
+
+/// The executor configuration's explicit trial mode: the assistant's signature alone.
+pub const TRIAL_SECTION: &str = "passkeys:\n  quorum: 0\n";
 
 impl Default for Setup {
     fn default() -> Self {
@@ -120,6 +127,7 @@ impl Default for Setup {
             extra_key_lines: Vec::new(),
             max_connections: 32,
             config_extra: String::new(),
+            trial: true,
         }
     }
 }
@@ -198,7 +206,12 @@ impl Harness {
             policy.display(),
             state.display(),
             setup.max_connections
-        ) + &setup.config_extra;
+        ) + &setup.config_extra
+            + if setup.trial && !setup.config_extra.contains("passkeys:") {
+                TRIAL_SECTION
+            } else {
+                ""
+            };
         std::fs::write(&config, yaml).expect("config");
         std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o644)).expect("chmod");
         std::fs::create_dir(&state).expect("state");

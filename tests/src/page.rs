@@ -428,6 +428,9 @@ impl PagePath {
         let port = free_port();
         h.setup.config_extra = config_extra(port);
         let mut config = std::fs::read_to_string(&h.config).expect("executor config");
+        if h.setup.config_extra.contains("passkeys:") {
+            config = config.replace(crate::TRIAL_SECTION, "");
+        }
         config.push_str(&h.setup.config_extra);
         std::fs::write(&h.config, config).expect("executor config");
         let devices = sandbox_devices(&h.sim);

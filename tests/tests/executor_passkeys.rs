@@ -23,6 +23,7 @@ async fn harness(passkeys: &[&SoftPasskey], config_extra: &str) -> Harness {
             .map(|(i, p)| p.line(&format!("Operator {i}")))
             .collect(),
         config_extra: config_extra.to_owned(),
+        trial: false,
         ..Setup::default()
     })
     .await;
@@ -441,11 +442,18 @@ async fn approvers_add_list_and_remove_change_who_approves_at_once() {
     )
     .await;
     let listed = String::from_utf8_lossy(&h.cli(&["approvers", "list"], None).stdout).into_owned();
+    // Each person, then their passkeys indented under them; a line from before persons says so.
     let ana_row = listed
         .lines()
-        .find(|l| l.contains("Operator 0") && l.starts_with("passkey"))
-        .expect("Ana's row")
+        .skip_while(|l| !l.starts_with("Operator 0"))
+        .nth(1)
+        .expect("Ana's passkey row")
         .to_owned();
+    assert!(
+        listed.contains("Operator 0  (a passkey line from before persons"),
+        "{listed}"
+    );
+    assert!(ana_row.starts_with("  passkey"), "{ana_row}");
     assert!(
         ana_row.contains(&format!("counter {}", ana.counter)),
         "{ana_row}"
@@ -473,17 +481,23 @@ async fn approvers_add_list_and_remove_change_who_approves_at_once() {
         "removed passkey",
     )
     .await;
-    // Bo, removed by fingerprint typed without spaces; then nobody is left, and the
-    // assistant's signature alone is accepted again (no quorum is configured).
+    // Bo, removed by fingerprint typed without spaces; then nobody is left, which closes
+    // approvals (closed by default): the assistant's signature alone is refused, nothing written.
     let out = h.cli(&["approvers", "remove", &print.replace(' ', "")], None);
+    let said = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    assert!(
+        said.contains("that was the last person")
+            && said.contains("nothing is approved until someone is enrolled again"),
+        "{said}"
+    );
     let out = h.cli(&["approvers", "remove", "nobody"], None);
     assert!(!out.status.success());
-    done(&h, sign(&c, 7), "no passkey enrolled").await;
+    refused(&h, sign(&c, 7), Refusal::PasskeyRequired, "nobody is left").await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -520,19 +534,29 @@ async fn a_quorum_written_with_no_passkey_enrolled_refuses_everything() {
     let doctor = h.cli(&["doctor"], None);
     let text = String::from_utf8_lossy(&doctor.stdout);
     assert!(
-        text.contains("FAIL approved by a person") && text.contains("no passkey is enrolled"),
+        text.contains("FAIL approved by a person") && text.contains("no person is enrolled"),
         "{text}"
     );
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn doctor_says_whether_approvals_are_bound_to_a_person() {
+    // Closed by default: nobody enrolled fails, naming the command that enrols.
     let h = harness(&[], "").await;
+    let doctor = h.cli(&["doctor"], None);
+    let text = String::from_utf8_lossy(&doctor.stdout).into_owned();
+    assert!(!doctor.status.success(), "{text}");
+    assert!(
+        text.contains("FAIL approved by a person: no person is enrolled: every change is refused")
+            && text.contains("fleetwatch-confirm enrol"),
+        "{text}"
+    );
+    drop(h);
+    // The explicit trial mode warns while it is on.
+    let h = harness(&[], "passkeys:\n  quorum: 0\n").await;
     let text = String::from_utf8_lossy(&h.cli(&["doctor"], None).stdout).into_owned();
     assert!(
-        text.contains(
-            "WARN approved by a person: no passkey enrolled: approvals are not bound to a person"
-        ),
+        text.contains("WARN approved by a person: trial mode (passkeys: {quorum: 0})"),
         "{text}"
     );
     drop(h);
@@ -540,7 +564,9 @@ async fn doctor_says_whether_approvals_are_bound_to_a_person() {
     let h = harness(&[&ana], "passkeys:\n  tools: {batch_firmware_update: 2}\n").await;
     let text = String::from_utf8_lossy(&h.cli(&["doctor"], None).stdout).into_owned();
     assert!(
-        text.contains("OK   approved by a person: 1 passkey(s) enrolled: Operator 0"),
+        text.contains(
+            "OK   approved by a person: 1 person(s) with 1 passkey(s) enrolled: Operator 0"
+        ),
         "{text}"
     );
     assert!(
@@ -549,4 +575,195 @@ async fn doctor_says_whether_approvals_are_bound_to_a_person() {
         "{text}"
     );
     assert!(text.contains("batch_recording 1"), "{text}");
+}
+
+/// An executor with these person lines (`fleetwatch-confirm enrol`'s format) in its approver
+/// file.
+async fn harness_with_lines(lines: Vec<String>, config_extra: &str) -> Harness {
+    let mut h = Harness::prepare(Setup {
+        extra_key_lines: lines,
+        config_extra: config_extra.to_owned(),
+        trial: false,
+        ..Setup::default()
+    })
+    .await;
+    h.setup.allowlist = Some(sandbox_devices(&h.sim));
+    h.spawn();
+    h.wait_ready().await;
+    h
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_persons_two_passkeys_count_once_toward_a_two_person_rule() {
+    let mut ana = SoftPasskey::es256(21);
+    let mut ana_backup = SoftPasskey::ed25519(22);
+    let mut bo = SoftPasskey::es256(23);
+    let h = harness_with_lines(
+        vec![
+            ana.person_line("ana", "Ana Gómez"),
+            ana_backup.person_line("ana", "Ana Gómez"),
+            bo.person_line("bo", "Bo Díaz"),
+        ],
+        "passkeys:\n  quorum_disruptive: 2\n",
+    )
+    .await;
+    let c = h.claims("batch_reboot", &reboot(&device(&h, 0))).await;
+    refused(
+        &h,
+        sign_with_passkeys(&c, 7, &mut [&mut ana, &mut ana_backup]),
+        Refusal::PasskeyQuorumNotMet { have: 1, need: 2 },
+        "one person's two passkeys",
+    )
+    .await;
+    done(
+        &h,
+        sign_with_passkeys(&c, 7, &mut [&mut ana_backup, &mut bo]),
+        "two persons",
+    )
+    .await;
+    let accepted = h
+        .audit_rows()
+        .into_iter()
+        .find(|r| r.1 == "accepted")
+        .expect("accepted row");
+    assert!(
+        accepted.4.contains("Ana Gómez") && accepted.4.contains("Bo Díaz"),
+        "{accepted:?}"
+    );
+    // Status and `approvers list` count persons.
+    let listed = String::from_utf8_lossy(&h.cli(&["approvers", "list"], None).stdout).into_owned();
+    assert!(listed.contains("2 person(s) with 3 passkey(s)"), "{listed}");
+    let ana_block: Vec<&str> = listed
+        .lines()
+        .skip_while(|l| !l.starts_with("person ana"))
+        .take(3)
+        .collect();
+    assert_eq!(ana_block.len(), 3, "{listed}");
+    assert!(ana_block[1].starts_with("  passkey") && ana_block[2].starts_with("  passkey"));
+    assert!(ana_block[1].contains("device-bound"), "{listed}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn device_bound_refuses_a_synced_passkey() {
+    let mut ana = SoftPasskey::es256(24);
+    let h = harness_with_lines(
+        vec![ana.person_line("ana", "Ana Gómez")],
+        "passkeys:\n  device_bound: true\n",
+    )
+    .await;
+    let c = h
+        .claims("batch_recording", &start_recording(&device(&h, 0)))
+        .await;
+    // The authenticator says in this assertion that the passkey may be synced (BE).
+    let bytes = c.encode().unwrap();
+    ana.counter += 1;
+    let mut ceremony = Ceremony::for_claims(&bytes, ana.counter);
+    ceremony.flags |= 0x08;
+    refused(
+        &h,
+        with(&c, vec![ana.assert_with(&ceremony)]),
+        Refusal::PasskeySynced,
+        "a synced passkey",
+    )
+    .await;
+    done(
+        &h,
+        sign_with_passkeys(&c, 7, &mut [&mut ana]),
+        "the same passkey, device-bound",
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn closed_by_default_and_the_explicit_trial_mode() {
+    // No `passkeys:` section and nobody enrolled: the assistant alone writes nothing.
+    let h = harness_with_lines(Vec::new(), "").await;
+    let c = h
+        .claims("batch_recording", &start_recording(&device(&h, 0)))
+        .await;
+    refused(
+        &h,
+        sign(&c, 7),
+        Refusal::PasskeyRequired,
+        "closed by default",
+    )
+    .await;
+    drop(h);
+    // `quorum: 0` is the trial mode: the assistant's signature alone is written.
+    let h = harness_with_lines(Vec::new(), "passkeys:\n  quorum: 0\n").await;
+    let c = h
+        .claims("batch_recording", &start_recording(&device(&h, 0)))
+        .await;
+    done(&h, sign(&c, 7), "trial mode").await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn approvers_add_keeps_one_name_per_person_and_remove_takes_a_person() {
+    let ana = SoftPasskey::es256(25);
+    let ana_backup = SoftPasskey::es256(26);
+    let impostor = SoftPasskey::es256(27);
+    let mut bo = SoftPasskey::es256(28);
+    let h = harness_with_lines(vec![ana.person_line("ana", "Ana Gómez")], "").await;
+    let before = file_bytes(&h);
+    for (case, line, says) in [
+        (
+            "another person with Ana's name",
+            impostor.person_line("eve", "Ana Gómez"),
+            "two persons cannot share a name",
+        ),
+        (
+            "Ana under another name",
+            ana_backup.person_line("ana", "Ana G."),
+            "must carry the same name",
+        ),
+    ] {
+        let out = h.cli(&["approvers", "add", "-"], Some(&line));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{case}");
+        assert!(err.contains(says), "{case}: {err}");
+        assert_eq!(file_bytes(&h), before, "{case}: file unchanged");
+    }
+    for line in [
+        ana_backup.person_line("ana", "Ana Gómez"),
+        bo.person_line("bo", "Bo Díaz"),
+    ] {
+        let out = h.cli(&["approvers", "add", "-"], Some(&line));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    // A person is removed with all their passkeys; the executor sees it at once.
+    let out = h.cli(&["approvers", "remove", "ana"], None);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(said.matches("removed passkey").count(), 2, "{said}");
+    let listed = String::from_utf8_lossy(&h.cli(&["approvers", "list"], None).stdout).into_owned();
+    assert!(
+        !listed.contains("Ana Gómez") && listed.contains("person bo"),
+        "{listed}"
+    );
+    // Removing the last person while the executor runs closes approvals at once.
+    let c = h
+        .claims("batch_recording", &start_recording(&device(&h, 0)))
+        .await;
+    let out = h.cli(&["approvers", "remove", "bo"], None);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("that was the last person"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    refused(
+        &h,
+        sign_with_passkeys(&c, 7, &mut [&mut bo]),
+        Refusal::PasskeyUnknownCredential,
+        "the last person removed",
+    )
+    .await;
+    refused(&h, sign(&c, 7), Refusal::PasskeyRequired, "and nobody else").await;
 }

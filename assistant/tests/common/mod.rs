@@ -107,7 +107,7 @@ impl Executor {
         std::fs::write(
             &config,
             format!(
-                "socket: {}\nallowed_uids: [{uid}]\napprover_keys: {}\npolicy: {}\nstate_dir: {}\nmax_connections: 8\nframe_timeout_secs: 3\n",
+                "socket: {}\nallowed_uids: [{uid}]\napprover_keys: {}\npolicy: {}\nstate_dir: {}\nmax_connections: 8\nframe_timeout_secs: 3\npasskeys:\n  quorum: 0\n",
                 socket.display(),
                 keys.display(),
                 policy.display(),

@@ -130,9 +130,33 @@ impl SoftPasskey {
         .expect("a software passkey makes a valid record")
     }
 
-    /// The record's line.
+    /// The record's line, as written before persons (a `passkey` line: its own person).
     pub fn line(&self, name: &str) -> String {
         self.record(name).to_line()
+    }
+
+    /// A person's record (an `approver` line), as `fleetwatch-confirm enrol` prints it.
+    pub fn person_record(
+        &self,
+        person: &str,
+        name: &str,
+        backup: passkey::Backup,
+    ) -> PasskeyRecord {
+        PasskeyRecord::for_person(
+            person,
+            backup,
+            self.algorithm(),
+            self.credential_id.clone(),
+            self.spki(),
+            name,
+        )
+        .expect("a software passkey makes a valid record")
+    }
+
+    /// That record's line.
+    pub fn person_line(&self, person: &str, name: &str) -> String {
+        self.person_record(person, name, passkey::Backup::DeviceBound)
+            .to_line()
     }
 
     /// The signature over `authenticator_data ‖ SHA-256(client_data_json)`: DER for ES256.

@@ -296,7 +296,8 @@ impl Rig {
             &config,
             format!(
                 "socket: {}\nallowed_uids: [{uid}]\napprover_keys: {}\npolicy: {}\nstate_dir: {}\nmax_connections: 16\nframe_timeout_secs: 5\n\
-                 limits:\n  writes_per_hour: 10000\n  cooldown_minutes: 0\n",
+                 limits:\n  writes_per_hour: 10000\n  cooldown_minutes: 0\n\
+                 passkeys:\n  quorum: 0\n",
                 socket.display(),
                 keys.display(),
                 policy.display(),
@@ -878,7 +879,11 @@ struct InProcess {
 fn in_process_checks(rig: &Rig, approvals: &[ApprovalClaims]) -> InProcess {
     use fleetwatch_executor::{approvers, checks, config::Fence, context, store};
     let file = approvers::load(&rig.keys).expect("approver file");
-    let passkeys = fleetwatch_executor::config::PasskeyConfig::default();
+    // The rig's trial mode: these approvals carry the assistant's signature alone.
+    let passkeys = fleetwatch_executor::config::PasskeyConfig {
+        quorum: Some(0),
+        ..Default::default()
+    };
     let rp = passkeys.relying_party();
     let policy = context::load_policy(&rig.policy).expect("policy");
     let store = store::Store::open(&rig.state.join("bench-checks.db")).expect("store");
@@ -899,12 +904,13 @@ fn in_process_checks(rig: &Rig, approvals: &[ApprovalClaims]) -> InProcess {
         let peer = checks::peer(uid, &allowed).expect("peer");
         let t = Instant::now();
         let verified = checks::signature(&peer, &signed, &file.keys).expect("signature");
-        let person = checks::person(verified, &signed, &file.passkeys, &rp).expect("person");
+        let person =
+            checks::person(verified, &signed, &file.passkeys, &passkeys, &rp).expect("person");
         out.signature.push(us(t.elapsed()));
         let t = Instant::now();
         let decoded = checks::claims(person, &policy).expect("claims");
         let fresh = checks::fresh(decoded, now()).expect("fresh");
-        let quorate = checks::quorum(fresh, &passkeys, &file.passkeys, &policy).expect("quorum");
+        let quorate = checks::quorum(fresh, &passkeys, &policy).expect("quorum");
         out.claims.push(us(t.elapsed()));
         let t = Instant::now();
         let stored = checks::nonce(quorate, &store, &[0xab; 32]).expect("nonce");
