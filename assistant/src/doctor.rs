@@ -340,36 +340,35 @@ async fn executor(config: &Config) -> Vec<Check> {
     out
 }
 
-/// Whether the executor requires an operator's passkey, as its `Status` reports it.
+/// Whether the executor binds approvals to a person, as its `Status` reports it: closed by
+/// default (nobody enrolled fails), the trial mode warns, enrolled persons pass.
 fn person(status: &fleetwatch_protocol::wire::StatusReport) -> Check {
     const NAME: &str = "approved by a person";
-    if status.passkeys_enrolled == 0 {
-        let required = status
-            .quorums
-            .iter()
-            .any(|q| q.calm > 0 || q.disruptive > 0);
-        return if required {
-            check(
-                Level::Fail,
-                NAME,
-                "the executor requires a passkey but none is enrolled there: every change is \
-                 refused",
-            )
-        } else {
-            check(
-                Level::Warn,
-                NAME,
-                "no passkey enrolled on the executor: approvals are not bound to a person (the \
-                 assistant's signature alone is accepted)",
-            )
-        };
+    if status.trial {
+        return check(
+            Level::Warn,
+            NAME,
+            "the executor runs in trial mode (passkeys: {quorum: 0}): a change is accepted on the \
+             assistant's signature alone, not bound to a person; an administrator enrols people \
+             with `fleetwatch-confirm enrol` and removes `quorum: 0`",
+        );
     }
+    if status.passkeys_enrolled == 0 {
+        return check(
+            Level::Fail,
+            NAME,
+            "no person is enrolled on the executor: every change is refused until an \
+             administrator enrols one with `fleetwatch-confirm enrol`",
+        );
+    }
+    let persons = crate::page::passkeys::enrolled(status).persons();
     let second_person = status.quorums.iter().any(|q| q.disruptive > 1);
     check(
         Level::Ok,
         NAME,
         format!(
-            "{} passkey(s) enrolled on the executor; passkeys per change: {}{}",
+            "{persons} person(s) with {} passkey(s) enrolled on the executor; persons per change: \
+             {}{}",
             status.passkeys_enrolled,
             fleetwatch_protocol::wire::ToolQuorum::summary(&status.quorums),
             if second_person {
@@ -492,6 +491,8 @@ mod tests {
             policy_digest: [0; 32],
             chain_head: [0; 32],
             passkeys_enrolled: enrolled,
+            approvers: Vec::new(),
+            trial: need == 0,
             quorums: vec![ToolQuorum {
                 tool: "batch_reboot".into(),
                 calm: need,
@@ -503,17 +504,21 @@ mod tests {
 
     #[test]
     fn says_whether_the_executor_binds_approvals_to_a_person() {
-        let none = person(&status(0, 0));
-        assert_eq!(none.level, Level::Warn);
-        assert!(none.message.contains("not bound to a person"), "{none}");
+        let trial = person(&status(0, 0));
+        assert_eq!(trial.level, Level::Warn);
+        assert!(trial.message.contains("trial mode"), "{trial}");
         let refused = person(&status(0, 1));
         assert_eq!(refused.level, Level::Fail);
+        assert!(
+            refused.message.contains("fleetwatch-confirm enrol"),
+            "{refused}"
+        );
         let two = person(&status(2, 2));
         assert_eq!(two.level, Level::Ok);
         assert!(two.message.contains("2 passkey(s)"), "{two}");
         // The quorum in force, per tool, and that a second person is part of it.
         assert!(
-            two.message.contains("passkeys per change: batch_reboot 2"),
+            two.message.contains("persons per change: batch_reboot 2"),
             "{two}"
         );
         assert!(two.message.contains("a second person"), "{two}");

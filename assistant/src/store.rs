@@ -306,11 +306,6 @@ CREATE TABLE IF NOT EXISTS quorum_signers (
     added_at INTEGER NOT NULL,
     PRIMARY KEY (proposal_id, credential_id)
 );
-CREATE TABLE IF NOT EXISTS passkey_lines (
-    credential_id TEXT PRIMARY KEY,
-    line TEXT NOT NULL,
-    shown_at INTEGER NOT NULL
-);
 CREATE TABLE IF NOT EXISTS audit (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     at INTEGER NOT NULL,
@@ -426,41 +421,6 @@ impl Store {
         append_audit(&tx, now_secs(), kind, proposal_id, detail)?;
         tx.commit()?;
         Ok(())
-    }
-
-    /// Keeps a passkey's public line the page showed after enrolment (the first showing of a
-    /// credential wins), with an audit row. The assistant only shows lines; installing one is
-    /// the executor administrator's (`fleetwatch-executor approvers add`).
-    pub fn keep_passkey_line(
-        &mut self,
-        credential_id: &str,
-        line: &str,
-        fingerprint: &str,
-    ) -> Result<(), StoreError> {
-        let tx = self.conn.transaction()?;
-        let t = now_secs();
-        tx.execute(
-            "INSERT OR IGNORE INTO passkey_lines (credential_id, line, shown_at) VALUES (?1, ?2, ?3)",
-            rusqlite::params![credential_id, line, t],
-        )?;
-        append_audit(
-            &tx,
-            t,
-            "page_passkey_enrolled",
-            None,
-            &serde_json::json!({"fingerprint": fingerprint}),
-        )?;
-        tx.commit()?;
-        Ok(())
-    }
-
-    /// The passkey lines the page has shown, oldest first.
-    pub fn passkey_lines(&self) -> Result<Vec<String>, StoreError> {
-        let mut stmt = self
-            .conn
-            .prepare("SELECT line FROM passkey_lines ORDER BY shown_at, credential_id")?;
-        let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
-        Ok(rows.collect::<Result<Vec<_>, _>>()?)
     }
 
     /// The hash of the newest audit row (zeros when empty).

@@ -88,6 +88,10 @@ struct World {
     trusted: TrustedKeys,
     /// What `Status` reports as enrolled passkeys.
     passkeys_enrolled: u32,
+    /// The approver lines `Status` reports.
+    approvers: Vec<String>,
+    /// Whether `Status` reports the trial mode (the assistant's signature alone).
+    trial: bool,
     /// The passkey assertions each `Execute` carried.
     assertions: Vec<Vec<fleetwatch_protocol::passkey::PasskeyAssertion>>,
     /// What `Status` reports as each tool's quorum.
@@ -213,6 +217,8 @@ async fn serve_executor(socket: &Path, world: Arc<Mutex<World>>, policy: Arc<Pol
                                 policy_digest: policy.whole_digest(),
                                 chain_head: [0; 32],
                                 passkeys_enrolled: w.passkeys_enrolled,
+                                approvers: w.approvers.clone(),
+                                trial: w.trial,
                                 quorums: w.quorums.clone(),
                                 limits: w.limits.clone(),
                             }),
@@ -349,6 +355,9 @@ async fn prepare(
         executes: Vec::new(),
         trusted: TrustedKeys::from_keys([key.public()]),
         passkeys_enrolled: 0,
+        // The trial mode, as the page tests that are not about persons need it.
+        approvers: Vec::new(),
+        trial: true,
         assertions: Vec::new(),
         quorums: Vec::new(),
         limits: fleetwatch_protocol::wire::LimitsReport {
@@ -988,48 +997,39 @@ async fn a_post_needs_the_value_of_the_tab_that_signed_in() {
     assert_eq!(e.executes(), 1);
 }
 
-/// What the page's script posts for a passkey the browser made: a software Ed25519 key's
-/// credential ID and SPKI (`response.getPublicKey()`), in the form's encodings.
-fn enrol_fields(token: &str, seed: u8, name: &str) -> Vec<(String, String)> {
-    use base64::Engine as _;
+/// The approver line of a software Ed25519 passkey (seed, credential ID `[seed, 1, 2, 3]`) as
+/// `fleetwatch-confirm enrol` prints it and the executor's `Status` reports it.
+fn approver_line(seed: u8, person: &str, name: &str) -> String {
     let key = ed25519_dalek::SigningKey::from_bytes(&[seed; 32]).verifying_key();
     let mut spki = vec![
         0x30, 0x2a, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x03, 0x21, 0x00,
     ];
     spki.extend_from_slice(key.as_bytes());
-    vec![
-        ("token".to_owned(), token.to_owned()),
-        ("name".to_owned(), name.to_owned()),
-        (
-            "credential_id".to_owned(),
-            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode([seed, 1, 2, 3]),
-        ),
-        ("algorithm".to_owned(), "-8".to_owned()),
-        (
-            "spki".to_owned(),
-            base64::engine::general_purpose::STANDARD.encode(&spki),
-        ),
-        ("tab".to_owned(), TAB.to_owned()),
-    ]
-}
-
-/// The text of the first `<pre id="...">` or `<code id="...">` element with this ID.
-fn element(html: &str, id: &str) -> String {
-    let start = html
-        .find(&format!("id=\"{id}\">"))
-        .unwrap_or_else(|| panic!("no #{id} in\n{html}"));
-    let rest = &html[start + id.len() + 6..];
-    rest[..rest.find('<').unwrap()]
-        .replace("&#39;", "'")
-        .replace("&quot;", "\"")
-        .replace("&amp;", "&")
-        .replace("&#x27;", "'")
+    fleetwatch_protocol::passkey::PasskeyRecord::for_person(
+        person,
+        fleetwatch_protocol::passkey::Backup::DeviceBound,
+        fleetwatch_protocol::passkey::Algorithm::Ed25519,
+        vec![seed, 1, 2, 3],
+        spki,
+        name,
+    )
+    .unwrap()
+    .to_line()
 }
 
 #[tokio::test]
-async fn enrolment_shows_the_line_its_fingerprint_and_the_administrators_command() {
+async fn the_page_enrols_nothing_and_lists_who_the_executor_has_enrolled() {
     let e = env().await;
     let cookie = e.login().await;
+    {
+        let mut w = e.world.lock().unwrap();
+        w.trial = false;
+        w.passkeys_enrolled = 2;
+        w.approvers = vec![
+            approver_line(3, "siobhan", "Siobhán O'Neill"),
+            approver_line(4, "siobhan", "Siobhán O'Neill"),
+        ];
+    }
     let r = e
         .client
         .get(e.url("/passkeys"))
@@ -1039,56 +1039,104 @@ async fn enrolment_shows_the_line_its_fingerprint_and_the_administrators_command
         .unwrap();
     assert_eq!(r.status(), 200);
     let page = r.text().await.unwrap();
-    let token = get_field(&form(&page, "/passkeys"), "token");
-
-    let (status, html) = e
+    // One person with two passkeys, each fingerprint, device-bound; how people are enrolled.
+    assert_eq!(
+        page.matches("<strong>Siobhán O&#39;Neill</strong>").count(),
+        1,
+        "{page}"
+    );
+    for line in &e.world.lock().unwrap().approvers {
+        let record = fleetwatch_protocol::passkey::PasskeyRecord::parse_line(line).unwrap();
+        assert!(page.contains(&record.fingerprint().to_string()), "{page}");
+    }
+    assert!(page.contains("device-bound"), "{page}");
+    assert!(page.contains("fleetwatch-confirm enrol"), "{page}");
+    // No form, no enrolment script, no command to paste on any page the assistant serves.
+    assert!(
+        !page.contains("<form method=\"post\" action=\"/passkeys\""),
+        "{page}"
+    );
+    let card = e.card_or_empty(&cookie).await;
+    for html in [&page, &card] {
+        assert!(!html.contains("sudo"), "{html}");
+        assert!(!html.contains("approvers add"), "{html}");
+        assert!(!html.contains("credentials.create"), "{html}");
+    }
+    for asset in [
+        "/static/tab.js",
+        "/static/approve.js",
+        "/static/countdown.js",
+    ] {
+        let text = e
+            .client
+            .get(e.url(asset))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        assert!(!text.contains("credentials.create"), "{asset}");
+        assert!(
+            !text.contains("approvers add") && !text.contains("sudo"),
+            "{asset}"
+        );
+    }
+    let r = e
+        .client
+        .get(e.url("/static/passkey.js"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 404);
+    // The former enrolment route takes no POST: nothing is kept, nothing is shown.
+    let (status, body) = e
         .post(
             "/passkeys",
             &cookie,
-            &enrol_fields(&token, 3, "Siobhán O'Neill"),
+            &[
+                ("name".to_owned(), "Eve".to_owned()),
+                ("credential_id".to_owned(), "AQID".to_owned()),
+                ("algorithm".to_owned(), "-8".to_owned()),
+                ("spki".to_owned(), "AAAA".to_owned()),
+                ("tab".to_owned(), TAB.to_owned()),
+            ],
         )
         .await;
-    assert_eq!(status, 200, "{html}");
-    let line = element(&html, "passkey-line");
-    let record = fleetwatch_protocol::passkey::PasskeyRecord::parse_line(&line).unwrap();
-    assert_eq!(record.name(), "Siobhán O'Neill");
-    assert_eq!(
-        element(&html, "passkey-fingerprint"),
-        record.fingerprint().to_string()
-    );
-    assert_eq!(
-        element(&html, "passkey-command"),
-        format!(
-            "sudo fleetwatch-executor approvers add '{}'",
-            line.replace('\'', r"'\''")
-        )
-    );
-    // Kept, and listed on the next visit; an audit row names the fingerprint only.
-    assert_eq!(
-        e.store.lock().unwrap().passkey_lines().unwrap(),
-        vec![line.clone()]
-    );
-    let rows = e.store.lock().unwrap().audit_rows().unwrap();
-    assert!(rows.iter().any(|r| r.kind == "page_passkey_enrolled"
-        && r.detail.contains(&record.fingerprint().to_string())));
-
-    // What no browser would send is refused and nothing is kept: a key that is not an SPKI,
-    // an algorithm the executor cannot verify, a name with a hidden character, another form's
-    // token.
-    let broken = [
-        with(&enrol_fields(&token, 4, "Ana"), "spki", "AAAA"),
-        with(&enrol_fields(&token, 4, "Ana"), "algorithm", "-257"),
-        with(&enrol_fields(&token, 4, "Ana"), "name", "Ana\u{202e}"),
-    ];
-    for fields in &broken {
-        let (status, _) = e.post("/passkeys", &cookie, fields).await;
-        assert_eq!(status, 400, "{fields:?}");
+    assert!(status == 405 || status == 404, "{status}: {body}");
+    assert!(!body.contains("Eve"), "{body}");
+    // Nobody enrolled (closed) and the trial mode are each said in words.
+    {
+        let mut w = e.world.lock().unwrap();
+        w.passkeys_enrolled = 0;
+        w.approvers.clear();
     }
-    let (status, _) = e
-        .post("/passkeys", &cookie, &enrol_fields("00", 4, "Ana"))
-        .await;
-    assert_eq!(status, 403);
-    assert_eq!(e.store.lock().unwrap().passkey_lines().unwrap().len(), 1);
+    let page = e
+        .client
+        .get(e.url("/passkeys"))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        page.contains("Nobody is enrolled on the executor"),
+        "{page}"
+    );
+    e.world.lock().unwrap().trial = true;
+    let page = e
+        .client
+        .get(e.url("/passkeys"))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(page.contains("trial mode"), "{page}");
     // Without a session there is only the sign-in form.
     let r = e.client.get(e.url("/passkeys")).send().await.unwrap();
     assert!(r.text().await.unwrap().contains("name=\"secret\""));
@@ -1105,7 +1153,11 @@ async fn with_passkeys_required_an_approval_without_one_uses_nothing_up() {
             .await
             .contains("not bound to a person")
     );
-    e.world.lock().unwrap().passkeys_enrolled = 1;
+    {
+        let mut w = e.world.lock().unwrap();
+        w.passkeys_enrolled = 1;
+        w.trial = false;
+    }
     let id = e.propose("batch_recording", record(&format!("{DEV_A}-1")), "why");
     let html = e.card(&cookie).await;
     assert!(!html.contains("not bound to a person"), "{html}");
@@ -2327,7 +2379,7 @@ fn challenge_of(html: &str, action: &str) -> String {
 }
 
 /// The form as `static/approve.js` posts it after the browser's passkey answered: a software
-/// Ed25519 key enrolled with [`enrol_fields`]`(_, seed, _)`, asked on `http://localhost:<port>`
+/// Ed25519 key enrolled as [`approver_line`]`(seed, …)`, asked on `http://localhost:<port>`
 /// for the challenge the form carries.
 fn with_passkey(
     fields: &[(String, String)],
@@ -2360,7 +2412,9 @@ async fn two_people() -> (Env, String, String) {
     let e = env().await;
     {
         let mut w = e.world.lock().unwrap();
+        w.trial = false;
         w.passkeys_enrolled = 2;
+        w.approvers = vec![approver_line(7, "ana", "Ana"), approver_line(8, "bo", "Bo")];
         w.quorums = vec![ToolQuorum {
             tool: "batch_recording".into(),
             calm: 2,
@@ -2369,20 +2423,6 @@ async fn two_people() -> (Env, String, String) {
     }
     let ana = e.login().await;
     let bo = e.login().await;
-    for (cookie, seed, name) in [(&ana, 7, "Ana"), (&bo, 8, "Bo")] {
-        let r = e
-            .client
-            .get(e.url("/passkeys"))
-            .header("cookie", cookie.as_str())
-            .send()
-            .await
-            .unwrap();
-        let token = get_field(&form(&r.text().await.unwrap(), "/passkeys"), "token");
-        let (status, html) = e
-            .post("/passkeys", cookie, &enrol_fields(&token, seed, name))
-            .await;
-        assert_eq!(status, 200, "{html}");
-    }
     (e, ana, bo)
 }
 

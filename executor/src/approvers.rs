@@ -356,15 +356,14 @@ fn same_person_same_name(existing: &[Listed], line: &str) -> Result<(), String> 
     let record = PasskeyRecord::parse_line(line).map_err(|e| e.to_string())?;
     for other in existing.iter().filter(|l| l.kind == "passkey") {
         match (record.person(), other.person.as_deref()) {
-            (Some(new), Some(old)) if new == old => {
-                if other.name != record.name() {
-                    return Err(format!(
-                        "person {new} is enrolled as {:?}; a second passkey of theirs must carry \
-                         the same name (enrol again with --name {:?})",
-                        other.name, other.name
-                    ));
-                }
+            (Some(new), Some(old)) if new == old && other.name != record.name() => {
+                return Err(format!(
+                    "person {new} is enrolled as {:?}; a second passkey of theirs must carry \
+                     the same name (enrol again with --name {:?})",
+                    other.name, other.name
+                ));
             }
+            (Some(new), Some(old)) if new == old => {}
             _ if other.name == record.name() => {
                 return Err(format!(
                     "{:?} is the name of another person ({}); two persons cannot share a name \

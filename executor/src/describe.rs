@@ -231,15 +231,26 @@ fn value_of(
 /// Version and configuration facts.
 pub fn status(ctx: &Context) -> StatusReport {
     // An approver file that no longer loads enrols nobody and verifies nothing; say so.
-    let (key_ids, enrolled) = match ctx.approvers() {
-        Ok(file) => (file.keys.key_ids(), file.passkeys.len()),
+    let (key_ids, enrolled, approvers) = match ctx.approvers() {
+        Ok(file) => (
+            file.keys.key_ids(),
+            file.passkeys.len(),
+            file.passkeys
+                .records()
+                .iter()
+                .take(fleetwatch_protocol::wire::MAX_STATUS_APPROVERS)
+                .map(|r| r.to_line())
+                .collect(),
+        ),
         Err(e) => {
             tracing::error!(error = %e, "the approver file does not load");
-            (Vec::new(), 0)
+            (Vec::new(), 0, Vec::new())
         }
     };
     StatusReport {
         passkeys_enrolled: u32::try_from(enrolled).unwrap_or(u32::MAX),
+        approvers,
+        trial: ctx.config.passkeys.trial(),
         quorums: quorums(&ctx.config.passkeys, &ctx.policy),
         version: env!("CARGO_PKG_VERSION").to_string(),
         fence_configured: ctx.config.fence.configured(),

@@ -15,13 +15,18 @@ use crate::refusal::Refusal;
 /// The only wire version this build speaks. Version 2 added the passkey assertions to
 /// [`SignedApproval`]; version 3 added the enrolled passkeys and the quorum per tool to
 /// [`StatusReport`]; version 4 added the limits; version 5 added the firmware, the stream
-/// destination's publisher state and the event's confirmation to [`Description`]. A peer of
+/// destination's publisher state and the event's confirmation to [`Description`]; version 6
+/// added the enrolled persons' approver lines and the trial mode to [`StatusReport`]. A peer of
 /// another version is told "unknown version", never "malformed",
 /// because the version is decoded alone before anything else.
-pub const WIRE_VERSION: u16 = 5;
+pub const WIRE_VERSION: u16 = 6;
 
 /// Largest frame either side accepts, in bytes (the length prefix excluded).
 pub const MAX_FRAME: usize = 64 * 1024;
+
+/// Most approver lines a [`StatusReport`] carries (each a few hundred bytes), so a status
+/// stays far below [`MAX_FRAME`].
+pub const MAX_STATUS_APPROVERS: usize = 64;
 
 /// A request with its version.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -236,8 +241,14 @@ pub struct StatusReport {
     pub chain_head: [u8; 32],
     /// Operator passkeys enrolled in the executor's approver file.
     pub passkeys_enrolled: u32,
-    /// How many distinct passkeys each proposable tool needs, from the executor's
-    /// configuration; 0 means the assistant's signature alone (no passkey enrolled).
+    /// The enrolled passkeys' public approver lines, in file order (at most
+    /// [`MAX_STATUS_APPROVERS`]): who may approve, for the page to list and to check an
+    /// assertion against before it asks a second person. Public keys only.
+    pub approvers: Vec<String>,
+    /// The executor runs in the explicit trial mode (`passkeys: {quorum: 0}`).
+    pub trial: bool,
+    /// How many distinct persons each proposable tool needs, from the executor's
+    /// configuration; 0 means the assistant's signature alone (the trial mode).
     pub quorums: Vec<ToolQuorum>,
     /// The limits the executor holds even against a valid approval, and where they stand.
     pub limits: LimitsReport,

@@ -240,6 +240,8 @@ fn frame_seeds() -> Vec<(&'static str, Vec<u8>)> {
                 policy_digest: [0x55; 32],
                 chain_head: [0x44; 32],
                 passkeys_enrolled: 2,
+                approvers: Vec::new(),
+                trial: false,
                 quorums: vec![ToolQuorum {
                     tool: "batch_reboot".to_owned(),
                     calm: 1,

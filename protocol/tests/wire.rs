@@ -284,6 +284,8 @@ fn arb_response() -> impl Strategy<Value = Response> {
                         policy_digest,
                         chain_head,
                         passkeys_enrolled,
+                        approvers: vec!["approver ana es256 AA BB device-bound Ana".into()],
+                        trial: fence_configured,
                         quorums,
                         limits: fleetwatch_protocol::wire::LimitsReport {
                             writes_last_hour: passkeys_enrolled,

@@ -38,7 +38,8 @@ struct World {
 }
 
 async fn world(sim: SimConfig, allowlist: Option<Vec<String>>) -> Option<World> {
-    world_with(sim, allowlist, "").await
+    // The trial mode: these tests are about the page, not the person.
+    world_with(sim, allowlist, "  quorum: 0\n").await
 }
 
 /// [`world`] with more lines for the `passkeys:` section of the executor's configuration.
@@ -557,72 +558,85 @@ async fn the_spanish_page() {
     w.finish().await;
 }
 
-/// Enrols a passkey named `name` on the page at `origin` (signed in) and returns the line it
-/// shows and the fingerprint.
-async fn enrol_on_page(tab: &Page, origin: &str, name: &str) -> (String, String) {
-    tab.goto(format!("{origin}/passkeys")).await.expect("goto");
-    wait_until(tab, "document.getElementById('passkey-name')").await;
-    // Typed through the DOM: the DevTools key events know no accented letters.
-    eval(
-        tab,
-        &format!(
-            "document.getElementById('passkey-name').value = {}",
-            json!(name)
-        ),
-    )
-    .await;
-    tab.find_element("#enrol")
+/// Enrols a person as an administrator does: `fleetwatch-confirm enrol` in a terminal, its
+/// one-shot page opened in `tab` (whose virtual authenticator makes the passkey), and the line
+/// it prints piped into the real executor's `approvers add -`. Returns the line and the
+/// fingerprint the terminal printed, after checking that `approvers add` printed the same.
+async fn enrol_in_terminal(w: &World, tab: &Page, person: &str, name: &str) -> (String, String) {
+    let approvers = w.h.dir.path().join("etc/approvers.pub");
+    let enrolment = fleetwatch_e2e::enrol::start(person, name, &approvers);
+    tab.goto(enrolment.url.clone()).await.expect("goto");
+    wait_until(tab, "document.getElementById('start')").await;
+    assert!(text(tab).await.contains(name));
+    tab.find_element("#start")
         .await
-        .expect("enrol button")
+        .expect("the enrol button")
         .click()
         .await
         .expect("click");
-    wait_until(tab, "document.getElementById('passkey-line')").await;
-    let line = eval(tab, "document.getElementById('passkey-line').textContent").await;
-    let print = eval(
-        tab,
-        "document.getElementById('passkey-fingerprint').textContent",
-    )
-    .await;
-    (
-        line.as_str().expect("line").to_owned(),
-        print.as_str().expect("fingerprint").to_owned(),
-    )
+    wait_until(tab, "document.getElementById('status').className === 'ok'").await;
+    screenshot(tab, &w.shot(&format!("enrolled-{person}.png"))).await;
+    let (ok, out, err) = enrolment.finish();
+    assert!(ok, "{err}");
+    let print = err
+        .lines()
+        .find_map(|l| l.strip_prefix("fingerprint: "))
+        .expect("the terminal prints the fingerprint")
+        .to_owned();
+    let added = w.h.cli(&["approvers", "add", "-"], Some(&out));
+    let said = String::from_utf8_lossy(&added.stdout).into_owned();
+    assert!(
+        added.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&added.stderr)
+    );
+    assert!(
+        said.contains(&format!("fingerprint: {print}")),
+        "{said} vs {print}"
+    );
+    (out.trim().to_owned(), print)
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn enrol_a_passkey_on_the_page_and_the_administrator_installs_its_line() {
-    let Some(w) = world(SimConfig::demo(), None).await else {
+async fn a_person_enrolled_in_the_terminal_is_listed_on_the_page_which_enrols_nothing() {
+    let Some(w) = world_with(SimConfig::demo(), None, "").await else {
         return;
     };
     let tab = w.tab().await;
     virtual_authenticator(&tab).await;
-    let origin = format!("http://localhost:{}", w.port());
-    w.login_at(&tab, &origin).await;
-    let (line, shown) = enrol_on_page(&tab, &origin, "Ana Gómez").await;
-    screenshot(&tab, &w.shot("enrolled.png")).await;
+    let (line, shown) = enrol_in_terminal(&w, &tab, "ana", "Ana Gómez").await;
     assert!(
-        line.starts_with("passkey ") && line.ends_with(" Ana Gómez"),
+        line.starts_with("approver ana ") && line.ends_with(" Ana Gómez"),
         "{line}"
-    );
-
-    // The administrator installs exactly that line; the fingerprints match.
-    let out = w.h.cli(&["approvers", "add", &line], None);
-    let said = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "{said}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(
-        said.contains(&format!("fingerprint: {shown}")),
-        "{said} vs {shown}"
     );
     let status = w.executor.status().await.expect("status");
     assert_eq!(status.passkeys_enrolled, 1);
 
-    // The same pages in Spanish (screenshots; the flows are checked above and in the next
-    // test): the passkey page with the line shown, and a card whose Approve asks for it.
+    // The assistant's page lists her from the executor's Status, and offers no enrolment.
+    let origin = format!("http://localhost:{}", w.port());
+    w.login_at(&tab, &origin).await;
+    tab.goto(format!("{origin}/passkeys")).await.expect("goto");
+    wait_until(&tab, "document.getElementById('persons')").await;
+    let body = text(&tab).await;
+    assert!(
+        body.contains("Ana Gómez")
+            && body.contains(&shown)
+            && body.contains("fleetwatch-confirm enrol"),
+        "{body}"
+    );
+    let html = eval(&tab, "document.documentElement.outerHTML").await;
+    let html = html.as_str().unwrap_or_default();
+    assert!(
+        !html.contains("sudo") && !html.contains("approvers add"),
+        "{html}"
+    );
+    assert!(
+        !html.contains("<form"),
+        "no form on the passkeys view: {html}"
+    );
+
+    // The same pages in Spanish (screenshots): who approves, and a card whose Approve asks for
+    // the passkey.
     let agent = SetUserAgentOverrideParams::builder()
         .user_agent("Mozilla/5.0 fleetwatch-test")
         .accept_language("es-ES,es;q=0.9")
@@ -630,8 +644,8 @@ async fn enrol_a_passkey_on_the_page_and_the_administrator_installs_its_line() {
         .expect("params");
     tab.execute(agent).await.expect("accept-language");
     tab.goto(format!("{origin}/passkeys")).await.expect("goto");
-    wait_until(&tab, "document.getElementById('passkey-name')").await;
-    assert!(text(&tab).await.contains("Inscribir una passkey"));
+    wait_until(&tab, "document.getElementById('persons')").await;
+    assert!(text(&tab).await.contains("Quién aprueba"));
     screenshot(&tab, &w.shot("passkeys-es.png")).await;
     let devices = sandbox_devices(&w.h.sim);
     w.propose("batch_recording", record(&format!("{}-1", devices[0])), "x")
@@ -639,38 +653,21 @@ async fn enrol_a_passkey_on_the_page_and_the_administrator_installs_its_line() {
     tab.goto(format!("{origin}/")).await.expect("goto");
     wait_until(&tab, "document.querySelector('form[data-challenge]')").await;
     screenshot(&tab, &w.shot("card-asks-passkey-es.png")).await;
-
-    // On a numeric address (a separate origin: sign in there too) the page says to open it as
-    // localhost.
-    w.login(&tab).await;
-    tab.goto(w.base() + "/passkeys").await.expect("goto");
-    wait_until(&tab, "!document.getElementById('enrol-status').hidden").await;
-    let hint = eval(&tab, "document.getElementById('enrol-status').textContent").await;
-    assert!(
-        hint.as_str()
-            .is_some_and(|h| h.contains("http://localhost:")),
-        "{hint}"
-    );
     w.finish().await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn with_a_passkey_enrolled_the_person_approves_with_it_and_nothing_else_will_do() {
-    let Some(w) = world(SimConfig::demo(), None).await else {
+    // Closed by default: no quorum written, one person approves every change.
+    let Some(w) = world_with(SimConfig::demo(), None, "").await else {
         return;
     };
     let devices = sandbox_devices(&w.h.sim);
     let tab = w.tab().await;
     let authenticator = virtual_authenticator(&tab).await;
     let origin = format!("http://localhost:{}", w.port());
+    enrol_in_terminal(&w, &tab, "ana", "Ana Gómez").await;
     w.login_at(&tab, &origin).await;
-    let (line, _) = enrol_on_page(&tab, &origin, "Ana Gómez").await;
-    let out = w.h.cli(&["approvers", "add", &line], None);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
 
     // A calm change: Approve asks the passkey, and exactly one write follows.
     let calm = w
@@ -808,15 +805,9 @@ async fn a_disruptive_change_waits_for_a_second_persons_passkey() {
         .page_in_new_context()
         .await;
     virtual_authenticator(&bo).await;
-    for (tab, name) in [(&ana, "Ana Gómez"), (&bo, "Bo Lindqvist")] {
+    for (tab, person, name) in [(&ana, "ana", "Ana Gómez"), (&bo, "bo", "Bo Lindqvist")] {
+        enrol_in_terminal(&w, tab, person, name).await;
         w.login_at(tab, &origin).await;
-        let (line, _) = enrol_on_page(tab, &origin, name).await;
-        let out = w.h.cli(&["approvers", "add", &line], None);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
     }
 
     // Ana approves a reboot: kept, nothing written.

@@ -158,6 +158,8 @@ async fn sixteen_at_once(passkey: bool) {
         } else {
             Vec::new()
         },
+        // Without the passkey, the trial mode: the assistant's signature alone.
+        trial: !passkey,
         ..Setup::default()
     };
     let h = started(setup).await;

@@ -41,7 +41,6 @@ async fn sixteen_simultaneous_approve_posts_make_one_execute_and_one_write() {
 /// carrying both, and one write.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn with_two_passkeys_needed_sixteen_second_approvals_make_one_write() {
-    use base64::Engine as _;
     use fleetwatch_e2e::authenticator::SoftPasskey;
     let PagePath {
         state,
@@ -54,24 +53,16 @@ async fn with_two_passkeys_needed_sixteen_second_approvals_make_one_write() {
     .await;
     let mut ana = SoftPasskey::ed25519(41);
     let mut bo = SoftPasskey::es256(42);
-    for (passkey, name) in [(&ana, "Ana"), (&bo, "Bo")] {
-        let line = passkey.line(name);
-        let out = h.cli(&["approvers", "add", &line], None);
+    // Enrolled on the executor; the page names who approved from the approver lines the
+    // executor's Status reports.
+    for (passkey, person, name) in [(&ana, "ana", "Ana"), (&bo, "bo", "Bo")] {
+        let line = passkey.person_line(person, name);
+        let out = h.cli(&["approvers", "add", "-"], Some(&line));
         assert!(
             out.status.success(),
             "{}",
             String::from_utf8_lossy(&out.stderr)
         );
-        // The page names who approved from the lines it showed at enrolment.
-        let record = passkey.record(name);
-        state
-            .store()
-            .keep_passkey_line(
-                &base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(record.credential_id()),
-                &line,
-                &record.fingerprint().to_string(),
-            )
-            .expect("kept");
     }
 
     let arguments = json!({"action": "start", "device_ids": [format!("{}-1", devices[0])]});

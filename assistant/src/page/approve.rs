@@ -16,7 +16,7 @@ use axum::extract::{Form, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use fleetwatch_protocol::claims::MAX_LIFETIME_SECS;
-use fleetwatch_protocol::passkey::PasskeyAssertion;
+use fleetwatch_protocol::passkey::{Approvers, PasskeyAssertion};
 use fleetwatch_protocol::wire::StatusReport;
 use serde::Deserialize;
 use serde_json::json;
@@ -109,8 +109,8 @@ async fn executor_status(app: &App) -> Option<StatusReport> {
     app.deps.executor.status().await.ok()
 }
 
-/// How many operators' passkeys the executor reported a change of `tool` needs (0: none). An
-/// executor that lists no quorum for the tool needs one passkey when any is enrolled.
+/// How many persons' passkeys the executor reported a change of `tool` needs (0: none). An
+/// executor that lists no quorum for the tool needs one person unless it runs in trial mode.
 fn passkeys_needed(status: Option<&StatusReport>, tool: &str, disruptive: bool) -> usize {
     let Some(status) = status else {
         return 0;
@@ -122,14 +122,18 @@ fn passkeys_needed(status: Option<&StatusReport>, tool: &str, disruptive: bool) 
         .map(|q| if disruptive { q.disruptive } else { q.calm });
     match listed {
         Some(n) => usize::try_from(n).unwrap_or(usize::MAX),
-        None => usize::from(status.passkeys_enrolled > 0),
+        None => usize::from(!status.trial),
     }
 }
 
 /// The assertion request for fixed claims, or `None` when they cannot be built.
-fn passkey_ask(app: &App, binding: &card::Binding, fixed: &store::Fixed) -> Option<PasskeyAsk> {
+fn passkey_ask(
+    binding: &card::Binding,
+    fixed: &store::Fixed,
+    enrolled: &Approvers,
+) -> Option<PasskeyAsk> {
     let bytes = steps::fixed_claims_bytes(binding, fixed)?;
-    let allow = super::enrol::credential_ids(&super::enrol::shown_records(app));
+    let allow = super::passkeys::credential_ids(enrolled);
     Some(PasskeyAsk {
         challenge: fleetwatch_protocol::passkey::challenge_base64url(&bytes),
         allow,
@@ -224,9 +228,15 @@ pub async fn show(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
     };
     notices.extend(slow_down);
     let status = executor_status(&app).await;
-    if status.as_ref().is_some_and(|s| s.passkeys_enrolled == 0) {
+    if status.as_ref().is_some_and(|s| s.trial) {
+        notices.push(lang.t("notice.trial").to_owned());
+    } else if status.as_ref().is_some_and(|s| s.passkeys_enrolled == 0) {
         notices.push(lang.t("notice.unbound").to_owned());
     }
+    let enrolled = status
+        .as_ref()
+        .map(super::passkeys::enrolled)
+        .unwrap_or_default();
     let Some(first) = pending.first().cloned() else {
         return html(
             StatusCode::OK,
@@ -288,7 +298,7 @@ pub async fn show(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
         let (remaining, expires_at) = (fixed.expires_at - db_now, fixed.expires_at);
         // A calm change is decided by Approve; a disruptive one by Confirm, which asks then.
         let passkey = if needed > 0 && !card.disruptive {
-            let Some(ask) = passkey_ask(&app, &card.binding, &fixed) else {
+            let Some(ask) = passkey_ask(&card.binding, &fixed, &enrolled) else {
                 return store_trouble(lang);
             };
             Some(ask)
@@ -445,11 +455,16 @@ async fn decide_approval(
         Ok(rechecked) => rechecked,
         Err(halt) => return *halt,
     };
+    let status = executor_status(&app).await;
     let needed = passkeys_needed(
-        executor_status(&app).await.as_ref(),
+        status.as_ref(),
         &rechecked.proposal().tool,
         rechecked.card().disruptive,
     );
+    let enrolled = status
+        .as_ref()
+        .map(super::passkeys::enrolled)
+        .unwrap_or_default();
     if purpose == Purpose::Approve && rechecked.card().disruptive {
         let (proposal, card) = (rechecked.proposal(), rechecked.card());
         append_audit(
@@ -462,7 +477,7 @@ async fn decide_approval(
         // With passkeys required, Confirm is the deciding button: it asks for one.
         let passkey = if needed > 0 {
             let ask = steps::fixed_claims(&app, proposal.id, &form.approval, &session)
-                .and_then(|fixed| passkey_ask(&app, &card.binding, &fixed));
+                .and_then(|fixed| passkey_ask(&card.binding, &fixed, &enrolled));
             let Some(ask) = ask else {
                 return store_trouble(lang);
             };
@@ -498,7 +513,9 @@ async fn decide_approval(
     let (consumed, assertions) = match assertion {
         // More than one passkey: this one is kept until the count is met.
         Some(assertion) if needed > 1 => {
-            match steps::gather(&app, lang, &session, rechecked, assertion, needed) {
+            match steps::gather(
+                &app, lang, &session, rechecked, assertion, needed, &enrolled,
+            ) {
                 Ok(steps::Gather::Met(consumed, assertions)) => (*consumed, assertions),
                 Ok(steps::Gather::Kept(names)) => {
                     return message(

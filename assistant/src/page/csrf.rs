@@ -23,8 +23,6 @@ pub enum Purpose {
     Deny,
     /// Deny every pending proposal.
     DenyAll,
-    /// Show the public line of a passkey just made in the browser.
-    Enrol,
 }
 
 impl Purpose {
@@ -34,7 +32,6 @@ impl Purpose {
             Purpose::Confirm => b"confirm",
             Purpose::Deny => b"deny",
             Purpose::DenyAll => b"deny-all",
-            Purpose::Enrol => b"enrol",
         }
     }
 }

@@ -26,7 +26,7 @@ use super::secret::Secret;
 use super::sessions::{self, Sessions};
 use super::throttle::{Clock, Gate, Throttle};
 use super::views::LoginView;
-use super::{PageConfig, PageDeps, PageError, approve, enrol};
+use super::{PageConfig, PageDeps, PageError, approve, passkeys};
 
 /// Request bodies above this are refused (413) before they are read.
 pub const MAX_BODY: usize = 4096;
@@ -39,7 +39,6 @@ pub const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; 
 
 const COUNTDOWN_JS: &str = include_str!("../../templates/static/countdown.js");
 const TAB_JS: &str = include_str!("../../templates/static/tab.js");
-const PASSKEY_JS: &str = include_str!("../../templates/static/passkey.js");
 const APPROVE_JS: &str = include_str!("../../templates/static/approve.js");
 const PAGE_CSS: &str = include_str!("../../templates/static/page.css");
 
@@ -176,10 +175,9 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/confirm", post(approve::confirm))
         .route("/deny", post(approve::deny))
         .route("/deny-all", post(approve::deny_all))
-        .route("/passkeys", get(enrol::show).post(enrol::enrol))
+        .route("/passkeys", get(passkeys::show))
         .route("/static/countdown.js", get(|| asset(JS, COUNTDOWN_JS)))
         .route("/static/tab.js", get(|| asset(JS, TAB_JS)))
-        .route("/static/passkey.js", get(|| asset(JS, PASSKEY_JS)))
         .route("/static/approve.js", get(|| asset(JS, APPROVE_JS)))
         .route("/static/page.css", get(|| asset(CSS, PAGE_CSS)))
         .fallback(not_found)

@@ -139,9 +139,9 @@ pub(super) enum Gather {
 }
 
 /// Checks one operator's passkey approval on this page and keeps it (see [`Store::gather`]):
-/// the assertion must be over the fixed claims and from a passkey this page enrolled (so the
-/// card can name who approved), checked with the protocol's own verifier — the executor checks
-/// every one again. A refusal here spends nothing.
+/// the assertion must be over the fixed claims and from a passkey enrolled on the executor (its
+/// `Status` lists them, so the card can name who approved), checked with the protocol's own
+/// verifier — the executor checks every one again. A refusal here spends nothing.
 ///
 /// [`Store::gather`]: crate::store::Store::gather
 pub(super) fn gather(
@@ -151,6 +151,7 @@ pub(super) fn gather(
     rechecked: Rechecked,
     assertion: PasskeyAssertion,
     needed: usize,
+    approvers: &Approvers,
 ) -> Result<Gather, Halt> {
     let Rechecked {
         card,
@@ -173,15 +174,11 @@ pub(super) fn gather(
     let Some(bytes) = fixed_claims_bytes(&binding, &fixed) else {
         return Err(Box::new(store_trouble(lang)));
     };
-    let mut approvers = Approvers::default();
-    for record in super::enrol::shown_records(app) {
-        let _ = approvers.add(record);
-    }
     let rp = RelyingParty::new(
         passkey::PRODUCTION_RP_ID,
         [format!("http://localhost:{}", app.port)],
     );
-    let verified = match passkey::verify_assertion(&assertion, &bytes, &approvers, &rp) {
+    let verified = match passkey::verify_assertion(&assertion, &bytes, approvers, &rp) {
         Ok(verified) => verified,
         Err(PasskeyError::UnknownCredential) => {
             refused("passkey_unknown");

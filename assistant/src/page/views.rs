@@ -110,36 +110,36 @@ pub struct ConfirmView {
     pub passkey: Option<PasskeyAsk>,
 }
 
-/// One passkey line the page has shown.
+/// One enrolled passkey as the Passkeys view shows it.
 pub struct ShownPasskey {
-    /// `passkey <alg> <credential ID> <SPKI> <name>`.
-    pub line: String,
-    /// The operator's name.
-    pub name: String,
+    /// `ES256` or `ED25519`.
+    pub algorithm: String,
     /// Fingerprint, in groups of four.
     pub fingerprint: String,
-    /// The administrator's command, quoted for a POSIX shell.
-    pub command: String,
+    /// Synced or device-bound, in words.
+    pub kind: String,
 }
 
-/// Enrolment: the form, the line just made, and the lines shown before.
+/// One enrolled person and their passkeys.
+pub struct ShownPerson {
+    /// The display name.
+    pub name: String,
+    /// The person ID (or, for a line from before persons, words saying so).
+    pub id: String,
+    /// Their passkeys.
+    pub passkeys: Vec<ShownPasskey>,
+}
+
+/// Who approves: the persons enrolled on the executor.
 #[derive(Template)]
 #[template(path = "page/passkeys.html")]
 pub struct PasskeysView {
     /// Language.
     pub t: Lang,
-    /// The enrol token.
-    pub token: String,
-    /// The passkey just enrolled, if any.
-    pub made: Option<ShownPasskey>,
-    /// Problems to show.
-    pub messages: Vec<String>,
-    /// Lines shown before, newest last.
-    pub shown: Vec<ShownPasskey>,
-    /// Their credential IDs (base64url), so the browser does not make a second one on a key.
-    pub exclude: String,
-    /// "Open this page as http://localhost:<port>/".
-    pub localhost: String,
+    /// The persons, from the executor's `Status`.
+    pub persons: Vec<ShownPerson>,
+    /// Nobody enrolled, the trial mode, or no answer.
+    pub notice: Option<String>,
 }
 
 /// An outcome, a refusal or a conflict.

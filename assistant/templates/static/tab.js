@@ -1,7 +1,7 @@
 // The per-tab value: 32 random bytes kept in sessionStorage, which (unlike a cookie) belongs to
 // this page's origin, port included, and to this tab alone. Every form of the page carries it;
 // the server binds it to the session at sign-in and refuses any later form without it, so a
-// stolen session cookie is not enough to approve, deny or enrol anything.
+// stolen session cookie is not enough to approve or deny anything.
 (function () {
   "use strict";
   var KEY = "fleetwatch_tab";
