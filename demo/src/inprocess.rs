@@ -117,6 +117,10 @@ pub(crate) struct Running {
     pub(crate) page: PageHandle,
     pub(crate) executor_config: PathBuf,
     pub(crate) executor_program: PathBuf,
+    /// `fleetwatch-confirm`, which enrols the stand-in passkeys.
+    pub(crate) confirm_program: PathBuf,
+    /// The executor's approver file.
+    pub(crate) executor_approvers: PathBuf,
     /// The executor's socket, as the page reaches it.
     pub(crate) executor: ExecutorClient,
     /// The assistant's approval-signing key.
@@ -141,6 +145,7 @@ impl Running {
 pub(crate) async fn start(leftovers: &mut Leftovers, script: bool) -> Result<Running, String> {
     let sim_program = sibling("fleetwatch-sim")?;
     let executor_program = sibling("fleetwatch-executor")?;
+    let confirm_program = sibling("fleetwatch-confirm")?;
     let policy = Arc::new(Policy::from_yaml(POLICY).map_err(|e| format!("policy: {e}"))?);
 
     println!("Starting:");
@@ -200,7 +205,9 @@ pub(crate) async fn start(leftovers: &mut Leftovers, script: bool) -> Result<Run
         store: engine.store,
         page,
         executor_config: files.config,
+        executor_approvers: files.approvers,
         executor_program,
+        confirm_program,
         executor,
         key,
         chat_stop,

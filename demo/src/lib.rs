@@ -161,13 +161,16 @@ async fn stand_in_operators(running: &inprocess::Running) -> Result<operator::Op
     }
     println!(
         "Passkeys: the demo makes two software passkeys, stand-ins for two operators' security \
-         keys, enrols them on the page and installs them on its executor:"
+         keys, enrols them with fleetwatch-confirm enrol and installs them on its executor:"
     );
     let operators = operator::Operators::start(running, &secret).await?;
     println!(
-        "A calm change needs one passkey, a disruptive one two. Your browser cannot hold the \
-         stand-ins: type `approve N` here to approve proposal N with them, or enrol your own \
-         passkey under Passkeys on the page and type `install <the line it shows>` here."
+        "A calm change needs one person's passkey, a disruptive one two people's. Your browser \
+         cannot hold the stand-ins: type `approve N` here to approve proposal N with them, or \
+         enrol your own passkey in another terminal with `{} enrol --person you --name \
+         'Your name' --approvers {}` and type `install <the line it prints>` here.",
+        running.confirm_program.display(),
+        running.executor_approvers.display()
     );
     println!();
     Ok(operators)

@@ -1,32 +1,37 @@
 //! The demo's operators: a browser session on the approval page, driven over HTTP the way a
 //! browser and the page's scripts drive it, and the demo's stand-in passkeys.
 //!
-//! A stand-in passkey is a software Ed25519 key made fresh for each demo run. It answers the
-//! page's passkey request exactly as a security key and a browser would (authenticator data,
-//! client data JSON, a signature over both), so the page and the executor check it with the same
-//! code as a real one. Its name says it is a stand-in everywhere it shows: on the page, in the
-//! executor's `approvers list` and in both audit logs. It never leaves the demo's process, and
-//! the demo's folder (with the executor's approver file that lists it) is removed at the end.
+//! A stand-in passkey is a software Ed25519 key made fresh for each demo run. It is enrolled as
+//! an administrator enrols a person: `fleetwatch-confirm enrol` runs as its own program, the
+//! stand-in answers that one-shot page's creation and proof exactly as a security key and a
+//! browser would, and the line the program prints is piped into `fleetwatch-executor approvers
+//! add -`. It answers the approval page's passkey request the same way (authenticator data,
+//! client data JSON, a signature over both), so every program checks it with the same code as a
+//! real one. Its name says it is a stand-in everywhere it shows: on the page, in the executor's
+//! `approvers list` and in both audit logs. It never leaves the demo's process, and the demo's
+//! folder (with the executor's approver file that lists it) is removed at the end.
 
 use std::time::Duration;
 
 use base64::Engine as _;
 use ed25519_dalek::Signer as _;
-use fleetwatch_protocol::passkey::{Algorithm, PasskeyRecord};
+use fleetwatch_protocol::passkey::{Algorithm, Backup, PasskeyRecord};
 use sha2::{Digest as _, Sha256};
 
 use crate::page_html::{Page, form_body};
 
-/// The names of the demo's two stand-in passkeys.
-pub(crate) const STAND_IN_NAMES: [&str; 2] = [
-    "Demo operator (stand-in passkey)",
-    "Second demo operator (stand-in passkey)",
+/// The person IDs and names of the demo's two stand-in passkeys.
+pub(crate) const STAND_INS: [(&str, &str); 2] = [
+    ("demo-1", "Demo operator (stand-in passkey)"),
+    ("demo-2", "Second demo operator (stand-in passkey)"),
 ];
 
 /// The RP ID the page asks passkeys for.
 const RP_ID: &str = "localhost";
 /// User present and user verified: what a security key with a PIN reports.
 const FLAGS_UP_UV: u8 = 0x05;
+/// The same, with attested credential data: what a creation reports.
+const FLAGS_CREATED: u8 = 0x45;
 
 fn b64url(bytes: &[u8]) -> String {
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
@@ -34,6 +39,7 @@ fn b64url(bytes: &[u8]) -> String {
 
 /// One stand-in passkey.
 pub(crate) struct StandIn {
+    person: &'static str,
     name: &'static str,
     key: ed25519_dalek::SigningKey,
     credential_id: Vec<u8>,
@@ -42,13 +48,14 @@ pub(crate) struct StandIn {
 
 impl StandIn {
     /// A fresh key and credential ID.
-    pub(crate) fn new(name: &'static str) -> Result<StandIn, String> {
+    pub(crate) fn new(person: &'static str, name: &'static str) -> Result<StandIn, String> {
         let mut seed = [0u8; 32];
         let mut credential_id = vec![0u8; 16];
         getrandom::fill(&mut seed)
             .and_then(|()| getrandom::fill(&mut credential_id))
             .map_err(|e| format!("no randomness for a stand-in passkey: {e}"))?;
         Ok(StandIn {
+            person,
             name,
             key: ed25519_dalek::SigningKey::from_bytes(&seed),
             credential_id,
@@ -70,9 +77,11 @@ impl StandIn {
         spki
     }
 
-    /// Its record, checked by the protocol's own parser.
+    /// Its record, checked by the protocol's own parser: a device-bound passkey of its person.
     pub(crate) fn record(&self) -> Result<PasskeyRecord, String> {
-        PasskeyRecord::new(
+        PasskeyRecord::for_person(
+            self.person,
+            Backup::DeviceBound,
             Algorithm::Ed25519,
             self.credential_id.clone(),
             self.spki(),
@@ -81,20 +90,61 @@ impl StandIn {
         .map_err(|e| format!("stand-in passkey: {e}"))
     }
 
-    /// The enrol form's passkey fields, as the page's `passkey.js` posts them.
-    fn enrol_fields(&self) -> Vec<(String, String)> {
-        vec![
-            ("name".to_owned(), self.name.to_owned()),
-            ("credential_id".to_owned(), b64url(&self.credential_id)),
-            (
-                "algorithm".to_owned(),
-                Algorithm::Ed25519.cose().to_string(),
-            ),
-            (
-                "spki".to_owned(),
-                base64::engine::general_purpose::STANDARD.encode(self.spki()),
-            ),
-        ]
+    /// Signs authenticator data and client data as an authenticator does.
+    fn sign(&self, authenticator_data: &[u8], client_data: &[u8]) -> Vec<u8> {
+        let mut message = authenticator_data.to_vec();
+        message.extend_from_slice(&Sha256::digest(client_data));
+        self.key.sign(&message).to_bytes().to_vec()
+    }
+
+    /// What `fleetwatch-confirm enrol`'s page script posts after the browser made this passkey
+    /// (`credentials.create` over `create_challenge`) and proved it (`credentials.get` over
+    /// `get_challenge`), both base64url, on a page at `origin`.
+    fn enrol_answer(
+        &mut self,
+        create_challenge: &str,
+        get_challenge: &str,
+        origin: &str,
+    ) -> serde_json::Value {
+        let client_data = |kind: &str, challenge: &str| {
+            serde_json::json!({
+                "type": kind,
+                "challenge": challenge,
+                "origin": origin,
+                "crossOrigin": false,
+            })
+            .to_string()
+        };
+        // Creation: RP ID hash, flags, counter 0, a zero AAGUID, the credential ID and its
+        // COSE key (OKP, EdDSA, Ed25519), as an authenticator writes them.
+        let mut created = Sha256::digest(RP_ID.as_bytes()).to_vec();
+        created.push(FLAGS_CREATED);
+        created.extend_from_slice(&0u32.to_be_bytes());
+        created.extend_from_slice(&[0u8; 16]);
+        let length = u16::try_from(self.credential_id.len()).unwrap_or(u16::MAX);
+        created.extend_from_slice(&length.to_be_bytes());
+        created.extend_from_slice(&self.credential_id);
+        created.extend_from_slice(&[0xa4, 0x01, 0x01, 0x03, 0x27, 0x20, 0x06, 0x21, 0x58, 0x20]);
+        created.extend_from_slice(self.key.verifying_key().as_bytes());
+        let create_client_data = client_data("webauthn.create", create_challenge);
+        // Proof: an assertion over the program's second challenge.
+        self.counter += 1;
+        let get_client_data = client_data("webauthn.get", get_challenge);
+        let mut asserted = Sha256::digest(RP_ID.as_bytes()).to_vec();
+        asserted.push(FLAGS_UP_UV);
+        asserted.extend_from_slice(&self.counter.to_be_bytes());
+        let signature = self.sign(&asserted, get_client_data.as_bytes());
+        serde_json::json!({
+            "id": b64url(&self.credential_id),
+            "algorithm": Algorithm::Ed25519.cose(),
+            "public_key": b64url(&self.spki()),
+            "create_client_data": b64url(create_client_data.as_bytes()),
+            "create_authenticator_data": b64url(&created),
+            "assertion_id": b64url(&self.credential_id),
+            "authenticator_data": b64url(&asserted),
+            "client_data": b64url(get_client_data.as_bytes()),
+            "signature": b64url(&signature),
+        })
     }
 
     /// Answers a passkey request for `challenge` (base64url) from a page at `origin`: the four
@@ -111,9 +161,7 @@ impl StandIn {
         let mut authenticator_data = Sha256::digest(RP_ID.as_bytes()).to_vec();
         authenticator_data.push(FLAGS_UP_UV);
         authenticator_data.extend_from_slice(&self.counter.to_be_bytes());
-        let mut message = authenticator_data.clone();
-        message.extend_from_slice(&Sha256::digest(client_data.as_bytes()));
-        let signature = self.key.sign(&message);
+        let signature = self.sign(&authenticator_data, client_data.as_bytes());
         vec![
             ("credential_id".to_owned(), b64url(&self.credential_id)),
             ("authenticator_data".to_owned(), b64url(&authenticator_data)),
@@ -121,7 +169,7 @@ impl StandIn {
                 "client_data_json".to_owned(),
                 b64url(client_data.as_bytes()),
             ),
-            ("signature".to_owned(), b64url(&signature.to_bytes())),
+            ("signature".to_owned(), b64url(&signature)),
         ]
     }
 }
@@ -239,31 +287,6 @@ impl Browser {
     /// The sign-in form's secret, for a POST the caller shapes itself.
     pub(crate) fn secret_field(&self) -> Vec<(String, String)> {
         vec![("secret".to_owned(), self.secret.clone())]
-    }
-
-    /// Enrols a stand-in passkey on the page's Passkeys page, as the browser would after the
-    /// key made it; returns the public line and the fingerprint the page shows.
-    pub(crate) async fn enrol(&self, stand_in: &StandIn) -> Result<(String, String), String> {
-        let (status, page) = self.get("/passkeys").await?;
-        let form = page
-            .form_fields("/passkeys")
-            .filter(|_| status == 200)
-            .ok_or_else(|| format!("GET /passkeys answered {status} without the enrol form"))?;
-        let mut fields: Vec<(String, String)> =
-            form.into_iter().filter(|(n, _)| n == "token").collect();
-        fields.extend(stand_in.enrol_fields());
-        let (status, page) = self.post_page("/passkeys", &fields).await?;
-        match (
-            status,
-            page.text_by_id("passkey-line"),
-            page.text_by_id("passkey-fingerprint"),
-        ) {
-            (200, Some(line), Some(print)) => Ok((line, print)),
-            _ => Err(format!(
-                "POST /passkeys answered {status}:\n{}",
-                page.main_text()
-            )),
-        }
     }
 
     /// The form posting to `action` on `page`, with the passkey request it carries answered by
@@ -385,39 +408,156 @@ pub(crate) fn executor_cli(
     Ok(String::from_utf8_lossy(&output.stdout).trim().to_owned())
 }
 
-/// Makes both stand-in passkeys, enrols each on the page from `browser` (signed in) and
-/// installs its line on the executor with `fleetwatch-executor approvers add`, checking the
-/// fingerprint the executor prints against the page's, as an administrator would. Prints each
-/// step (indented by `indent`).
+/// Enrols `stand_in` as an administrator enrols a person: runs `fleetwatch-confirm enrol`,
+/// answers its one-shot page over HTTP as a browser with a security key would, and takes the
+/// approver line from the program's standard output and the fingerprint from its standard
+/// error. Prints each step (indented by `indent`).
+async fn enrol_in_terminal(
+    running: &crate::inprocess::Running,
+    stand_in: &mut StandIn,
+    indent: &str,
+) -> Result<(String, String), String> {
+    use tokio::io::AsyncBufReadExt as _;
+    let mut child = tokio::process::Command::new(&running.confirm_program)
+        .args([
+            "enrol",
+            "--person",
+            stand_in.person,
+            "--name",
+            stand_in.name,
+        ])
+        .arg("--approvers")
+        .arg(&running.executor_approvers)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| format!("fleetwatch-confirm enrol: {e}"))?;
+    let stderr = child
+        .stderr
+        .take()
+        .ok_or_else(|| "fleetwatch-confirm: no standard error".to_owned())?;
+    let mut lines = tokio::io::BufReader::new(stderr).lines();
+    let mut said = Vec::new();
+    let url = loop {
+        let line = tokio::time::timeout(Duration::from_secs(20), lines.next_line())
+            .await
+            .map_err(|_| "fleetwatch-confirm printed no address".to_owned())?
+            .map_err(|e| format!("fleetwatch-confirm: {e}"))?
+            .ok_or_else(|| format!("fleetwatch-confirm ended: {}", said.join(" ")))?;
+        if let Some(rest) = line.trim().strip_prefix("http://localhost:") {
+            break format!("http://localhost:{rest}");
+        }
+        said.push(line);
+    };
+    let origin = url
+        .find("/enrol/")
+        .and_then(|at| url.get(..at))
+        .unwrap_or_default()
+        .to_owned();
+    println!(
+        "{indent}fleetwatch-confirm enrol --person {} --name \"{}\" → a one-shot page at \
+         {origin}/enrol/<token, printed in its terminal only>",
+        stand_in.person, stand_in.name
+    );
+    let http = fleetwatch_epiphan::tls::client_builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .timeout(Duration::from_secs(30))
+        .build()
+        .map_err(|e| e.to_string())?;
+    let html = http
+        .get(&url)
+        .header("accept-language", "en")
+        .send()
+        .await
+        .map_err(|e| format!("GET the enrolment page: {e}"))?
+        .text()
+        .await
+        .map_err(|e| e.to_string())?;
+    let page = Page::parse(&html);
+    let challenge = |name: &str| {
+        page.attribute_by_id("enrol", name)
+            .ok_or_else(|| format!("the enrolment page has no {name}"))
+    };
+    let answer = stand_in.enrol_answer(
+        &challenge("data-create-challenge")?,
+        &challenge("data-get-challenge")?,
+        &origin,
+    );
+    let response = http
+        .post(&url)
+        .header("origin", &origin)
+        .header("accept-language", "en")
+        .header("content-type", "application/json")
+        .body(answer.to_string())
+        .send()
+        .await
+        .map_err(|e| format!("POST the enrolment page: {e}"))?;
+    let status = response.status().as_u16();
+    let reply: serde_json::Value = response.json().await.unwrap_or_default();
+    println!(
+        "{indent}enrolment page: the stand-in makes the passkey and proves it over the second \
+         challenge → {status}, \"{}\"",
+        reply["message"].as_str().unwrap_or_default()
+    );
+    while let Ok(Some(line)) = lines.next_line().await {
+        said.push(line);
+    }
+    let output = child
+        .wait_with_output()
+        .await
+        .map_err(|e| format!("fleetwatch-confirm: {e}"))?;
+    let line = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+    if !output.status.success() || line.is_empty() {
+        return Err(format!(
+            "fleetwatch-confirm enrol refused the stand-in: {}",
+            said.join(" ")
+        ));
+    }
+    let print = said
+        .iter()
+        .find_map(|l| l.strip_prefix("fingerprint: "))
+        .ok_or_else(|| "fleetwatch-confirm printed no fingerprint".to_owned())?
+        .to_owned();
+    if line != stand_in.record()?.to_line() {
+        return Err(format!(
+            "fleetwatch-confirm printed a line that is not this passkey's: {line}"
+        ));
+    }
+    println!(
+        "{indent}terminal: the approver line on standard output, fingerprint {print} (person {})",
+        stand_in.person
+    );
+    Ok((line, print))
+}
+
+/// Makes both stand-in passkeys, enrols each with `fleetwatch-confirm enrol` and pipes the line
+/// it prints into `fleetwatch-executor approvers add -`, checking the fingerprint the executor
+/// prints against the one the enrolment printed, as an administrator would. Prints each step
+/// (indented by `indent`).
 pub(crate) async fn enrol_stand_ins(
-    browser: &Browser,
     running: &crate::inprocess::Running,
     indent: &str,
 ) -> Result<Vec<StandIn>, String> {
     let mut out = Vec::new();
-    for name in STAND_IN_NAMES {
-        let stand_in = StandIn::new(name)?;
-        let (line, shown) = browser.enrol(&stand_in).await?;
-        if line != stand_in.record()?.to_line() {
-            return Err(format!(
-                "the page shows a line that is not this passkey's: {line}"
-            ));
-        }
-        println!("{indent}page: POST /passkeys → enrolled \"{name}\", fingerprint {shown}");
+    for (person, name) in STAND_INS {
+        let mut stand_in = StandIn::new(person, name)?;
+        let (line, shown) = enrol_in_terminal(running, &mut stand_in, indent).await?;
         let said = executor_cli(
             &running.executor_program,
             &running.executor_config,
-            &["approvers", "add", &line],
-            "",
+            &["approvers", "add", "-"],
+            &format!("{line}\n"),
         )?;
         if !said.contains(&format!("fingerprint: {shown}")) {
             return Err(format!(
-                "the executor's fingerprint does not match the page's:\n{said}"
+                "the executor's fingerprint does not match the enrolment's:\n{said}"
             ));
         }
         println!(
-            "{indent}fleetwatch-executor approvers add '<its line>' → installed, fingerprint \
-             {shown} (the same)"
+            "{indent}… | fleetwatch-executor approvers add - → installed, fingerprint {shown} \
+             (the same)"
         );
         out.push(stand_in);
     }
@@ -441,15 +581,12 @@ impl Operators {
     ) -> Result<Operators, String> {
         let origin = format!("http://localhost:{}", running.page.addr.port());
         let mut browsers = Vec::new();
-        for _ in STAND_IN_NAMES {
+        for _ in STAND_INS {
             let mut browser = Browser::new(origin.clone(), secret.to_owned())?;
             browser.sign_in().await?;
             browsers.push(browser);
         }
-        let first = browsers
-            .first()
-            .ok_or_else(|| "no operator's browser".to_owned())?;
-        let stand_ins = enrol_stand_ins(first, running, "  ").await?;
+        let stand_ins = enrol_stand_ins(running, "  ").await?;
         Ok(Operators {
             browsers,
             stand_ins,
@@ -473,15 +610,15 @@ impl Operators {
         Ok(())
     }
 
-    /// Installs an operator's passkey line (from the page's Passkeys page) on the demo's
-    /// executor, as `sudo fleetwatch-executor approvers add` does on a real one.
+    /// Installs an approver line `fleetwatch-confirm enrol` printed on the demo's executor, as
+    /// `sudo fleetwatch-executor approvers add -` does on a real one.
     pub(crate) fn install(&self, line: &str) -> Result<String, String> {
         let line = line.trim().trim_matches('\'');
         executor_cli(
             &self.executor_program,
             &self.executor_config,
-            &["approvers", "add", line],
-            "",
+            &["approvers", "add", "-"],
+            &format!("{line}\n"),
         )
     }
 }

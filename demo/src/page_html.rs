@@ -149,6 +149,13 @@ impl Page {
         )
     }
 
+    /// An attribute of the element with this `id`.
+    pub fn attribute_by_id(&self, id: &str, attribute: &str) -> Option<String> {
+        self.find(|e| e.attribute("id") == Some(id))?
+            .attribute(attribute)
+            .map(str::to_owned)
+    }
+
     /// An attribute of the form that posts to `action` (the passkey request rides on
     /// `data-challenge` and `data-allow`).
     pub fn form_attribute(&self, action: &str, attribute: &str) -> Option<String> {

@@ -184,10 +184,11 @@ pub(crate) async fn start_model(
 pub(crate) struct ExecutorFiles {
     pub(crate) config: PathBuf,
     pub(crate) socket: PathBuf,
+    pub(crate) approvers: PathBuf,
 }
 
 /// What the demo's executor asks of passkeys: a disruptive change needs two people (the demo
-/// enrols two stand-in passkeys to show it), a calm one needs one once any is enrolled.
+/// enrols two stand-in passkeys to show it), a calm one needs one (closed by default).
 pub(crate) const QUORUM_DISRUPTIVE: u32 = 2;
 
 /// Writes the executor's configuration, policy copy, approver key file and token slot. The
@@ -232,7 +233,11 @@ pub(crate) fn executor_files(
     );
     write_private(&config, &yaml)?;
     write_private(&state.join("sandbox.token"), sandbox_token)?;
-    Ok(ExecutorFiles { config, socket })
+    Ok(ExecutorFiles {
+        config,
+        socket,
+        approvers: keys,
+    })
 }
 
 /// A path as a YAML double-quoted string (JSON strings are valid YAML).

@@ -268,9 +268,10 @@ impl<'r> Script<'r> {
     async fn enrol(&mut self) -> Result<(), String> {
         println!(
             "      The demo makes two software passkeys, stand-ins for two operators' security \
-             keys, enrols each on the page's Passkeys page and installs its line on the executor."
+             keys, enrols each with fleetwatch-confirm enrol as an administrator would, and \
+             pipes the line it prints into the executor's approvers add -."
         );
-        self.stand_ins = operator::enrol_stand_ins(&self.first, self.running, "      ").await?;
+        self.stand_ins = operator::enrol_stand_ins(self.running, "      ").await?;
         let status = self
             .running
             .executor
@@ -283,8 +284,8 @@ impl<'r> Script<'r> {
             .find(|q| q.tool == "batch_reboot")
             .ok_or_else(|| "the executor reports no quorum for batch_reboot".to_owned())?;
         println!(
-            "      executor: {} passkeys enrolled; a calm change needs 1, a disruptive change \
-             needs {}",
+            "      executor: {} persons' passkeys enrolled; a calm change needs 1 person, a \
+             disruptive change needs {}",
             status.passkeys_enrolled, quorum.disruptive
         );
         if status.passkeys_enrolled != 2 || quorum.disruptive != 2 {
