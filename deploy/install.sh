@@ -138,7 +138,7 @@ Fleetwatch removes nothing by itself. To take it off this machine, as root:
   systemctl disable --now fleetwatch.service fleetwatch-executor.service
   rm -f $P_UNITS/fleetwatch.service $P_UNITS/fleetwatch-executor.service
   rm -f $P_TMPFILES/fleetwatch.conf
-  rm -f $P_BIN/fleetwatch $P_BIN/fleetwatch-executor
+  rm -f $P_BIN/fleetwatch $P_BIN/fleetwatch-executor $P_BIN/fleetwatch-confirm
   rm -rf $P_DOC
   systemctl daemon-reload
 
@@ -161,9 +161,9 @@ if [[ -z $ROOT && $DRY_RUN -eq 0 && $EUID -ne 0 ]]; then
     die "run as root (or use --dry-run, or --root DIR for a throwaway root)"
 fi
 
-for bin in fleetwatch fleetwatch-executor; do
+for bin in fleetwatch fleetwatch-executor fleetwatch-confirm; do
     [[ -f $BIN_DIR/$bin && -x $BIN_DIR/$bin ]] ||
-        die "$BIN_DIR/$bin is missing; build it (cargo build --profile deploy -p fleetwatch-executor, then the same with -p fleetwatch: apart, so the executor keeps its own features) or pass --bin-dir"
+        die "$BIN_DIR/$bin is missing; build it (cargo build --profile deploy -p fleetwatch-executor, then the same with -p fleetwatch-confirm and with -p fleetwatch: apart, so each keeps its own features) or pass --bin-dir"
 done
 [[ -f $POLICY_SRC ]] || die "$POLICY_SRC is missing; pass --policy"
 for f in fleetwatch.service fleetwatch-executor.service fleetwatch.tmpfiles \
@@ -419,6 +419,7 @@ ensure_dir "$P_ETC" 0755 root:root
 
 install_file "$BIN_DIR/fleetwatch" "$P_BIN/fleetwatch" 0755 root:root
 install_file "$BIN_DIR/fleetwatch-executor" "$P_BIN/fleetwatch-executor" 0755 root:root
+install_file "$BIN_DIR/fleetwatch-confirm" "$P_BIN/fleetwatch-confirm" 0755 root:root
 install_file "$SCRIPT_DIR/fleetwatch.service" "$P_UNITS/fleetwatch.service" 0644 root:root
 install_file "$SCRIPT_DIR/fleetwatch-executor.service" "$P_UNITS/fleetwatch-executor.service" 0644 root:root
 install_file "$SCRIPT_DIR/fleetwatch.tmpfiles" "$P_TMPFILES/fleetwatch.conf" 0644 root:root
@@ -551,5 +552,13 @@ Next:
   4. systemctl enable --now fleetwatch-executor.service fleetwatch.service
   5. runuser -u fleetwatch-exec -- fleetwatch-executor doctor
      runuser -u fleetwatch -- fleetwatch doctor
+     (both fail "no person is enrolled" until step 6 is done)
+  6. Enrol the people who approve: until one is enrolled the executor refuses every change.
+     As yourself (not root), in a terminal on the machine whose browser they will use, one
+     person at a time; the page's address is printed there only, and the approver line goes
+     straight into the executor's file:
+       fleetwatch-confirm enrol --person ana --name 'Ana Gómez' \
+         | sudo fleetwatch-executor approvers add -
+     Compare the fingerprint both commands print. A backup passkey: the same --person and --name.
 EOF
 fi

@@ -7,33 +7,42 @@ use std::process::ExitCode;
 use fleetwatch_confirm::enrol::{self, Options};
 
 const HELP: &str = "\
-fleetwatch-confirm: where a person is bound to a Fleetwatch approval.
+fleetwatch-confirm: where a person is bound to a Fleetwatch approval. It serves pages on the
+loopback addresses only, keeps nothing, and holds no key, sign-in or database.
 
-USAGE:
-    fleetwatch-confirm enrol --person ID --name NAME [--approvers PATH] [--port PORT]
+Usage: fleetwatch-confirm <COMMAND>
 
-COMMANDS:
-    enrol    Enrol a person's passkey. Serves a one-shot page on 127.0.0.1 and ::1 at
-             http://localhost:PORT/enrol/TOKEN (the address is printed here only), open ten
-             minutes, for one enrolment. The page makes a passkey (user verification
-             required) and proves it; the approver line goes to standard output and its
-             fingerprint to standard error, nowhere else. Install it with:
-                 fleetwatch-confirm enrol --person ana --name 'Ana Gómez' \\
-                     | sudo fleetwatch-executor approvers add -
+Commands:
+  enrol  Enrol a person's passkey on a one-shot page; the approver line is printed here only
 
-OPTIONS (enrol):
-    --person ID       The person's short ID: 1 to 32 of a-z, 0-9, '.', '_', '-'. A person's
-                      second passkey (a backup key) uses the same ID and counts once.
-    --name NAME       The display name approvals show (at most 64 characters).
-    --approvers PATH  The executor's approver file, read when readable so the browser does
-                      not make a passkey that is already enrolled
-                      [default: /etc/fleetwatch/approvers.pub]
-    --port PORT       Listen on this port instead of one the kernel chooses.
-    -h, --help        Print this help.
+Options:
+  -h, --help  Print help
+";
 
-EXIT STATUS:
-    0 when a passkey was enrolled and its line printed; 1 otherwise (refused, ten minutes
-    passed, or bad arguments).
+const ENROL_HELP: &str = "\
+Enrol a person's passkey. Serves a one-shot page on 127.0.0.1 and ::1 at
+http://localhost:PORT/enrol/TOKEN (the address is printed here only), open ten minutes, for
+one attempt. The page makes a passkey (RP ID localhost, user verification required, ES256 or
+Ed25519) and proves it over a second challenge. The approver line goes to standard output and
+its fingerprint to standard error, nowhere else. Install it with:
+
+    fleetwatch-confirm enrol --person ana --name 'Ana Gómez' \\
+        | sudo fleetwatch-executor approvers add -
+
+Exit status: 0 when a passkey was enrolled and its line printed; 1 otherwise (refused, ten
+minutes passed, or bad arguments).
+
+Usage: fleetwatch-confirm enrol --person ID --name NAME [--approvers PATH] [--port PORT]
+
+Options:
+      --person ID       The person's short ID: 1 to 32 of a-z, 0-9, '.', '_', '-'. A person's
+                        second passkey (a backup key) uses the same ID and counts once
+      --name NAME       The display name approvals show (at most 64 characters)
+      --approvers PATH  The executor's approver file, read when readable so the browser does
+                        not make a passkey that is already enrolled [default:
+                        /etc/fleetwatch/approvers.pub]
+      --port PORT       Listen on this port instead of one the kernel chooses
+  -h, --help            Print help
 ";
 
 fn fail(message: impl std::fmt::Display) -> ExitCode {
@@ -43,11 +52,11 @@ fn fail(message: impl std::fmt::Display) -> ExitCode {
 
 fn main() -> ExitCode {
     match parse() {
-        Ok(None) => {
-            print!("{HELP}");
+        Ok(Parsed::Help(text)) => {
+            print!("{text}");
             ExitCode::SUCCESS
         }
-        Ok(Some(options)) => {
+        Ok(Parsed::Enrol(options)) => {
             if enrol::run(&options) {
                 ExitCode::SUCCESS
             } else {
@@ -58,8 +67,15 @@ fn main() -> ExitCode {
     }
 }
 
-/// `None` for `--help`.
-fn parse() -> Result<Option<Options>, String> {
+/// What the command line asks for.
+enum Parsed {
+    /// Print this help.
+    Help(&'static str),
+    /// Run an enrolment.
+    Enrol(Options),
+}
+
+fn parse() -> Result<Parsed, String> {
     use lexopt::prelude::*;
     let mut parser = lexopt::Parser::from_env();
     let mut command: Option<String> = None;
@@ -69,7 +85,13 @@ fn parse() -> Result<Option<Options>, String> {
     let mut port = None;
     while let Some(arg) = parser.next().map_err(|e| e.to_string())? {
         match arg {
-            Short('h') | Long("help") => return Ok(None),
+            Short('h') | Long("help") => {
+                return Ok(Parsed::Help(if command.is_some() {
+                    ENROL_HELP
+                } else {
+                    HELP
+                }));
+            }
             Long("person") => person = Some(string(parser.value())?),
             Long("name") => name = Some(string(parser.value())?),
             Long("approvers") => {
@@ -96,7 +118,7 @@ fn parse() -> Result<Option<Options>, String> {
         }
         None => return Err("no command given (the command is `enrol`)".into()),
     }
-    Ok(Some(Options {
+    Ok(Parsed::Enrol(Options {
         person: person.ok_or("enrol needs --person ID")?,
         name: name.ok_or("enrol needs --name NAME")?,
         approvers,

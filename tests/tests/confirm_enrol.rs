@@ -251,7 +251,17 @@ fn bad_arguments_are_said_before_anything_listens() {
         .output()
         .expect("runs");
     assert!(help.status.success());
-    assert!(String::from_utf8_lossy(&help.stdout).contains("approvers add -"));
+    assert!(String::from_utf8_lossy(&help.stdout).contains("enrol"));
+    let help = std::process::Command::new(&binary)
+        .args(["enrol", "--help"])
+        .output()
+        .expect("runs");
+    assert!(help.status.success());
+    let text = String::from_utf8_lossy(&help.stdout);
+    assert!(
+        text.contains("approvers add -") && text.contains("--person"),
+        "{text}"
+    );
 }
 
 fn b64url(bytes: &[u8]) -> String {

@@ -381,6 +381,7 @@ impl Sandbox {
         );
         write_exec(&bin.join("fleetwatch"), &fleetwatch);
         write_exec(&bin.join("fleetwatch-executor"), "#!/bin/sh\nexit 0\n");
+        write_exec(&bin.join("fleetwatch-confirm"), "#!/bin/sh\nexit 0\n");
         let canaries = sandbox.canaries();
         std::fs::create_dir_all(&canaries).unwrap();
         for name in CANARIES {
@@ -512,6 +513,7 @@ fn install_into_a_throwaway_root_is_complete_and_a_second_run_changes_nothing() 
     let expected: &[(&str, u32)] = &[
         ("usr/local/bin/fleetwatch", 0o755),
         ("usr/local/bin/fleetwatch-executor", 0o755),
+        ("usr/local/bin/fleetwatch-confirm", 0o755),
         ("etc/systemd/system/fleetwatch.service", 0o644),
         ("etc/systemd/system/fleetwatch-executor.service", 0o644),
         ("etc/tmpfiles.d/fleetwatch.conf", 0o644),

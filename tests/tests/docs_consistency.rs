@@ -120,6 +120,7 @@ fn all_commands() -> Vec<(String, BTreeSet<String>)> {
     all.extend(command_flags("fleetwatch-executor", "fleetwatch-executor"));
     all.extend(command_flags("fleetwatch-sim", "fleetwatch-sim"));
     all.extend(command_flags("fleetwatch-demo", "fleetwatch-demo"));
+    all.extend(command_flags("fleetwatch-confirm", "fleetwatch-confirm"));
     all
 }
 
