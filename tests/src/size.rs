@@ -28,14 +28,20 @@ pub struct Crates {
     pub only_through: BTreeMap<String, BTreeSet<String>>,
 }
 
-/// Runs `cargo tree` in the checkout at `root` and counts.
+/// Runs `cargo tree` in the checkout at `root` and counts the executor's crates.
 pub fn crates(root: &Path) -> Result<Crates, String> {
+    crates_of(root, "fleetwatch-executor")
+}
+
+/// The same count for another workspace package (`fleetwatch-confirm`, trusted like the
+/// executor).
+pub fn crates_of(root: &Path, package: &str) -> Result<Crates, String> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let out = Command::new(cargo)
         .args([
             "tree",
             "-p",
-            "fleetwatch-executor",
+            package,
             "-e",
             "normal",
             "--prefix",
@@ -145,6 +151,54 @@ pub fn linked_lines(root: &Path) -> Result<Vec<FileLines>, String> {
                 lines: count_code_lines(&text),
             });
         }
+    }
+    Ok(out)
+}
+
+/// `fleetwatch-confirm`'s own code, file by file, counted as the executor's is; the protocol it
+/// links is the executor's too, and counted there. Its page script, style sheet and HTML
+/// (`confirm/templates/`) are counted as lines that are neither blank nor `//` comments.
+pub fn confirm_lines(root: &Path) -> Result<Vec<FileLines>, String> {
+    let base = root.join("confirm");
+    let mut files = BTreeSet::new();
+    for file in ["src/lib.rs", "src/main.rs"] {
+        collect_modules(&base.join(file), &BTreeSet::new(), &mut files)?;
+    }
+    let mut out = Vec::new();
+    for file in files {
+        let text =
+            std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
+        out.push(FileLines {
+            path: file
+                .strip_prefix(root)
+                .unwrap_or(&file)
+                .display()
+                .to_string(),
+            lines: count_code_lines(&text),
+        });
+    }
+    let templates = base.join("templates");
+    let mut assets: Vec<PathBuf> = std::fs::read_dir(&templates)
+        .map_err(|e| format!("{}: {e}", templates.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .collect();
+    assets.sort();
+    for file in assets {
+        let text =
+            std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
+        let lines = text
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && !l.starts_with("//"))
+            .count();
+        out.push(FileLines {
+            path: file
+                .strip_prefix(root)
+                .unwrap_or(&file)
+                .display()
+                .to_string(),
+            lines,
+        });
     }
     Ok(out)
 }

@@ -1105,6 +1105,17 @@ mod tests {
         table.iter().map(|(k, _)| (*k).to_owned()).collect()
     }
 
+    /// No text the page can show tells anyone to run a command as root or to install a line:
+    /// a page the assistant serves cannot be where a person is enrolled (DESIGN §9). The
+    /// templates and scripts are held to the same in `tests/page_http.rs`.
+    #[test]
+    fn no_text_of_the_page_hands_out_an_install_command() {
+        for (key, text) in EN.iter().chain(ES.iter()) {
+            assert!(!text.contains("sudo"), "{key}: {text}");
+            assert!(!text.contains("approvers add"), "{key}: {text}");
+        }
+    }
+
     #[test]
     fn both_catalogues_have_the_same_keys_once_each() {
         assert_eq!(keys(EN), keys(ES));

@@ -1333,6 +1333,35 @@ async fn trusted_base(root: PathBuf, executor: Option<PathBuf>) {
             .collect();
         println!("  {krate} {sum}: {}", detail.join(", "));
     }
+    // fleetwatch-confirm is trusted like the executor (DESIGN §9): its own code and crates.
+    let confirm = size::confirm_lines(&root).expect("confirm sources");
+    let rust: usize = confirm
+        .iter()
+        .filter(|f| f.path.ends_with(".rs"))
+        .map(|f| f.lines)
+        .sum();
+    let assets: usize = confirm
+        .iter()
+        .filter(|f| !f.path.ends_with(".rs"))
+        .map(|f| f.lines)
+        .sum();
+    let confirm_crates = size::crates_of(&root, "fleetwatch-confirm").expect("cargo tree");
+    println!();
+    println!(
+        "fleetwatch-confirm: {rust} lines of its own Rust and {assets} of page assets (the \
+         protocol it links is counted above), {} third-party crates ({} name+version): {}",
+        confirm_crates.names.len(),
+        confirm_crates.versions,
+        confirm_crates
+            .names
+            .iter()
+            .cloned()
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    for f in &confirm {
+        println!("  {} {}", f.path, f.lines);
+    }
     println!();
     println!("crates reachable only through one direct dependency:");
     for (direct, only) in &crates.only_through {
