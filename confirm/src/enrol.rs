@@ -162,7 +162,10 @@ fn run_inner(options: &Options) -> Result<bool, String> {
                 "fleetwatch-confirm: enrolled {} (person {}): an {} passkey, {}{}.",
                 record.name(),
                 person,
-                record.algorithm().name().to_uppercase(),
+                match record.algorithm() {
+                    Algorithm::Es256 => "ES256",
+                    Algorithm::Ed25519 => "Ed25519",
+                },
                 describe_backup(registration.backup),
                 if registration.backed_up {
                     ", backed up now"

@@ -278,10 +278,10 @@ static KEYS: Node = Node {
 
 static APPROVERS_LIST: Node = Node {
     name: "list",
-    about: "Show every approver in the approver file: kind (passkey or assistant key), \
-            algorithm, fingerprint, the last signature counter the executor stored, when \
-            `approvers add` added it, and the operator's name. Reads the executor's database \
-            without writing to it",
+    about: "Show every approver in the approver file: the assistant keys, then each person \
+            with their passkeys (algorithm, fingerprint, synced or device-bound, the last \
+            signature counter the executor stored, when `approvers add` added it), and whether \
+            anything can be approved. Reads the executor's database without writing to it",
     flags: &[&CONFIG],
     children: &[],
     operand: None,
@@ -289,36 +289,40 @@ static APPROVERS_LIST: Node = Node {
 
 static APPROVERS_ADD: Node = Node {
     name: "add",
-    about: "Add one approver line to the approver file, as root: the operator's passkey line \
-            exactly as the approval page shows it after enrolment, or an assistant key line. \
-            Prints the fingerprint to compare with the operator's screen. Refuses a malformed \
-            line, an unsupported algorithm, and a credential ID or key already in the file, \
-            leaving the file unchanged; otherwise replaces the file atomically (owner, group and \
-            mode kept; 0644 for a new file). The running executor uses it from the next request",
+    about: "Add one approver line to the approver file, as root: a person's passkey line \
+            exactly as `fleetwatch-confirm enrol` prints it (pipe it in with `-`), or an \
+            assistant key line. Prints the fingerprint to compare with the one the enrolment \
+            printed. Refuses a malformed line, an unsupported algorithm, a credential ID or key \
+            already in the file, a display name another person uses and a second name for one \
+            person, leaving the file unchanged; otherwise replaces the file atomically (owner, \
+            group and mode kept; 0644 for a new file). The running executor uses it from the \
+            next request",
     flags: &[&CONFIG],
     children: &[],
     operand: Some((
         "LINE",
-        "`passkey es256|ed25519 <credential ID> <SPKI base64> <operator name>` or `ed25519 \
-         <base64 key> [comment]`, quoted or as separate words; `-` reads one line from standard \
-         input",
+        "`approver <person> es256|ed25519 <credential ID> <SPKI base64> synced|device-bound \
+         <name>` (or a `passkey …` line from before persons) or `ed25519 <base64 key> \
+         [comment]`, quoted or as separate words; `-` reads one line from standard input",
     )),
 };
 
 static APPROVERS_REMOVE: Node = Node {
     name: "remove",
-    about: "Remove one approver, found by its fingerprint (as `approvers list` shows it; spaces \
-            optional) or by its operator name, and say what was removed. Refuses when nothing or \
-            more than one approver matches, and the last assistant key. Atomic like `add`; the \
-            removed passkey approves nothing from the next request on",
+    about: "Remove approvers: a person by their ID (all their passkeys), one passkey or \
+            assistant key by its fingerprint (as `approvers list` shows it; spaces optional), or \
+            the person with a display name; say what was removed, and when the last person went \
+            that nothing is approved from now on. Refuses when nothing matches, when a name \
+            matches several persons, and the last assistant key. Atomic like `add`; what was \
+            removed approves nothing from the next request on",
     flags: &[&CONFIG],
     children: &[],
-    operand: Some(("WHO", "A fingerprint or an operator name")),
+    operand: Some(("WHO", "A person ID, a fingerprint or a display name")),
 };
 
 static APPROVERS: Node = Node {
     name: "approvers",
-    about: "Who may approve: the operators' passkeys and the assistant's key, in the approver \
+    about: "Who may approve: the persons' passkeys and the assistant's key, in the approver \
             file",
     flags: &[&CONFIG],
     children: &[&APPROVERS_LIST, &APPROVERS_ADD, &APPROVERS_REMOVE],

@@ -233,10 +233,10 @@ pub fn approvers_add(config: &Config, line: &str) -> Result<String, String> {
     let (text, added) = approvers::add(&existing, line, &now, path)
         .map_err(|e| format!("refused, {} unchanged: {e}", path.display()))?;
     approvers::write_atomically(path, &text)?;
-    let who = if added.name.is_empty() {
-        String::new()
-    } else {
-        format!(" for {}", added.name)
+    let who = match (&added.person, added.name.is_empty()) {
+        (Some(person), _) => format!(" of person {person}, {}", added.name),
+        (None, false) => format!(" for {}", added.name),
+        (None, true) => String::new(),
     };
     let mut message = format!(
         "added {} ({}){who} to {}\nfingerprint: {}\n",
@@ -247,8 +247,8 @@ pub fn approvers_add(config: &Config, line: &str) -> Result<String, String> {
     );
     if added.kind == "passkey" {
         message.push_str(
-            "Compare the fingerprint with the one on the operator's screen; if they differ, run \
-             `fleetwatch-executor approvers remove` with it now.\n",
+            "Compare the fingerprint with the one `fleetwatch-confirm enrol` printed; if they \
+             differ, run `fleetwatch-executor approvers remove` with it now.\n",
         );
     }
     message.push_str("The running executor reads the file for every request: no restart needed.");
