@@ -151,10 +151,13 @@ impl ExecutorClient {
 /// returns no text that could hold a secret, and names are not its to judge), so the names,
 /// models, warnings and stream names it describes are redacted here, on arrival. The targets and
 /// the fingerprint are the executor's own canonical values, compared byte for byte later, and
-/// stay as they are (IDs and live-state flags only).
+/// stay as they are (IDs and live-state flags only); so do the signed names, which only the
+/// claims carry (to the confirm page and back to the executor, which compares them with what it
+/// reads) — never the model, the card or a log.
 fn redacted(mut description: Description) -> Result<Description, ExecutorError> {
     let targets = std::mem::take(&mut description.targets);
     let fingerprint = std::mem::take(&mut description.fingerprint);
+    let names = std::mem::take(&mut description.names);
     let problem = |e: serde_json::Error| {
         ExecutorError::Protocol(format!(
             "the executor's description could not be redacted: {e}"
@@ -165,5 +168,6 @@ fn redacted(mut description: Description) -> Result<Description, ExecutorError> 
     let mut description: Description = serde_json::from_value(value).map_err(problem)?;
     description.targets = targets;
     description.fingerprint = fingerprint;
+    description.names = names;
     Ok(description)
 }

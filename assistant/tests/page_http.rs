@@ -165,6 +165,7 @@ fn describe(world: &World, policy: &Policy, tool: &str, arguments: &str) -> Resp
         .collect();
     Response::Described(Description {
         targets: valid.targets.clone(),
+        names: Vec::new(),
         devices,
         stream: valid.stream_id.map(|id| StreamFacts {
             id,

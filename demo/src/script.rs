@@ -325,6 +325,8 @@ impl<'r> Script<'r> {
             tool: proposal.tool.clone(),
             arguments: proposal.arguments.clone(),
             targets: proposal.targets.clone(),
+            // Refused before any name is compared: no person confirmed it.
+            names: Vec::new(),
             fingerprint: proposal.fingerprint.clone(),
             schema_version: proposal.schema_version,
             policy_digest: proposal.policy_digest,

@@ -13,7 +13,8 @@ use std::time::Duration;
 use fleetwatch_protocol::Refusal;
 use fleetwatch_protocol::claims::{
     ApprovalClaims, CLAIMS_VERSION, CLOCK_SKEW_SECS, ClaimsError, MAX_ARGUMENTS_BYTES,
-    MAX_FINGERPRINT_BYTES, MAX_LIFETIME_SECS, SignatureError, SignedApproval, TrustedKeys,
+    MAX_FINGERPRINT_BYTES, MAX_LIFETIME_SECS, MAX_NAME_BYTES, MAX_NAMES, SignatureError,
+    SignedApproval, TrustedKeys,
 };
 use fleetwatch_protocol::fleet::{self, DeviceList, RoomBlock};
 use fleetwatch_protocol::passkey::{
@@ -141,7 +142,12 @@ pub fn claims(checked: PersonChecked, policy: &Policy) -> Result<Claims, Refusal
             .iter()
             .all(|t| fleetwatch_protocol::ids::is_master_id(t))
         && claims.arguments.len() <= MAX_ARGUMENTS_BYTES
-        && claims.fingerprint.len() <= MAX_FINGERPRINT_BYTES;
+        && claims.fingerprint.len() <= MAX_FINGERPRINT_BYTES
+        && claims.names.len() <= MAX_NAMES
+        && claims
+            .names
+            .iter()
+            .all(|n| n.id.len() <= MAX_NAME_BYTES && n.name.len() <= MAX_NAME_BYTES);
     if !bounded {
         return Err(Refusal::ClaimTooLong);
     }
@@ -351,6 +357,7 @@ pub fn limits(
 pub struct LiveState {
     checked: PolicyChecked,
     devices: DeviceList,
+    endpoints: Vec<fleet::StreamEndpoint>,
 }
 
 /// The slow-moving reads first: the device list (membership, team ID, the named channels) and
@@ -385,8 +392,9 @@ pub async fn live_state(
     {
         return Err(Refusal::NotOnTeam);
     }
+    let mut endpoints = Vec::new();
     if let Some(stream_id) = &checked.validated.stream_id {
-        let endpoints = reads::stream_endpoints(epiphan).await?;
+        endpoints = reads::stream_endpoints(epiphan).await?;
         if !endpoints
             .iter()
             .any(|e| e.id.eq_ignore_ascii_case(stream_id))
@@ -394,7 +402,11 @@ pub async fn live_state(
             return Err(Refusal::StreamNotFound);
         }
     }
-    Ok(LiveState { checked, devices })
+    Ok(LiveState {
+        checked,
+        devices,
+        endpoints,
+    })
 }
 
 /// Everything checked; the only value [`write`] accepts.
@@ -435,6 +447,7 @@ pub async fn last_reads(
     let LiveState {
         checked,
         mut devices,
+        endpoints,
     } = live;
     let c = &checked.claims;
     let targets = &checked.validated.targets;
@@ -451,6 +464,11 @@ pub async fn last_reads(
     }
     if state::fingerprint(&devices, &events, targets)? != c.fingerprint {
         return Err(Refusal::FingerprintMoved);
+    }
+    // Every name the person was shown is the name read now, and every one is there: a name
+    // the assistant changed, invented or left out is refused.
+    if state::signed_names(&devices, &endpoints, &events, &checked.validated) != c.names {
+        return Err(Refusal::NameChanged);
     }
     let value = Value::Object(checked.arguments.clone());
     if policy.is_disruptive(&c.tool, &value) {
@@ -529,6 +547,7 @@ mod tests {
                 tool: "batch_reboot".into(),
                 arguments: "{}".into(),
                 targets: vec![],
+                names: Vec::new(),
                 fingerprint: "{}".into(),
                 schema_version: 1,
                 policy_digest: [0; 32],

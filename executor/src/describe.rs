@@ -54,9 +54,10 @@ async fn read_facts(
     policy_digest: [u8; 32],
 ) -> Result<Description, Refusal> {
     let mut devices = reads::device_list(epiphan).await?;
+    let mut endpoints = Vec::new();
     let stream = match &validated.stream_id {
         Some(id) => {
-            let endpoints = reads::stream_endpoints(epiphan).await?;
+            endpoints = reads::stream_endpoints(epiphan).await?;
             let found = endpoints.iter().find(|e| e.id.eq_ignore_ascii_case(id));
             Some(StreamFacts {
                 id: id.clone(),
@@ -169,7 +170,9 @@ async fn read_facts(
             }
         })
         .collect();
+    let names = state::signed_names(&devices, &endpoints, &events, &validated);
     Ok(Description {
+        names,
         targets: validated.targets.clone(),
         devices: facts,
         stream,

@@ -6,8 +6,9 @@
 use std::collections::BTreeMap;
 
 use fleetwatch_protocol::Refusal;
-use fleetwatch_protocol::fleet::{self, DeviceList, Event};
-use fleetwatch_protocol::policy::{ChannelRef, EventRef};
+use fleetwatch_protocol::claims::{NameKind, SignedName};
+use fleetwatch_protocol::fleet::{self, DeviceList, Event, StreamEndpoint};
+use fleetwatch_protocol::policy::{ChannelRef, EventRef, Validated};
 
 /// Canonical JSON of the targets' fingerprint over the device list (recorder status already
 /// applied) and the events. Every target must be on the list: one that is not is refused as
@@ -30,6 +31,55 @@ pub(crate) fn event_matches(events: &BTreeMap<String, Option<Event>>, event: &Ev
         .get(&event.device)
         .and_then(Option::as_ref)
         .is_some_and(|e| e.id == event.event)
+}
+
+/// Every name a person is shown for this change, as read now, sorted: each target device's,
+/// each channel's the arguments name, the stream destination's and the event's. What is not
+/// found is left out (Describe's card is then deny-only, and Execute refuses it by its own
+/// check). One function for both sides, so the names signed at describe time and the ones
+/// compared at Execute are gathered alike by construction.
+pub(crate) fn signed_names(
+    devices: &DeviceList,
+    endpoints: &[StreamEndpoint],
+    events: &BTreeMap<String, Option<Event>>,
+    validated: &Validated,
+) -> Vec<SignedName> {
+    let mut out = Vec::new();
+    let name = |kind, id: &str, name: &str| SignedName {
+        kind,
+        id: id.to_owned(),
+        name: name.to_owned(),
+    };
+    for target in &validated.targets {
+        if let Some(d) = devices.devices.iter().find(|d| &d.id == target) {
+            out.push(name(NameKind::Device, &d.id, &d.name));
+        }
+    }
+    for channel in validated.channels.iter().chain(&validated.channel) {
+        let found = devices
+            .devices
+            .iter()
+            .filter(|d| d.id == channel.device)
+            .flat_map(|d| d.channels.iter())
+            .find(|c| c.number == channel.number);
+        if let Some(c) = found {
+            out.push(name(NameKind::Channel, &channel.id(), &c.name));
+        }
+    }
+    if let Some(id) = &validated.stream_id
+        && let Some(e) = endpoints.iter().find(|e| e.id.eq_ignore_ascii_case(id))
+    {
+        out.push(name(NameKind::Stream, id, &e.name));
+    }
+    if let Some(event) = &validated.event
+        && let Some(Some(e)) = events.get(&event.device)
+        && e.id == event.event
+    {
+        out.push(name(NameKind::Event, &e.id, &e.title));
+    }
+    out.sort();
+    out.dedup();
+    out
 }
 
 /// Whether the channel exists on its device in the list.

@@ -19,6 +19,7 @@ fn sample() -> ApprovalClaims {
         tool: "batch_recording".into(),
         arguments: r#"{"action":"start","device_ids":["3f9a2c41d7-1"]}"#.into(),
         targets: vec!["3f9a2c41d7".into()],
+        names: Vec::new(),
         fingerprint: r#"{"3f9a2c41d7":{"next_event_start":null,"online":true,"recording":false}}"#
             .into(),
         schema_version: 1,

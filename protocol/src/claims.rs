@@ -29,8 +29,10 @@ use sha2::{Digest as _, Sha256};
 use crate::passkey::PasskeyAssertion;
 
 /// The only claims version this build speaks. It is the first field of the encoding, so an
-/// unknown version is recognised before the rest is decoded.
-pub const CLAIMS_VERSION: u16 = 1;
+/// unknown version is recognised before the rest is decoded. Version 2 added [`SignedName`]s:
+/// every name the confirm page shows is signed, and the executor compares each with its live
+/// read.
+pub const CLAIMS_VERSION: u16 = 2;
 
 /// Domain-separation prefix signed before the claims bytes.
 pub const SIGNING_DOMAIN: &[u8] = b"fleetwatch approval claims v1\0";
@@ -44,6 +46,36 @@ pub const CLOCK_SKEW_SECS: i64 = 60;
 pub const MAX_ARGUMENTS_BYTES: usize = 4000;
 /// The longest state fingerprint an approval may carry (a few hundred bytes per target).
 pub const MAX_FINGERPRINT_BYTES: usize = 16 * 1024;
+/// The longest name an approval may carry, in bytes (a name Epiphan reports is far shorter).
+pub const MAX_NAME_BYTES: usize = 1024;
+/// The most names an approval may carry: each target, its channels, a stream and an event.
+pub const MAX_NAMES: usize = 256;
+
+/// What a [`SignedName`] names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum NameKind {
+    /// A target device; the ID is its master ID.
+    Device,
+    /// A channel the arguments name; the ID is `<device>-<number>`.
+    Channel,
+    /// The stream destination the arguments name; the ID is its ID.
+    Stream,
+    /// The event the arguments name; the ID is the event's ID.
+    Event,
+}
+
+/// One name as the executor read it when it described the change: what a person is shown
+/// beside an ID, signed so that a name the assistant changed or invented is refused at
+/// Execute (the executor reads it again and compares).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct SignedName {
+    /// What it names.
+    pub kind: NameKind,
+    /// The ID it names.
+    pub id: String,
+    /// The name, exactly as read (never redacted: the executor compares it byte for byte).
+    pub name: String,
+}
 
 /// Which sign-in an approval is for. Only the sandbox slot can write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -68,6 +100,9 @@ pub struct ApprovalClaims {
     pub arguments: String,
     /// Device IDs the arguments resolve to, sorted, no duplicates.
     pub targets: Vec<String>,
+    /// Every name the confirm page shows, sorted by kind and ID: each target's, and the
+    /// channel, stream destination or event the arguments name.
+    pub names: Vec<SignedName>,
     /// Canonical JSON of the targets' fingerprint (see [`crate::fleet::Fingerprint`]).
     pub fingerprint: String,
     /// The tool's argument schema version.

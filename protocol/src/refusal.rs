@@ -152,6 +152,10 @@ pub enum Refusal {
     /// The executor accepts device-bound passkeys only (`passkeys.device_bound`), and a passkey
     /// that confirmed the approval may be synced (its authenticator set backup eligible).
     PasskeySynced,
+    /// A name the approval carries (a target's, a channel's, a stream destination's or an
+    /// event's) is not the name the executor reads now: the person saw another name, or the
+    /// assistant changed it.
+    NameChanged,
 }
 
 impl Refusal {
@@ -221,6 +225,7 @@ impl Refusal {
             Refusal::Busy => "busy",
             Refusal::Internal => "internal",
             Refusal::PasskeySynced => "passkey_synced",
+            Refusal::NameChanged => "name_changed",
         }
     }
 
@@ -424,6 +429,9 @@ impl Refusal {
             }
             Refusal::Internal => {
                 "The executor could not complete its checks because of an internal error. Nothing ran. See the executor's log for details."
+            }
+            Refusal::NameChanged => {
+                "A name the approval showed (a room, a channel, a stream destination or an event) is not the name the executor reads now, so the person may have approved something other than what will change. Nothing ran. Check the names on the card and approve again."
             }
             Refusal::PasskeySynced => {
                 "A passkey that confirmed the approval can be copied to other devices (a synced passkey), and this executor accepts only passkeys bound to one device. Nothing ran. Confirm with a security key or another device-bound passkey enrolled with `fleetwatch-confirm enrol`."
@@ -658,6 +666,10 @@ pub fn code_words(code: &str, spanish: bool) -> Option<&'static str> {
             "an internal problem (see the executor's log)",
             "un problema interno (vea el registro del ejecutor)",
         ),
+        "name_changed" => (
+            "a name it showed is not the name read now",
+            "un nombre que mostró no es el que se lee ahora",
+        ),
         "passkey_synced" => (
             "a synced passkey confirmed it, and only device-bound ones are accepted",
             "la confirmó una passkey sincronizada, y solo se aceptan las ligadas a un dispositivo",
@@ -745,6 +757,7 @@ mod tests {
             Refusal::Busy,
             Refusal::Internal,
             Refusal::PasskeySynced,
+            Refusal::NameChanged,
         ];
         for r in &list {
             match r {
@@ -810,7 +823,8 @@ mod tests {
                 | Refusal::SignInExpired
                 | Refusal::Busy
                 | Refusal::Internal
-                | Refusal::PasskeySynced => {}
+                | Refusal::PasskeySynced
+                | Refusal::NameChanged => {}
             }
         }
         list

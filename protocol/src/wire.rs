@@ -16,10 +16,11 @@ use crate::refusal::Refusal;
 /// [`SignedApproval`]; version 3 added the enrolled passkeys and the quorum per tool to
 /// [`StatusReport`]; version 4 added the limits; version 5 added the firmware, the stream
 /// destination's publisher state and the event's confirmation to [`Description`]; version 6
-/// added the enrolled persons' approver lines and the trial mode to [`StatusReport`]. A peer of
+/// added the enrolled persons' approver lines and the trial mode to [`StatusReport`]; version 7
+/// added the names the executor read to [`Description`], for the claims to sign. A peer of
 /// another version is told "unknown version", never "malformed",
 /// because the version is decoded alone before anything else.
-pub const WIRE_VERSION: u16 = 6;
+pub const WIRE_VERSION: u16 = 7;
 
 /// Largest frame either side accepts, in bytes (the length prefix excluded).
 pub const MAX_FRAME: usize = 64 * 1024;
@@ -111,6 +112,8 @@ pub struct Description {
     pub policy_digest: [u8; 32],
     /// The tool's schema version in the executor's policy.
     pub schema_version: u32,
+    /// The names the executor read, as the claims sign them (never redacted by the assistant).
+    pub names: Vec<crate::claims::SignedName>,
 }
 
 /// One target device.

@@ -27,6 +27,7 @@ fn sample_claims() -> ApprovalClaims {
         tool: "start_recording".to_owned(),
         arguments: r#"{"channel_ids":["0123abcd-1"]}"#.to_owned(),
         targets: vec!["0123abcd".to_owned()],
+        names: Vec::new(),
         fingerprint: r#"{"0123abcd":{"next_event_start":null,"online":true,"recording":false}}"#
             .to_owned(),
         schema_version: 1,

@@ -103,6 +103,7 @@ fn sample_claims(tool: &str, arguments: &str, targets: &[&str]) -> ApprovalClaim
         tool: tool.to_owned(),
         arguments: arguments.to_owned(),
         targets: targets.iter().map(|t| (*t).to_owned()).collect(),
+        names: Vec::new(),
         fingerprint: serde_json::to_string(&fingerprint).unwrap(),
         schema_version: 1,
         policy_digest: [0x11; 32],
@@ -190,6 +191,7 @@ fn frame_seeds() -> Vec<(&'static str, Vec<u8>)> {
             "response_described.bin",
             response(Response::Described(Description {
                 targets: vec!["0123abcd".to_owned()],
+                names: Vec::new(),
                 devices: vec![device],
                 stream: Some(StreamFacts {
                     id: "0b5c1a52-8f0e-4d7a-9a64-4f3a2f1e9c10".to_owned(),

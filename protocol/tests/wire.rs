@@ -224,6 +224,7 @@ fn arb_description() -> impl Strategy<Value = Description> {
                 schema_version,
             )| Description {
                 targets,
+                names: Vec::new(),
                 devices,
                 stream,
                 event_matches,

@@ -142,6 +142,20 @@ impl SimHandle {
             .unwrap_or(false)
     }
 
+    /// Gives a device another name, as an administrator renaming it in Epiphan would.
+    pub fn rename_device(&self, team: &str, device_id: &str, name: &str) -> bool {
+        self.inner
+            .shared
+            .with_team(team, |t| match t.device_mut(device_id) {
+                Some(device) => {
+                    device["Name"] = serde_json::Value::String(name.to_owned());
+                    true
+                }
+                None => false,
+            })
+            .unwrap_or(false)
+    }
+
     /// Takes a device out of the team.
     pub fn remove_device(&self, team: &str, device_id: &str) -> bool {
         self.inner

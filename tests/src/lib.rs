@@ -468,6 +468,7 @@ pub fn bound_claims(tool: &str, arguments: &serde_json::Value, d: Description) -
         tool: tool.into(),
         arguments: canonical(arguments),
         targets: d.targets,
+        names: d.names,
         fingerprint: d.fingerprint,
         schema_version: d.schema_version,
         policy_digest: d.policy_digest,

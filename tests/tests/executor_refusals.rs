@@ -125,7 +125,7 @@ async fn framing_errors_are_refused_distinctly_and_serving_continues() {
     let mut c = h
         .claims("batch_recording", &recording(&device(&h, 0), "start"))
         .await;
-    c.version = 2;
+    c.version = fleetwatch_protocol::claims::CLAIMS_VERSION + 1;
     refused(
         &h,
         sign(&c, 7),
@@ -670,4 +670,79 @@ async fn no_sign_in_refuses() {
         .await;
     std::fs::remove_file(h.state.join("sandbox.token")).unwrap();
     refused(&h, sign(&c, 7), Refusal::NoSignIn, "no sign-in").await;
+}
+
+/// Every name the person is shown is signed (claims version 2): a device renamed between the
+/// describe and the approval, a name the assistant changed, and a name left out are each
+/// refused with `name_changed`, nothing written; the signed names as read go through.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_name_that_is_not_the_one_read_now_is_refused() {
+    use fleetwatch_protocol::claims::NameKind;
+    let h = harness(true).await;
+    let target = device(&h, 0);
+    let arguments = recording(&target, "start");
+    let c = h.claims("batch_recording", &arguments).await;
+    // What the executor read: the device's name and the channel's, signed.
+    assert!(
+        c.names
+            .iter()
+            .any(|n| n.kind == NameKind::Device && n.id == target && !n.name.is_empty()),
+        "{:?}",
+        c.names
+    );
+    assert!(
+        c.names
+            .iter()
+            .any(|n| n.kind == NameKind::Channel && n.id == format!("{target}-1")),
+        "{:?}",
+        c.names
+    );
+    // A name the assistant changed.
+    let mut changed = c.clone();
+    changed.approval_id = random_id();
+    if let Some(n) = changed
+        .names
+        .iter_mut()
+        .find(|n| n.kind == NameKind::Device)
+    {
+        n.name = "Room 101".into();
+    }
+    refused(
+        &h,
+        sign(&changed, 7),
+        Refusal::NameChanged,
+        "a changed name",
+    )
+    .await;
+    // A name left out.
+    let mut missing = c.clone();
+    missing.approval_id = random_id();
+    missing.names.retain(|n| n.kind != NameKind::Channel);
+    refused(
+        &h,
+        sign(&missing, 7),
+        Refusal::NameChanged,
+        "a name left out",
+    )
+    .await;
+    // The device renamed in Epiphan between the describe and the approval.
+    assert!(h.sim.rename_device("sandbox", &target, "Courtroom 4"));
+    refused(
+        &h,
+        sign(&c, 7),
+        Refusal::NameChanged,
+        "renamed since the describe",
+    )
+    .await;
+    // Described again, the new name is signed and the change goes through once.
+    let fresh = h.claims("batch_recording", &arguments).await;
+    assert!(fresh.names.iter().any(|n| n.name == "Courtroom 4"));
+    let writes = h.writes();
+    let response = h.execute(sign(&fresh, 7)).await;
+    assert!(
+        matches!(response, Some(Response::Executed(_))),
+        "{response:?}\n{}",
+        h.log_text()
+    );
+    assert_eq!(h.writes(), writes + 1);
 }

@@ -90,6 +90,9 @@ pub struct Binding {
     pub schema_version: u32,
     /// Policy digest of the tool's entry.
     pub policy_digest: [u8; 32],
+    /// The names the fresh describe read, as the claims sign them (empty when it failed: the
+    /// card is then deny-only).
+    pub names: Vec<fleetwatch_protocol::claims::SignedName>,
 }
 
 impl Binding {
@@ -110,6 +113,11 @@ impl Binding {
         field(self.fingerprint.as_bytes());
         field(&self.schema_version.to_be_bytes());
         field(&self.policy_digest);
+        for n in &self.names {
+            field(&[n.kind as u8]);
+            field(n.id.as_bytes());
+            field(n.name.as_bytes());
+        }
         hex(&h.finalize())
     }
 }
@@ -248,6 +256,10 @@ pub fn build(
         fingerprint: proposal.fingerprint.clone(),
         schema_version: proposal.schema_version,
         policy_digest: proposal.policy_digest,
+        names: described
+            .as_ref()
+            .map(|d| d.names.clone())
+            .unwrap_or_default(),
     };
     let mut deny: Vec<String> = Vec::new();
     let tool_text = tool_text(lang, &proposal.tool);

@@ -89,6 +89,7 @@ pub(super) fn claims_bytes(
         tool: binding.tool.clone(),
         arguments: binding.arguments.clone(),
         targets: binding.targets.clone(),
+        names: binding.names.clone(),
         fingerprint: binding.fingerprint.clone(),
         schema_version: binding.schema_version,
         policy_digest: binding.policy_digest,
