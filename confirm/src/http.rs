@@ -68,6 +68,9 @@ pub struct Response {
     pub content_type: &'static str,
     /// The body.
     pub body: Vec<u8>,
+    /// A stricter or different `Content-Security-Policy` than [`CONTENT_SECURITY_POLICY`] (the
+    /// confirm page's form posts to the approval page's origin).
+    pub csp: Option<String>,
 }
 
 impl Response {
@@ -77,6 +80,7 @@ impl Response {
             status,
             content_type,
             body: body.into(),
+            csp: None,
         }
     }
 
@@ -218,7 +222,7 @@ pub fn write_response(stream: &mut impl Write, response: &Response) -> io::Resul
          content-type: {}\r\n\
          content-length: {}\r\n\
          cache-control: no-store\r\n\
-         content-security-policy: {CONTENT_SECURITY_POLICY}\r\n\
+         content-security-policy: {}\r\n\
          referrer-policy: no-referrer\r\n\
          x-content-type-options: nosniff\r\n\
          x-frame-options: DENY\r\n\
@@ -228,7 +232,8 @@ pub fn write_response(stream: &mut impl Write, response: &Response) -> io::Resul
         response.status,
         reason(response.status),
         response.content_type,
-        response.body.len()
+        response.body.len(),
+        response.csp.as_deref().unwrap_or(CONTENT_SECURITY_POLICY),
     );
     stream.write_all(head.as_bytes())?;
     stream.write_all(&response.body)?;

@@ -35,7 +35,7 @@ impl Lang {
         }
     }
 
-    /// A text of the enrolment page by key (every key has both languages; a test holds it).
+    /// A text of the enrolment or the confirm page by key (every key has both languages; a test holds it).
     pub fn t(self, key: &str) -> &'static str {
         let (en, es) = match key {
             "title" => (
@@ -68,6 +68,34 @@ impl Lang {
             "used" => (
                 "This enrolment page was already used. Ask the administrator to run the command again.",
                 "Esta página de inscripción ya se usó. Pida al administrador que ejecute el comando de nuevo.",
+            ),
+            "confirm.title" => (
+                "Confirm a change — Fleetwatch",
+                "Confirmar un cambio — Fleetwatch",
+            ),
+            "confirm.explain" => (
+                "This page is not the assistant's: it shows the change exactly as your passkey will sign it. Read it; if it is not what you meant to approve, close this tab.",
+                "Esta página no es del asistente: muestra el cambio exactamente como lo firmará su passkey. Léalo; si no es lo que quería aprobar, cierre esta pestaña.",
+            ),
+            "confirm.idle" => (
+                "Nothing to confirm: the approval page sends a change here when you approve it.",
+                "Nada que confirmar: la página de aprobación envía aquí un cambio cuando lo aprueba.",
+            ),
+            "confirm.undecodable" => (
+                "The change sent here cannot be read, so it cannot be confirmed. Nothing was approved; go back to the approval page and deny it.",
+                "El cambio enviado aquí no se puede leer, así que no se puede confirmar. No se aprobó nada; vuelva a la página de aprobación y deniéguelo.",
+            ),
+            "confirm.effects" => ("What changes", "Qué cambia"),
+            "confirm.targets" => (
+                "Rooms, as the executor read them",
+                "Salas, tal como las leyó el ejecutor",
+            ),
+            "confirm.arguments" => ("Arguments, in full", "Argumentos completos"),
+            "confirm.expires" => ("This approval expires at", "Esta aprobación caduca a las"),
+            "confirm.button" => ("Confirm with my passkey", "Confirmar con mi passkey"),
+            "confirm.cancelled" => (
+                "Your passkey did not answer (cancelled, timed out, or not enrolled here). Nothing was approved; you can try again.",
+                "Su passkey no respondió (cancelada, agotó el tiempo o no está inscrita aquí). No se aprobó nada; puede intentarlo de nuevo.",
             ),
             _ => ("", ""),
         };

@@ -1,4 +1,5 @@
-//! `fleetwatch-confirm`: where a person is bound (DESIGN §9). It serves pages on the loopback
+//! `fleetwatch-confirm`: where a person is bound (DESIGN §9): `enrol`, the administrator's
+//! one-shot enrolment page, and `serve`, the confirm page. It serves pages on the loopback
 //! addresses only, keeps nothing, holds no key and no sign-in, and links the protocol crate to
 //! check what a browser's passkey returned.
 #![forbid(unsafe_code)]
@@ -6,3 +7,5 @@
 pub mod enrol;
 pub mod http;
 pub mod lang;
+pub mod serve;
+pub mod view;

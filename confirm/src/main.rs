@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use fleetwatch_confirm::enrol::{self, Options};
+use fleetwatch_confirm::serve;
 
 const HELP: &str = "\
 fleetwatch-confirm: where a person is bound to a Fleetwatch approval. It serves pages on the
@@ -14,6 +15,8 @@ Usage: fleetwatch-confirm <COMMAND>
 
 Commands:
   enrol  Enrol a person's passkey on a one-shot page; the approver line is printed here only
+  serve  Serve the confirm page: shows a change from its signed claims alone and asks the
+         passkey for exactly those bytes
 
 Options:
   -h, --help  Print help
@@ -45,6 +48,25 @@ Options:
   -h, --help            Print help
 ";
 
+const SERVE_HELP: &str = "\
+Serve the confirm page on 127.0.0.1 and ::1 (IPv4 alone, said at start, where the host has no
+IPv6 loopback). The approval page sends the tab here with the exact claims bytes; this page
+decodes them with the protocol crate and shows the change from them alone (the tool and every
+argument, each room's signed name and state, the effect, whether it is disruptive, the proposal
+number and the expiry), computes the passkey challenge itself, and posts the assertion back to
+the approval page's origin from --page-origin, never from the request. It keeps nothing.
+
+Usage: fleetwatch-confirm serve [--port PORT] [--page-origin ORIGIN] [--policy PATH]
+
+Options:
+      --port PORT           The port [default: 8768]
+      --page-origin ORIGIN  The approval page's origin, where assertions go [default:
+                            http://localhost:8767]
+      --policy PATH         The tool policy, for whether a change is disruptive [default:
+                            /etc/fleetwatch/tool_policy.yaml]
+  -h, --help                Print help
+";
+
 fn fail(message: impl std::fmt::Display) -> ExitCode {
     eprintln!("fleetwatch-confirm: {message}\nRun `fleetwatch-confirm --help` for usage.");
     ExitCode::FAILURE
@@ -63,6 +85,13 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         }
+        Ok(Parsed::Serve(options)) => match serve::run(&options) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("fleetwatch-confirm: {e}");
+                ExitCode::FAILURE
+            }
+        },
         Err(message) => fail(message),
     }
 }
@@ -73,6 +102,8 @@ enum Parsed {
     Help(&'static str),
     /// Run an enrolment.
     Enrol(Options),
+    /// Serve the confirm page.
+    Serve(serve::Options),
 }
 
 fn parse() -> Result<Parsed, String> {
@@ -83,13 +114,15 @@ fn parse() -> Result<Parsed, String> {
     let mut name = None;
     let mut approvers = PathBuf::from(enrol::DEFAULT_APPROVERS);
     let mut port = None;
+    let mut page_origin = serve::DEFAULT_PAGE_ORIGIN.to_owned();
+    let mut policy = PathBuf::from(serve::DEFAULT_POLICY);
     while let Some(arg) = parser.next().map_err(|e| e.to_string())? {
         match arg {
             Short('h') | Long("help") => {
-                return Ok(Parsed::Help(if command.is_some() {
-                    ENROL_HELP
-                } else {
-                    HELP
+                return Ok(Parsed::Help(match command.as_deref() {
+                    Some("enrol") => ENROL_HELP,
+                    Some("serve") => SERVE_HELP,
+                    _ => HELP,
                 }));
             }
             Long("person") => person = Some(string(parser.value())?),
@@ -97,6 +130,8 @@ fn parse() -> Result<Parsed, String> {
             Long("approvers") => {
                 approvers = PathBuf::from(parser.value().map_err(|e| e.to_string())?)
             }
+            Long("page-origin") => page_origin = string(parser.value())?,
+            Long("policy") => policy = PathBuf::from(parser.value().map_err(|e| e.to_string())?),
             Long("port") => {
                 let text = string(parser.value())?;
                 let n: u16 =
@@ -111,12 +146,19 @@ fn parse() -> Result<Parsed, String> {
     }
     match command.as_deref() {
         Some("enrol") => {}
+        Some("serve") => {
+            return Ok(Parsed::Serve(serve::Options {
+                port: port.unwrap_or(serve::DEFAULT_PORT),
+                page_origin,
+                policy,
+            }));
+        }
         Some(other) => {
             return Err(format!(
-                "unknown command {other:?} (the command is `enrol`)"
+                "unknown command {other:?} (the commands are `enrol` and `serve`)"
             ));
         }
-        None => return Err("no command given (the command is `enrol`)".into()),
+        None => return Err("no command given (the commands are `enrol` and `serve`)".into()),
     }
     Ok(Parsed::Enrol(Options {
         person: person.ok_or("enrol needs --person ID")?,

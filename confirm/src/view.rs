@@ -1,0 +1,288 @@
+//! The confirm page's words, from decoded claims alone (DESIGN §9): the tool and every argument,
+//! each target's signed name and the state the effect is computed from, the effect, whether the
+//! change is disruptive (then the rooms), the proposal number and the expiry. Nothing from the
+//! request but the claims bytes reaches these words; a change that cannot be shown in full gets
+//! no passkey button, and the reason.
+
+use fleetwatch_protocol::claims::{ApprovalClaims, NameKind, SignedName};
+use fleetwatch_protocol::fleet::Fingerprint;
+use fleetwatch_protocol::policy::Policy;
+use serde_json::Value;
+
+use crate::lang::Lang;
+
+/// What the page shows for one change.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Shown {
+    /// "Proposal #N: start or stop recording".
+    pub heading: String,
+    /// One line per target: name, ID, signed state.
+    pub targets: Vec<String>,
+    /// One line per argument, in full, with the signed name of any ID it holds.
+    pub arguments: Vec<String>,
+    /// What changes, per target, from the signed state.
+    pub effects: Vec<String>,
+    /// The disruptive warning naming the rooms, when the change is disruptive.
+    pub disruptive: Option<String>,
+    /// Why the change cannot be approved here, when it cannot be shown in full.
+    pub problem: Option<String>,
+}
+
+/// The tool in words, if this page knows it.
+fn tool_words(lang: Lang, tool: &str) -> Option<&'static str> {
+    let (en, es) = match tool {
+        "batch_recording" => ("start or stop recording", "iniciar o detener la grabación"),
+        "batch_reboot" => ("reboot the recorder", "reiniciar el grabador"),
+        "batch_firmware_update" => (
+            "update the recorder's firmware",
+            "actualizar el firmware del grabador",
+        ),
+        "start_stream_endpoint" => (
+            "start streaming to a destination",
+            "empezar a transmitir a un destino",
+        ),
+        "stop_stream_endpoint" => (
+            "stop streaming to a destination",
+            "dejar de transmitir a un destino",
+        ),
+        "confirm_cms_event_on_device" => (
+            "confirm a scheduled event on the recorder",
+            "confirmar un evento programado en el grabador",
+        ),
+        _ => return None,
+    };
+    Some(match lang {
+        Lang::En => en,
+        Lang::Es => es,
+    })
+}
+
+fn yes_no(lang: Lang, value: bool) -> &'static str {
+    match (lang, value) {
+        (Lang::En, true) => "yes",
+        (Lang::En, false) => "no",
+        (Lang::Es, true) => "sí",
+        (Lang::Es, false) => "no",
+    }
+}
+
+fn name_of<'a>(names: &'a [SignedName], kind: NameKind, id: &str) -> Option<&'a str> {
+    names
+        .iter()
+        .find(|n| n.kind == kind && n.id.eq_ignore_ascii_case(id))
+        .map(|n| n.name.as_str())
+}
+
+/// A value in full: strings as they are, anything else as compact JSON; any ID that a signed
+/// name names gets it beside it.
+fn value_words(value: &Value, names: &[SignedName]) -> String {
+    let one = |text: String| match names.iter().find(|n| n.id.eq_ignore_ascii_case(&text)) {
+        Some(n) => format!("{text} (“{}”)", n.name),
+        None => text,
+    };
+    match value {
+        Value::String(s) => one(s.clone()),
+        Value::Array(items) => items
+            .iter()
+            .map(|v| match v {
+                Value::String(s) => one(s.clone()),
+                other => other.to_string(),
+            })
+            .collect::<Vec<_>>()
+            .join(", "),
+        other => other.to_string(),
+    }
+}
+
+/// The words for one change, or why it cannot be approved here.
+pub fn show(lang: Lang, claims: &ApprovalClaims, policy: &Policy) -> Shown {
+    let es = lang == Lang::Es;
+    let mut problem: Option<String> = None;
+    let mut fail = |en: String, es_text: String| {
+        if problem.is_none() {
+            problem = Some(if es { es_text } else { en });
+        }
+    };
+    let tool = tool_words(lang, &claims.tool);
+    if tool.is_none() || policy.propose_entry(&claims.tool).is_none() {
+        fail(
+            format!("This page cannot show the tool {:?} in words.", claims.tool),
+            format!(
+                "Esta página no sabe mostrar la herramienta {:?} en palabras.",
+                claims.tool
+            ),
+        );
+    }
+    let heading = if es {
+        format!(
+            "Propuesta n.º {}: {}",
+            claims.proposal_id,
+            tool.unwrap_or(&claims.tool)
+        )
+    } else {
+        format!(
+            "Proposal #{}: {}",
+            claims.proposal_id,
+            tool.unwrap_or(&claims.tool)
+        )
+    };
+    let arguments: Value = serde_json::from_str(&claims.arguments).unwrap_or(Value::Null);
+    let mut argument_lines = Vec::new();
+    match &arguments {
+        Value::Object(map) => {
+            for (key, value) in map {
+                argument_lines.push(format!("{key}: {}", value_words(value, &claims.names)));
+            }
+        }
+        _ => fail(
+            "The change's arguments are not an object this page can show.".into(),
+            "Los argumentos del cambio no son un objeto que esta página pueda mostrar.".into(),
+        ),
+    }
+    let state: Option<Fingerprint> = serde_json::from_str(&claims.fingerprint).ok();
+    if state.is_none() {
+        fail(
+            "The state the change was approved on cannot be read.".into(),
+            "No se puede leer el estado sobre el que se aprobó el cambio.".into(),
+        );
+    }
+    let mut targets = Vec::new();
+    let mut effects = Vec::new();
+    let mut rooms = Vec::new();
+    for id in &claims.targets {
+        let Some(name) = name_of(&claims.names, NameKind::Device, id) else {
+            fail(
+                format!("Target {id} carries no name, so it cannot be shown."),
+                format!("El destino {id} no lleva nombre, así que no se puede mostrar."),
+            );
+            continue;
+        };
+        rooms.push(format!("“{name}”"));
+        let Some(target) = state.as_ref().and_then(|s| s.0.get(id)) else {
+            fail(
+                format!("Target {id} has no signed state."),
+                format!("El destino {id} no tiene estado firmado."),
+            );
+            continue;
+        };
+        let event = target
+            .next_event_start
+            .clone()
+            .unwrap_or_else(|| if es { "ninguno" } else { "none" }.to_owned());
+        targets.push(if es {
+            format!(
+                "“{name}” ({id}) — en línea: {}, grabando: {}, próximo evento: {event}",
+                yes_no(lang, target.online),
+                yes_no(lang, target.recording)
+            )
+        } else {
+            format!(
+                "“{name}” ({id}) — online: {}, recording: {}, next event: {event}",
+                yes_no(lang, target.online),
+                yes_no(lang, target.recording)
+            )
+        });
+        if let Some(effect) = effect(lang, claims, &arguments, name, target.recording) {
+            effects.push(effect);
+        }
+    }
+    if targets.is_empty() {
+        fail(
+            "The change names no target.".into(),
+            "El cambio no nombra ningún destino.".into(),
+        );
+    }
+    let disruptive = policy.is_disruptive(&claims.tool, &arguments).then(|| {
+        let rooms = rooms.join(", ");
+        if es {
+            format!("Este cambio interrumpe lo que ocurre en {rooms}.")
+        } else {
+            format!("This change interrupts what is happening in {rooms}.")
+        }
+    });
+    Shown {
+        heading,
+        targets,
+        arguments: argument_lines,
+        effects,
+        disruptive,
+        problem,
+    }
+}
+
+/// What changes on one target, from its signed state.
+fn effect(
+    lang: Lang,
+    claims: &ApprovalClaims,
+    arguments: &Value,
+    room: &str,
+    recording: bool,
+) -> Option<String> {
+    let es = lang == Lang::Es;
+    let text = |key: &str| {
+        arguments
+            .get(key)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+    };
+    let named = |kind: NameKind, key: &str| {
+        name_of(&claims.names, kind, text(key))
+            .unwrap_or(text(key))
+            .to_owned()
+    };
+    Some(match (claims.tool.as_str(), es) {
+        ("batch_recording", _) => {
+            let after = text("action") == "start";
+            if es {
+                format!(
+                    "Grabación en “{room}”: {} → {}",
+                    if recording { "grabando" } else { "detenida" },
+                    if after { "grabando" } else { "detenida" }
+                )
+            } else {
+                format!(
+                    "Recording in “{room}”: {} → {}",
+                    if recording { "recording" } else { "stopped" },
+                    if after { "recording" } else { "stopped" }
+                )
+            }
+        }
+        ("batch_reboot", false) => {
+            format!("“{room}” restarts: offline for a few minutes, any recording stops")
+        }
+        ("batch_reboot", true) => format!(
+            "“{room}” se reinicia: sin conexión unos minutos, se detiene cualquier grabación"
+        ),
+        ("batch_firmware_update", false) => {
+            format!("“{room}” installs new firmware and restarts")
+        }
+        ("batch_firmware_update", true) => {
+            format!("“{room}” instala firmware nuevo y se reinicia")
+        }
+        ("start_stream_endpoint", false) => format!(
+            "Streaming from “{room}” to “{}”: → publishing",
+            named(NameKind::Stream, "stream_id")
+        ),
+        ("start_stream_endpoint", true) => format!(
+            "Transmisión de “{room}” a “{}”: → publicando",
+            named(NameKind::Stream, "stream_id")
+        ),
+        ("stop_stream_endpoint", false) => format!(
+            "Streaming from “{room}” to “{}”: → stopped",
+            named(NameKind::Stream, "stream_id")
+        ),
+        ("stop_stream_endpoint", true) => format!(
+            "Transmisión de “{room}” a “{}”: → detenida",
+            named(NameKind::Stream, "stream_id")
+        ),
+        ("confirm_cms_event_on_device", false) => format!(
+            "Event “{}” in “{room}”: → confirmed",
+            named(NameKind::Event, "event_id")
+        ),
+        ("confirm_cms_event_on_device", true) => format!(
+            "Evento “{}” en “{room}”: → confirmado",
+            named(NameKind::Event, "event_id")
+        ),
+        _ => return None,
+    })
+}

@@ -1,0 +1,228 @@
+//! `fleetwatch-confirm serve` through the real binary: the confirm page renders a change from
+//! the claims bytes alone (claims made by the real executor's describe, so the names are the
+//! ones it read), computes the passkey challenge itself and points its one form at the approval
+//! page's origin from its own configuration; claims it cannot read get no passkey button; a
+//! request under another host name or from another origin is refused.
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use fleetwatch_e2e::page::free_port;
+use fleetwatch_e2e::{Harness, Setup, sandbox_devices};
+use fleetwatch_protocol::claims::{ApprovalClaims, NameKind};
+use fleetwatch_protocol::passkey;
+use serde_json::json;
+
+const PAGE: &str = "http://localhost:47999";
+
+struct Confirm {
+    child: Child,
+    port: u16,
+}
+
+impl Drop for Confirm {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+async fn start() -> Confirm {
+    let port = free_port();
+    let child = Command::new(fleetwatch_e2e::binary(
+        "fleetwatch-confirm",
+        "fleetwatch-confirm",
+    ))
+    .args(["serve", "--port", &port.to_string(), "--page-origin", PAGE])
+    .arg("--policy")
+    .arg(fleetwatch_e2e::workspace_root().join("tool_policy.yaml"))
+    .stdin(Stdio::null())
+    .stdout(Stdio::null())
+    .stderr(Stdio::null())
+    .spawn()
+    .expect("fleetwatch-confirm serve starts");
+    // Held at once, so the process is stopped (killed and waited for) on every path.
+    let confirm = Confirm { child, port };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < deadline {
+        if fleetwatch_e2e::http_get(format!("http://localhost:{port}/"))
+            .await
+            .is_ok()
+        {
+            return confirm;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the confirm page did not answer");
+}
+
+impl Confirm {
+    fn url(&self) -> String {
+        format!("http://localhost:{}/", self.port)
+    }
+
+    /// POSTs claims bytes as the approval page's hand-off does; the status, CSP and body.
+    async fn post(&self, claims: &str, lang: &str) -> (u16, String, String) {
+        let client = fleetwatch_e2e::http_client_builder()
+            .build()
+            .expect("client");
+        let body = format!(
+            "claims={}&return=ret-0123",
+            claims
+                .replace('+', "%2B")
+                .replace('/', "%2F")
+                .replace('=', "%3D")
+        );
+        let response = client
+            .post(self.url())
+            .header("origin", PAGE)
+            .header("accept-language", lang)
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(body)
+            .send()
+            .await
+            .expect("answers");
+        let status = response.status().as_u16();
+        let csp = response
+            .headers()
+            .get("content-security-policy")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_owned();
+        (status, csp, response.text().await.expect("text"))
+    }
+}
+
+fn b64(bytes: &[u8]) -> String {
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+async fn reboot_claims() -> (Harness, ApprovalClaims) {
+    let mut h = Harness::prepare(Setup::default()).await;
+    h.setup.allowlist = Some(sandbox_devices(&h.sim));
+    h.spawn();
+    h.wait_ready().await;
+    let target = sandbox_devices(&h.sim)[2].clone();
+    let c = h
+        .claims("batch_reboot", &json!({"device_ids": [target]}))
+        .await;
+    (h, c)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_change_is_shown_from_the_claims_alone_in_both_languages() {
+    let confirm = start().await;
+    let (_h, c) = reboot_claims().await;
+    let bytes = c.encode().expect("encode");
+    let room = c
+        .names
+        .iter()
+        .find(|n| n.kind == NameKind::Device)
+        .expect("the signed name")
+        .name
+        .clone();
+    let (status, csp, html) = confirm.post(&b64(&bytes), "en").await;
+    assert_eq!(status, 200, "{html}");
+    assert!(html.contains("Proposal #1: reboot the recorder"), "{html}");
+    assert!(html.contains(&room), "{html}");
+    assert!(
+        html.contains(&format!(
+            "This change interrupts what is happening in “{room}”"
+        )),
+        "{html}"
+    );
+    assert!(html.contains("device_ids: "), "{html}");
+    // The challenge is the protocol's, over exactly these bytes; the form goes to the page
+    // origin from the program's configuration.
+    let challenge = passkey::challenge_base64url(&bytes);
+    assert!(
+        html.contains(&format!("data-challenge=\"{challenge}\"")),
+        "{html}"
+    );
+    assert!(
+        html.contains(&format!("action=\"{PAGE}/confirmed\"")),
+        "{html}"
+    );
+    assert!(html.contains(&format!("data-expires=\"{}\"", c.expires_at)));
+    assert!(csp.contains(&format!("form-action {PAGE}")), "{csp}");
+    assert!(csp.contains("frame-ancestors 'none'"), "{csp}");
+    let (_, _, html) = confirm.post(&b64(&bytes), "es-ES,es;q=0.9").await;
+    assert!(
+        html.contains("Propuesta n.º 1: reiniciar el grabador"),
+        "{html}"
+    );
+    assert!(html.contains("Este cambio interrumpe"), "{html}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn claims_that_cannot_be_shown_in_full_get_no_passkey_button() {
+    let confirm = start().await;
+    let (_h, c) = reboot_claims().await;
+    // Not claims at all.
+    let (status, _, html) = confirm.post(&b64(b"not claims"), "en").await;
+    assert_eq!(status, 200);
+    assert!(html.contains("cannot be read"), "{html}");
+    assert!(!html.contains("id=\"passkey\""), "{html}");
+    // Claims whose target carries no name: shown, but not confirmable, and why.
+    let unnamed = ApprovalClaims {
+        names: Vec::new(),
+        ..c.clone()
+    };
+    let (_, _, html) = confirm
+        .post(&b64(&unnamed.encode().expect("encode")), "en")
+        .await;
+    assert!(html.contains("carries no name"), "{html}");
+    assert!(!html.contains("id=\"passkey\""), "{html}");
+    // A tool this page cannot put in words.
+    let unknown = ApprovalClaims {
+        tool: "factory_reset".into(),
+        ..c.clone()
+    };
+    let (_, _, html) = confirm
+        .post(&b64(&unknown.encode().expect("encode")), "en")
+        .await;
+    assert!(html.contains("cannot show the tool"), "{html}");
+    assert!(!html.contains("id=\"passkey\""), "{html}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn another_host_another_origin_and_a_get_change_nothing() {
+    let confirm = start().await;
+    let client = fleetwatch_e2e::http_client_builder()
+        .build()
+        .expect("client");
+    // Reached under another name (DNS rebinding): refused.
+    let status = client
+        .get(format!("http://127.0.0.1:{}/", confirm.port))
+        .send()
+        .await
+        .expect("answers")
+        .status();
+    assert_eq!(status.as_u16(), 421);
+    // A post from another origin: refused.
+    let status = client
+        .post(confirm.url())
+        .header("origin", "http://localhost:1")
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body("claims=AAAA&return=x")
+        .send()
+        .await
+        .expect("answers")
+        .status();
+    assert_eq!(status.as_u16(), 403);
+    // A GET shows nothing to confirm.
+    let html = fleetwatch_e2e::http_get(confirm.url())
+        .await
+        .expect("answers")
+        .text()
+        .await
+        .expect("text");
+    assert!(html.contains("Nothing to confirm"), "{html}");
+    assert!(!html.contains("<form"), "{html}");
+    let status = fleetwatch_e2e::http_get(format!("{}other", confirm.url()))
+        .await
+        .expect("answers")
+        .status();
+    assert_eq!(status.as_u16(), 404);
+}
