@@ -27,6 +27,9 @@ pub const DEFAULT_STATE_DIR: &str = "/var/lib/fleetwatch";
 pub const DEFAULT_READ_TIMEOUT_SECS: u64 = 15;
 /// Default approval page port.
 pub const DEFAULT_APPROVE_PORT: u16 = 8767;
+/// Where `fleetwatch-confirm serve` listens: the page the approval hands the tab to for the
+/// passkey, and the only origin whose form may post an assertion back (DESIGN §9).
+pub const DEFAULT_CONFIRM_ORIGIN: &str = "http://localhost:8768";
 /// The settings file inside the state folder.
 pub const SETTINGS_FILE: &str = "settings.yaml";
 /// The chat socket's name inside the state folder (when `FLEETWATCH_STATE_DIR` is set).
@@ -144,6 +147,8 @@ pub struct Config {
     pub read_timeout: Duration,
     /// Approval page port (the page itself is served elsewhere).
     pub approve_port: u16,
+    /// The confirm page's origin (`FLEETWATCH_CONFIRM_ORIGIN`).
+    pub confirm_origin: String,
     /// The operator's settings.
     pub settings: Settings,
 }
@@ -220,6 +225,22 @@ impl Config {
                 .filter(|p| *p != 0)
                 .ok_or_else(|| bad("FLEETWATCH_APPROVE_PORT", "must be a port number"))?,
         };
+        let confirm_origin = get("FLEETWATCH_CONFIRM_ORIGIN")
+            .map(|o| o.trim().to_owned())
+            .unwrap_or_else(|| DEFAULT_CONFIRM_ORIGIN.to_owned());
+        let host = confirm_origin
+            .strip_prefix("http://")
+            .or_else(|| confirm_origin.strip_prefix("https://"));
+        if !host.is_some_and(|h| {
+            !h.is_empty()
+                && h.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | ':' | '[' | ']'))
+        }) {
+            return Err(bad(
+                "FLEETWATCH_CONFIRM_ORIGIN",
+                "must be an origin such as http://localhost:8768 (scheme, host and port, no path)",
+            ));
+        }
         let state_dir = PathBuf::from(
             get("FLEETWATCH_STATE_DIR").unwrap_or_else(|| DEFAULT_STATE_DIR.to_owned()),
         );
@@ -243,6 +264,7 @@ impl Config {
             chat_socket,
             read_timeout: Duration::from_secs(read_timeout),
             approve_port,
+            confirm_origin,
             settings,
         })
     }

@@ -390,6 +390,7 @@ async fn start_page(
         secret_delivery: SecretDelivery::File,
         request_timeout: Duration::from_secs(60),
         clock,
+        confirm_origin: CONFIRM.to_owned(),
     };
     let deps = PageDeps {
         store,
@@ -550,6 +551,9 @@ impl Env {
     }
 }
 
+/// The confirm page's origin these pages hand approvals to.
+const CONFIRM: &str = "http://localhost:47998";
+
 /// The per-tab value the page's script would keep in this tab's `sessionStorage`; every sign-in
 /// of these tests sends it, and [`form`] adds it to every form as the script does.
 const TAB: &str = "5ab0c6d1e2f30415263748596a7b8c9d0e1f2a3b4c5d6e7f8091a2b3c4d5e6f7";
@@ -607,7 +611,10 @@ fn header_check(r: &reqwest::Response) {
     };
     assert_eq!(
         get("content-security-policy"),
-        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+        // Forms post to the page itself and hand approvals to the confirm page, nowhere else.
+        format!(
+            "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; form-action 'self' {CONFIRM}; frame-ancestors 'none'; base-uri 'none'"
+        ),
         "{}",
         r.url()
     );
@@ -1173,12 +1180,41 @@ async fn with_passkeys_required_an_approval_without_one_uses_nothing_up() {
     };
     assert!(html.contains("/static/approve.js"));
     let fields = form(&html, "/approve");
-    // The browser's key was cancelled: the page posts no assertion. Refused, nothing used up.
+    // No assertion: Approve hands the tab to the confirm page with the exact claims bytes and
+    // a return token, and uses nothing up.
     let (status, body) = e.post("/approve", &cookie, &fields).await;
-    assert_eq!(status, 409, "{body}");
-    assert!(body.contains("requires your passkey"), "{body}");
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains(&format!("action=\"{CONFIRM}/\"")), "{body}");
+    assert!(body.contains("/static/handoff.js"), "{body}");
+    let handoff = form(&body, &format!("{CONFIRM}/"));
+    let handed_claims = get_field(&handoff, "claims");
+    let return_token = get_field(&handoff, "return");
     assert_eq!(e.approval_used(&get_field(&fields, "approval")), 0);
     assert_eq!(e.status(id), Status::Pending);
+    assert_eq!(e.executes(), 0);
+    // The answer comes back only from the confirm page's origin, and only for those claims.
+    let confirmed = |claims: &str, origin: &str| {
+        let body = [
+            ("return".to_owned(), return_token.clone()),
+            ("claims".to_owned(), claims.to_owned()),
+            ("credential_id".to_owned(), "Y3JlZGVudGlhbA".to_owned()),
+            ("authenticator_data".to_owned(), "BQUF".to_owned()),
+            ("client_data_json".to_owned(), "e30".to_owned()),
+            ("signature".to_owned(), "BgYG".to_owned()),
+        ];
+        e.client
+            .post(e.url("/confirmed"))
+            .header("cookie", cookie.as_str())
+            .header("origin", origin.to_owned())
+            .formed(&body)
+            .send()
+    };
+    let r = confirmed(&handed_claims, &e.origin()).await.unwrap();
+    assert_eq!(r.status(), 403, "only the confirm page returns an answer");
+    let other = base64::engine::general_purpose::STANDARD.encode(b"other claims");
+    let r = confirmed(&other, CONFIRM).await.unwrap();
+    assert_eq!(r.status(), 409);
+    assert!(r.text().await.unwrap().contains("another change"));
     assert_eq!(e.executes(), 0);
     // Fields that are not base64url are refused the same way.
     let garbled = with(&fields, "signature", "!!");
@@ -1186,23 +1222,10 @@ async fn with_passkeys_required_an_approval_without_one_uses_nothing_up() {
     let (status, _) = e.post("/approve", &cookie, &garbled).await;
     assert_eq!(status, 409);
     assert_eq!(e.executes(), 0);
-    // With an assertion the same form runs once, carrying it beside the assistant's signature
-    // over the very bytes whose digest the card showed.
-    let b64 = |bytes: &[u8]| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes);
-    let with_assertion = with(
-        &with(
-            &with(
-                &with(&fields, "credential_id", &b64(b"credential")),
-                "authenticator_data",
-                &b64(&[5; 37]),
-            ),
-            "client_data_json",
-            &b64(b"{}"),
-        ),
-        "signature",
-        &b64(&[6; 70]),
-    );
-    let (status, body) = e.post("/approve", &cookie, &with_assertion).await;
+    // The confirm page's answer runs the approval once, carrying the assertion beside the
+    // assistant's signature over the very bytes the confirm page was handed.
+    let r = confirmed(&handed_claims, CONFIRM).await.unwrap();
+    let (status, body) = (r.status().as_u16(), r.text().await.unwrap());
     assert_eq!(status, 200, "{body}");
     let w = e.world.lock().unwrap();
     assert_eq!(w.executes.len(), 1);
@@ -1212,6 +1235,10 @@ async fn with_passkeys_required_an_approval_without_one_uses_nothing_up() {
     assert_eq!(
         fleetwatch_protocol::passkey::challenge_base64url(&sent),
         challenge
+    );
+    assert_eq!(
+        base64::engine::general_purpose::STANDARD.encode(&sent),
+        handed_claims
     );
 }
 

@@ -93,6 +93,7 @@ async fn world_with(
         secret_delivery: SecretDelivery::File,
         request_timeout: Duration::from_secs(120),
         clock: Arc::new(SystemClock::new()),
+        confirm_origin: fleetwatch::config::DEFAULT_CONFIRM_ORIGIN.to_owned(),
     };
     let deps = PageDeps {
         store: store.clone(),

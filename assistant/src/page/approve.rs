@@ -29,7 +29,7 @@ use super::server::{App, append_audit, html, lang_of};
 use super::sessions::{self, hex};
 use super::steps;
 use super::views::{
-    ApproveForm, CardView, ConfirmView, EmptyView, LoginView, MessageView, PasskeyAsk,
+    ApproveForm, CardView, ConfirmView, EmptyView, HandoffView, LoginView, MessageView, PasskeyAsk,
 };
 use crate::proposals::{MAX_PENDING, MAX_PER_HOUR};
 use crate::store::{self, Status};
@@ -416,7 +416,7 @@ pub async fn approve(
     headers: HeaderMap,
     Form(form): Form<ApproveFields>,
 ) -> Response {
-    decide_approval(app, headers, form, Purpose::Approve).await
+    decide_approval(app, headers, form, Purpose::Approve, None).await
 }
 
 /// `POST /confirm`: the second step of a disruptive change.
@@ -425,7 +425,116 @@ pub async fn confirm(
     headers: HeaderMap,
     Form(form): Form<ApproveFields>,
 ) -> Response {
-    decide_approval(app, headers, form, Purpose::Confirm).await
+    decide_approval(app, headers, form, Purpose::Confirm, None).await
+}
+
+/// What the confirm page's form sends back: the return token this page made, the claims bytes
+/// the confirm page showed and the passkey signed, and the assertion.
+#[derive(Deserialize)]
+pub struct ConfirmedFields {
+    #[serde(rename = "return")]
+    return_token: String,
+    claims: String,
+    #[serde(default)]
+    credential_id: String,
+    #[serde(default)]
+    authenticator_data: String,
+    #[serde(default)]
+    client_data_json: String,
+    #[serde(default)]
+    signature: String,
+}
+
+/// The return token of a hand-off: which step, proposal, approval row, card digest and form
+/// token the answer belongs to. Only this page can make the form token, for this session.
+fn return_token(purpose: Purpose, form: &ApproveFields) -> String {
+    let step = if purpose == Purpose::Confirm {
+        "c"
+    } else {
+        "a"
+    };
+    format!(
+        "{step}-{}-{}-{}-{}",
+        form.proposal, form.approval, form.card, form.token
+    )
+}
+
+/// `POST /confirmed`: the confirm page's answer (DESIGN §9). The return token names the
+/// approval waiting on this page; the claims must be exactly the ones it fixed; then the
+/// deciding step runs as for a form of this page, with the confirm page's assertion.
+pub async fn confirmed(
+    State(app): State<Arc<App>>,
+    headers: HeaderMap,
+    Form(fields): Form<ConfirmedFields>,
+) -> Response {
+    use base64::Engine as _;
+    let lang = lang_of(&headers);
+    let parts: Vec<&str> = fields.return_token.split('-').collect();
+    let parsed = match parts.as_slice() {
+        [step, proposal, approval, card, token] => proposal.parse::<u64>().ok().and_then(|p| {
+            let purpose = match *step {
+                "a" => Purpose::Approve,
+                "c" => Purpose::Confirm,
+                _ => return None,
+            };
+            Some((purpose, p, *approval, *card, *token))
+        }),
+        _ => None,
+    };
+    let claims = base64::engine::general_purpose::STANDARD.decode(fields.claims.trim());
+    let (Some((purpose, proposal, approval, card, token)), Ok(claims)) = (parsed, claims) else {
+        append_audit(
+            &app,
+            "page_confirmed_refused",
+            None,
+            &json!({"why": "return"}),
+        );
+        return conflict(lang, vec![lang.t("why.return").to_owned()], Vec::new());
+    };
+    let form = ApproveFields {
+        proposal,
+        approval: approval.to_owned(),
+        card: card.to_owned(),
+        token: token.to_owned(),
+        credential_id: fields.credential_id,
+        authenticator_data: fields.authenticator_data,
+        client_data_json: fields.client_data_json,
+        signature: fields.signature,
+    };
+    decide_approval(app, headers, form, purpose, Some(claims)).await
+}
+
+/// The hand-off: the tab goes to the confirm page with the exact claims bytes this approval
+/// fixed, and a return token; nothing is consumed here.
+fn hand_off(
+    app: &App,
+    lang: Lang,
+    session: &str,
+    rechecked: &steps::Rechecked,
+    form: &ApproveFields,
+    purpose: Purpose,
+) -> Response {
+    use base64::Engine as _;
+    let bytes = steps::fixed_claims(app, rechecked.proposal().id, &form.approval, session)
+        .and_then(|fixed| steps::fixed_claims_bytes(&rechecked.card().binding, &fixed));
+    let Some(bytes) = bytes else {
+        return store_trouble(lang);
+    };
+    append_audit(
+        app,
+        "page_handed_off",
+        Some(form.proposal),
+        &json!({"approval_id": form.approval}),
+    );
+    html(
+        StatusCode::OK,
+        &HandoffView {
+            t: lang,
+            action: format!("{}/", app.confirm_origin),
+            claims: base64::engine::general_purpose::STANDARD.encode(bytes),
+            return_token: return_token(purpose, form),
+        },
+    )
 }
 
 async fn decide_approval(
@@ -433,6 +542,7 @@ async fn decide_approval(
     headers: HeaderMap,
     form: ApproveFields,
     purpose: Purpose,
+    returned_claims: Option<Vec<u8>>,
 ) -> Response {
     let lang = lang_of(&headers);
     let Some(session) = app.session(&headers) else {
@@ -455,6 +565,19 @@ async fn decide_approval(
         Ok(rechecked) => rechecked,
         Err(halt) => return *halt,
     };
+    // An answer from the confirm page is for the claims this approval fixed, byte for byte.
+    if let Some(returned) = &returned_claims {
+        let expected = steps::fixed_claims(&app, form.proposal, &form.approval, &session)
+            .and_then(|fixed| steps::fixed_claims_bytes(&rechecked.card().binding, &fixed));
+        if expected.as_ref() != Some(returned) {
+            refused_audit(&app, &form, "confirmed_other_claims");
+            return conflict(
+                lang,
+                vec![lang.t("why.claims_differ").to_owned()],
+                Vec::new(),
+            );
+        }
+    }
     let status = executor_status(&app).await;
     let needed = passkeys_needed(
         status.as_ref(),
@@ -508,7 +631,8 @@ async fn decide_approval(
         return passkey_missing(&app, lang, &form);
     };
     if needed > 0 && assertion.is_none() {
-        return passkey_missing(&app, lang, &form);
+        // The passkey is asked on the confirm page, which the assistant does not serve.
+        return hand_off(&app, lang, &session, &rechecked, &form, purpose);
     }
     let (consumed, assertions) = match assertion {
         // More than one passkey: this one is kept until the count is met.

@@ -140,6 +140,20 @@ pub const EN: &[(&str, &str)] = &[
         "login.wait",
         "Too many wrong entries. Wait {secs} seconds, then try again.",
     ),
+    ("handoff.heading", "Confirm on the confirm page"),
+    (
+        "handoff.text",
+        "Your passkey is asked on the confirm page, which the assistant does not serve: it shows the change exactly as the passkey will sign it. Continue there.",
+    ),
+    ("handoff.button", "Continue to the confirm page"),
+    (
+        "why.return",
+        "This answer from the confirm page does not belong to an approval waiting on this page. Nothing was approved.",
+    ),
+    (
+        "why.claims_differ",
+        "The confirm page returned a passkey answer for another change than the one waiting here. Nothing was approved.",
+    ),
     ("nav.passkeys", "Passkeys: who approves"),
     ("passkeys.heading", "Who approves"),
     (
@@ -621,6 +635,20 @@ pub const ES: &[(&str, &str)] = &[
     (
         "login.wait",
         "Demasiados intentos fallidos. Espere {secs} segundos y vuelva a intentarlo.",
+    ),
+    ("handoff.heading", "Confirme en la página de confirmación"),
+    (
+        "handoff.text",
+        "La passkey se pide en la página de confirmación, que no sirve el asistente: muestra el cambio exactamente como lo firmará la passkey. Continúe allí.",
+    ),
+    ("handoff.button", "Continuar a la página de confirmación"),
+    (
+        "why.return",
+        "Esta respuesta de la página de confirmación no corresponde a ninguna aprobación que espere en esta página. No se aprobó nada.",
+    ),
+    (
+        "why.claims_differ",
+        "La página de confirmación devolvió una respuesta de passkey para otro cambio distinto del que espera aquí. No se aprobó nada.",
     ),
     ("nav.passkeys", "Passkeys: quién aprueba"),
     ("passkeys.heading", "Quién aprueba"),

@@ -60,6 +60,9 @@ pub struct PageConfig {
     pub request_timeout: Duration,
     /// The clock the sign-in throttle and sessions use.
     pub clock: Arc<dyn Clock>,
+    /// The confirm page's origin: where Approve hands the tab for the passkey, and the only
+    /// origin whose form may post the assertion back.
+    pub confirm_origin: String,
 }
 
 impl PageConfig {
@@ -71,6 +74,7 @@ impl PageConfig {
             autonomy_propose: config.settings.autonomy == Autonomy::Propose,
             fence_configured: config.fence.configured(),
             secret_delivery: SecretDelivery::Auto,
+            confirm_origin: config.confirm_origin.clone(),
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             clock: Arc::new(SystemClock::new()),
         }

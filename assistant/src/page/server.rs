@@ -33,13 +33,19 @@ pub const MAX_BODY: usize = 4096;
 /// Requests handled at once; more wait for a slot.
 const MAX_CONCURRENT: usize = 64;
 
-/// The security headers on every response.
-pub const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; \
-                       form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+/// The security policy of every response: forms post to this page, and to the confirm page
+/// (the hand-off of an approval to the passkey), nowhere else.
+pub fn csp(confirm_origin: &str) -> String {
+    format!(
+        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; \
+         form-action 'self' {confirm_origin}; frame-ancestors 'none'; base-uri 'none'"
+    )
+}
 
 const COUNTDOWN_JS: &str = include_str!("../../templates/static/countdown.js");
 const TAB_JS: &str = include_str!("../../templates/static/tab.js");
 const APPROVE_JS: &str = include_str!("../../templates/static/approve.js");
+const HANDOFF_JS: &str = include_str!("../../templates/static/handoff.js");
 const PAGE_CSS: &str = include_str!("../../templates/static/page.css");
 
 /// Shared state of a running page.
@@ -53,6 +59,8 @@ pub struct App {
     pub(crate) clock: Arc<dyn Clock>,
     /// The state folder, where the operator's grants are read for every card.
     pub(crate) state_dir: std::path::PathBuf,
+    /// The confirm page's origin.
+    pub(crate) confirm_origin: String,
     request_timeout: Duration,
     slots: tokio::sync::Semaphore,
 }
@@ -73,6 +81,7 @@ impl App {
             deps,
             clock: config.clock.clone(),
             state_dir: config.state_dir.clone(),
+            confirm_origin: config.confirm_origin.clone(),
             request_timeout: config.request_timeout,
             slots: tokio::sync::Semaphore::new(MAX_CONCURRENT),
         })
@@ -173,12 +182,14 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/login", post(login))
         .route("/approve", post(approve::approve))
         .route("/confirm", post(approve::confirm))
+        .route("/confirmed", post(approve::confirmed))
         .route("/deny", post(approve::deny))
         .route("/deny-all", post(approve::deny_all))
         .route("/passkeys", get(passkeys::show))
         .route("/static/countdown.js", get(|| asset(JS, COUNTDOWN_JS)))
         .route("/static/tab.js", get(|| asset(JS, TAB_JS)))
         .route("/static/approve.js", get(|| asset(JS, APPROVE_JS)))
+        .route("/static/handoff.js", get(|| asset(JS, HANDOFF_JS)))
         .route("/static/page.css", get(|| asset(CSS, PAGE_CSS)))
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(app.clone(), guard))
@@ -197,11 +208,10 @@ async fn not_found() -> Response {
     plain(StatusCode::NOT_FOUND, "Not found.")
 }
 
-fn set_security_headers(headers: &mut HeaderMap) {
-    headers.insert(
-        header::CONTENT_SECURITY_POLICY,
-        HeaderValue::from_static(CSP),
-    );
+fn set_security_headers(headers: &mut HeaderMap, confirm_origin: &str) {
+    if let Ok(value) = HeaderValue::from_str(&csp(confirm_origin)) {
+        headers.insert(header::CONTENT_SECURITY_POLICY, value);
+    }
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     headers.insert(
         header::X_CONTENT_TYPE_OPTIONS,
@@ -228,7 +238,7 @@ async fn guard(State(app): State<Arc<App>>, request: Request, next: Next) -> Res
         }
         Err(_) => plain(StatusCode::SERVICE_UNAVAILABLE, "The page is stopping."),
     };
-    set_security_headers(response.headers_mut());
+    set_security_headers(response.headers_mut(), &app.confirm_origin);
     response
 }
 
@@ -257,7 +267,19 @@ async fn checked(app: &App, request: Request, next: Next) -> Response {
             "The request body is too large.",
         );
     }
-    if request.method() == Method::POST && !same_origin(app, headers) {
+    // The assertion comes back from the confirm page's form: from that origin exactly, bound to
+    // this session's approval by the return token (the tab's value stays in the tab).
+    let from_confirm = request.uri().path() == "/confirmed";
+    if from_confirm
+        && headers.get(header::ORIGIN).and_then(|v| v.to_str().ok())
+            != Some(app.confirm_origin.as_str())
+    {
+        return plain(
+            StatusCode::FORBIDDEN,
+            "Forbidden: only the confirm page returns an approval here.",
+        );
+    }
+    if request.method() == Method::POST && !from_confirm && !same_origin(app, headers) {
         return plain(
             StatusCode::FORBIDDEN,
             "Forbidden: a form on this page must be sent from this page.",
@@ -279,6 +301,7 @@ async fn checked(app: &App, request: Request, next: Next) -> Response {
     // (see `sessions`), which a cookie alone cannot prove.
     if parts.method == Method::POST
         && parts.uri.path() != "/login"
+        && parts.uri.path() != "/confirmed"
         && !same_tab(app, &parts.headers, &bytes)
     {
         audit(app, "page_tab_refused", &json!({"path": parts.uri.path()}));

@@ -110,6 +110,21 @@ pub struct ConfirmView {
     pub passkey: Option<PasskeyAsk>,
 }
 
+/// The hand-off of an approval to the confirm page: a form with the exact claims bytes and
+/// the return token, sent at once by `static/handoff.js` (or by its button).
+#[derive(Template)]
+#[template(path = "page/handoff.html")]
+pub struct HandoffView {
+    /// Language.
+    pub t: Lang,
+    /// `<confirm origin>/`.
+    pub action: String,
+    /// The claims bytes, standard base64.
+    pub claims: String,
+    /// What brings the answer back to this approval.
+    pub return_token: String,
+}
+
 /// One enrolled passkey as the Passkeys view shows it.
 pub struct ShownPasskey {
     /// `ES256` or `ED25519`.
