@@ -459,20 +459,21 @@ elif has_user "$ASSISTANT_USER"; then
     fi
     uid=$(user_id "$ASSISTANT_USER")
     [[ $uid =~ ^[0-9]+$ ]] || die "cannot find the uid of $ASSISTANT_USER"
-    # Passkeys are accepted only from the approval page's own origin.
-    page_port=8767
+    # Passkeys are accepted only from the confirm page's origin (fleetwatch-confirm serve),
+    # never from the assistant's own page.
+    confirm_origin="http://localhost:8768"
     if [[ -f $P_ETC/fleetwatch.env ]]; then
-        set_port=$(sed -n 's/^FLEETWATCH_APPROVE_PORT=\([0-9][0-9]*\)[[:space:]]*$/\1/p' \
+        set_origin=$(sed -n 's|^FLEETWATCH_CONFIRM_ORIGIN=\(http://localhost:[0-9][0-9]*\)[[:space:]]*$|\1|p' \
             "$P_ETC/fleetwatch.env" | tail -n 1)
-        [[ -z $set_port ]] || page_port=$set_port
+        [[ -z $set_origin ]] || confirm_origin=$set_origin
     fi
     sed -e "s/^allowed_uids: .*/allowed_uids: [$uid]   # $ASSISTANT_USER/" \
-        -e "s|^  origins: .*|  origins: [\"http://localhost:$page_port\"]|" \
+        -e "s|^  origins: .*|  origins: [\"$confirm_origin\"]|" \
         -e "$quorum_sed" \
         "$SCRIPT_DIR/executor.yaml.example" >"$WORK/executor.yaml"
     grep -q "^allowed_uids: \[$uid\]" "$WORK/executor.yaml" ||
         die "executor.yaml.example has no allowed_uids line to fill in"
-    grep -q "^  origins: \[\"http://localhost:$page_port\"\]" "$WORK/executor.yaml" ||
+    grep -q "^  origins: \[\"$confirm_origin\"\]" "$WORK/executor.yaml" ||
         die "executor.yaml.example has no passkey origins line to fill in"
     grep -q "$quorum_line" "$WORK/executor.yaml" ||
         die "executor.yaml.example has no quorum_disruptive line to fill in"

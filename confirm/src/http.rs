@@ -71,6 +71,9 @@ pub struct Response {
     /// A stricter or different `Content-Security-Policy` than [`CONTENT_SECURITY_POLICY`] (the
     /// confirm page's form posts to the approval page's origin).
     pub csp: Option<String>,
+    /// A `Referrer-Policy` other than `no-referrer`: the confirm page's form says which origin
+    /// sent it (`strict-origin`: the origin, never a path), which `no-referrer` would hide.
+    pub referrer_policy: Option<&'static str>,
 }
 
 impl Response {
@@ -81,6 +84,7 @@ impl Response {
             content_type,
             body: body.into(),
             csp: None,
+            referrer_policy: None,
         }
     }
 
@@ -223,7 +227,7 @@ pub fn write_response(stream: &mut impl Write, response: &Response) -> io::Resul
          content-length: {}\r\n\
          cache-control: no-store\r\n\
          content-security-policy: {}\r\n\
-         referrer-policy: no-referrer\r\n\
+         referrer-policy: {}\r\n\
          x-content-type-options: nosniff\r\n\
          x-frame-options: DENY\r\n\
          cross-origin-opener-policy: same-origin\r\n\
@@ -234,6 +238,7 @@ pub fn write_response(stream: &mut impl Write, response: &Response) -> io::Resul
         response.content_type,
         response.body.len(),
         response.csp.as_deref().unwrap_or(CONTENT_SECURITY_POLICY),
+        response.referrer_policy.unwrap_or("no-referrer"),
     );
     stream.write_all(head.as_bytes())?;
     stream.write_all(&response.body)?;

@@ -30,8 +30,8 @@ pub const DEFAULT_PAGE_ORIGIN: &str = "http://localhost:8767";
 /// The policy the page reads whether a change is disruptive from.
 pub const DEFAULT_POLICY: &str = "/etc/fleetwatch/tool_policy.yaml";
 
-/// Longest return token accepted (the approval page's is 64 hex digits).
-const MAX_RETURN: usize = 128;
+/// Longest return token accepted (the approval page's is about 190 characters).
+const MAX_RETURN: usize = 512;
 
 /// What `serve` was told.
 #[derive(Debug, Clone)]
@@ -159,7 +159,7 @@ fn confirm(page: &Page, lang: Lang, request: &Request) -> Response {
     let shown = view::show(lang, &claims, &page.policy);
     let mut body = String::new();
     body.push_str(&format!(
-        "<h1 id=\"heading\">{}</h1>\n",
+        "<h1 id=\"confirm-heading\">{}</h1>\n",
         escape(&shown.heading)
     ));
     if let Some(warning) = &shown.disruptive {
@@ -243,6 +243,8 @@ fn html(lang: Lang, lead: &str, body: Option<String>, page_origin: &str) -> Resp
     );
     let mut response = Response::new(200, "text/html; charset=utf-8", text);
     // The one form posts to the approval page, and nowhere else.
+    // The approval page checks that the answer comes from this origin: send it (and no path).
+    response.referrer_policy = Some("strict-origin");
     response.csp = Some(format!(
         "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'none'; \
          img-src 'none'; form-action {page_origin}; frame-ancestors 'none'; base-uri 'none'"

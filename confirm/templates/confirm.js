@@ -1,6 +1,9 @@
 // The confirm page's one script: a countdown to the claims' expiry, and the passkey request
-// over the challenge this program computed from the claims bytes. The assertion goes back by
-// the form, to the approval page's origin the program put in it; this script decides nothing.
+// over the challenge this program computed from the claims bytes. The request starts once when
+// the page opens (the person chose Approve, or Confirm naming the room, to come here), with the
+// change on screen behind the browser's passkey prompt; the button asks again. The assertion
+// goes back by the form, to the approval page's origin the program put in it; this script
+// decides nothing.
 "use strict";
 
 const b64u = (buffer) => btoa(String.fromCharCode(...new Uint8Array(buffer)))
@@ -26,7 +29,7 @@ window.addEventListener("DOMContentLoaded", () => {
   }
   if (!form || !button) { return; }
   const status = document.getElementById("passkey-status");
-  button.addEventListener("click", async () => {
+  const ask = async () => {
     button.disabled = true;
     try {
       const answer = await navigator.credentials.get({ publicKey: {
@@ -44,5 +47,7 @@ window.addEventListener("DOMContentLoaded", () => {
       status.textContent = form.dataset.cancelled;
       button.disabled = false;
     }
-  });
+  };
+  button.addEventListener("click", ask);
+  ask();
 });

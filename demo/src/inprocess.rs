@@ -79,22 +79,33 @@ fn page_port(script: bool) -> Result<u16, String> {
                 .unwrap_or(fleetwatch::config::DEFAULT_APPROVE_PORT),
         )
     };
+    free_loopback_port(wanted, None)
+}
+
+/// The confirm page's port: 8768 in the interactive demo when it is free, another free port
+/// otherwise (never the approval page's).
+fn confirm_port(script: bool, page: u16) -> Result<u16, String> {
+    free_loopback_port((!script).then_some(8768), Some(page))
+}
+
+/// `wanted` when it is free on both loopback addresses, else a free one; never `not`.
+fn free_loopback_port(wanted: Option<u16>, not: Option<u16>) -> Result<u16, String> {
     if let Some(port) = wanted {
-        if loopback_free(port) {
+        if loopback_free(port) && Some(port) != not {
             return Ok(port);
         }
-        println!("  port {port} is busy on this machine; the approval page takes a free port");
+        println!("  port {port} is busy on this machine; a free port is taken instead");
     }
     for _ in 0..16 {
         let port = std::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0))
             .and_then(|l| l.local_addr())
             .map_err(|e| format!("no free port for the approval page: {e}"))?
             .port();
-        if loopback_free(port) {
+        if loopback_free(port) && Some(port) != not {
             return Ok(port);
         }
     }
-    Err("no port is free on both loopback addresses for the approval page".to_owned())
+    Err("no port is free on both loopback addresses".to_owned())
 }
 
 /// Whether `port` can be bound on 127.0.0.1 and on ::1 (or the host has no ::1).
@@ -119,6 +130,8 @@ pub(crate) struct Running {
     pub(crate) executor_program: PathBuf,
     /// `fleetwatch-confirm`, which enrols the stand-in passkeys.
     pub(crate) confirm_program: PathBuf,
+    /// The confirm page the demo runs (`fleetwatch-confirm serve`).
+    pub(crate) confirm_origin: String,
     /// The executor's approver file.
     pub(crate) executor_approvers: PathBuf,
     /// The executor's socket, as the page reaches it.
@@ -163,11 +176,26 @@ pub(crate) async fn start(leftovers: &mut Leftovers, script: bool) -> Result<Run
     let state = leftovers.subfolder("assistant")?;
     let key = ApproverKey::load_or_create(&state).map_err(|e| e.to_string())?;
     let port = page_port(script)?;
-    let files = pieces::executor_files(leftovers, &key.key_line(), &sim.sandbox_token, port)?;
+    let confirm_origin = format!("http://localhost:{}", confirm_port(script, port)?);
+    let files = pieces::executor_files(
+        leftovers,
+        &key.key_line(),
+        &sim.sandbox_token,
+        &confirm_origin,
+    )?;
     pieces::start_executor(leftovers, &executor_program, &files, &sim, &fence).await?;
+    pieces::start_confirm(
+        leftovers,
+        &confirm_program,
+        &confirm_origin,
+        &format!("http://localhost:{port}"),
+        &files.policy,
+    )
+    .await?;
 
     progress("starting the assistant (chat engine, chat socket, every category granted)");
     let mut config = assistant_config(&state, &sim, &fence, &files.socket)?;
+    config.confirm_origin = confirm_origin.clone();
     let engine = Engine::open(&config, &state, &policy, &key, model_url)?;
 
     println!("  starting the approval page…");
@@ -208,6 +236,7 @@ pub(crate) async fn start(leftovers: &mut Leftovers, script: bool) -> Result<Run
         executor_approvers: files.approvers,
         executor_program,
         confirm_program,
+        confirm_origin,
         executor,
         key,
         chat_stop,

@@ -179,6 +179,8 @@ pub(crate) struct Browser {
     http: reqwest::Client,
     /// `http://localhost:<port>`.
     pub(crate) origin: String,
+    /// The confirm page's origin (`fleetwatch-confirm serve`).
+    pub(crate) confirm_origin: String,
     secret: String,
     /// This tab's value, as the page's script keeps it in `sessionStorage`: sent at sign-in
     /// and with every form.
@@ -188,7 +190,11 @@ pub(crate) struct Browser {
 
 impl Browser {
     /// A browser, not signed in yet, for the page at `origin` whose secret is `secret`.
-    pub(crate) fn new(origin: String, secret: String) -> Result<Browser, String> {
+    pub(crate) fn new(
+        origin: String,
+        confirm_origin: String,
+        secret: String,
+    ) -> Result<Browser, String> {
         let http = fleetwatch_epiphan::tls::client_builder()
             .redirect(reqwest::redirect::Policy::none())
             .timeout(Duration::from_secs(150))
@@ -199,6 +205,7 @@ impl Browser {
         Ok(Browser {
             http,
             origin,
+            confirm_origin,
             secret,
             tab: fleetwatch_protocol::hex::encode(&tab),
             cookie: None,
@@ -289,32 +296,91 @@ impl Browser {
         vec![("secret".to_owned(), self.secret.clone())]
     }
 
-    /// The form posting to `action` on `page`, with the passkey request it carries answered by
-    /// `stand_in` when there is one (as `approve.js` does after the browser's ceremony).
-    pub(crate) fn answered(
+    /// A form POST to an absolute address, as a browser sends it when a page of `origin`
+    /// posts there (the session cookie goes to the approval page only): the status and the
+    /// parsed page.
+    pub(crate) async fn post_to(
         &self,
-        page: &Page,
-        action: &str,
-        stand_in: &mut StandIn,
-    ) -> Option<Vec<(String, String)>> {
-        let fields = page.form_fields(action)?;
-        let Some(challenge) = page.form_attribute(action, "data-challenge") else {
-            return Some(fields);
-        };
-        let answer = stand_in.answer(&challenge, &self.origin);
-        Some(
-            fields
-                .into_iter()
-                .map(|(name, value)| {
-                    let value = answer
-                        .iter()
-                        .find(|(n, _)| *n == name)
-                        .map_or(value, |(_, v)| v.clone());
-                    (name, value)
-                })
-                .collect(),
-        )
+        url: &str,
+        fields: &[(String, String)],
+        origin: &str,
+    ) -> Result<(u16, Page), String> {
+        let mut request = self
+            .http
+            .post(url)
+            .header("content-type", "application/x-www-form-urlencoded")
+            .header("accept-language", "en")
+            .header("origin", origin)
+            .body(form_body(fields));
+        if url.starts_with(&format!("{}/", self.origin))
+            && let Some(cookie) = &self.cookie
+        {
+            request = request.header("cookie", cookie);
+        }
+        let response = request
+            .send()
+            .await
+            .map_err(|e| format!("POST {url}: {e}"))?;
+        let status = response.status().as_u16();
+        let body = response.text().await.map_err(|e| e.to_string())?;
+        Ok((status, Page::parse(&body)))
     }
+}
+
+/// What the approval page answered when it handed the tab to the confirm page, followed as a
+/// browser does: the confirm page shown the claims, the stand-in passkey answering its request
+/// there, and the confirm page's form posted back to `/confirmed`. Prints each exchange; the
+/// last page, and the `/confirmed` form (to show that sending it again is refused).
+pub(crate) async fn through_confirm_page(
+    browser: &Browser,
+    stand_in: &mut StandIn,
+    handoff: &Page,
+    indent: &str,
+) -> Result<(u16, Page, Vec<(String, String)>), String> {
+    let confirm_url = format!("{}/", browser.confirm_origin);
+    let fields = handoff
+        .form_fields(&confirm_url)
+        .ok_or_else(|| format!("the page did not hand off:\n{}", handoff.main_text()))?;
+    let (status, confirm) = browser
+        .post_to(&confirm_url, &fields, &browser.origin)
+        .await?;
+    let heading = confirm.text_by_id("confirm-heading").unwrap_or_default();
+    println!(
+        "{indent}confirm page ({}): {status}, \"{heading}\"",
+        browser.confirm_origin
+    );
+    for line in confirm.list_items("effects") {
+        println!("{indent}  {line}");
+    }
+    if let Some(line) = confirm.text_by_id("disruptive") {
+        println!("{indent}  {line}");
+    }
+    let action = format!("{}/confirmed", browser.origin);
+    let challenge = confirm
+        .form_attribute(&action, "data-challenge")
+        .ok_or_else(|| format!("the confirm page asks no passkey:\n{}", confirm.main_text()))?;
+    let answer = stand_in.answer(&challenge, &browser.confirm_origin);
+    let form: Vec<(String, String)> = confirm
+        .form_fields(&action)
+        .ok_or_else(|| "the confirm page has no form".to_owned())?
+        .into_iter()
+        .map(|(name, value)| {
+            let value = answer
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map_or(value, |(_, v)| v.clone());
+            (name, value)
+        })
+        .collect();
+    let (status, page) = browser
+        .post_to(&action, &form, &browser.confirm_origin)
+        .await?;
+    let heading = page.text_by_id("heading").unwrap_or_default();
+    println!(
+        "{indent}confirm page: the passkey \"{}\" answers → page: POST /confirmed → {status}, \"{heading}\"",
+        stand_in.name()
+    );
+    Ok((status, page, form))
 }
 
 /// Approves proposal `id` from `browser` with `stand_in`, as a person would: the card must be
@@ -340,29 +406,23 @@ pub(crate) async fn approve_as(
     if let Some(line) = card.text_by_id("waiting") {
         println!("{indent}page: {line}");
     }
-    let name = stand_in.name();
-    let mut form = browser
-        .answered(&card, "/approve", stand_in)
-        .ok_or_else(|| "the card has no approve form".to_owned())?;
+    let mut form = fields;
     let mut path = "/approve";
     loop {
-        let asked = form.iter().any(|(n, v)| n == "signature" && !v.is_empty());
         let (status, page) = browser.post_page(path, &form).await?;
+        if page.text_by_id("handoff-heading").is_some() {
+            println!("{indent}page: POST {path} → {status}, hands the tab to the confirm page");
+            let (status, page, _) = through_confirm_page(browser, stand_in, &page, indent).await?;
+            return Ok((status, page));
+        }
         let heading = page
             .text_by_id("heading")
             .or_else(|| page.text_by_id("confirm-text"))
             .unwrap_or_default();
-        let with = if asked {
-            format!(" with the passkey \"{name}\"")
-        } else {
-            String::new()
-        };
-        println!("{indent}page: POST {path}{with} → {status}, \"{heading}\"");
+        println!("{indent}page: POST {path} → {status}, \"{heading}\"");
         match page.form_fields("/confirm") {
-            Some(_) if path == "/approve" && status == 200 => {
-                form = browser
-                    .answered(&page, "/confirm", stand_in)
-                    .ok_or_else(|| "the confirm page has no form".to_owned())?;
+            Some(next) if path == "/approve" && status == 200 => {
+                form = next;
                 path = "/confirm";
             }
             _ => return Ok((status, page)),
@@ -582,7 +642,11 @@ impl Operators {
         let origin = format!("http://localhost:{}", running.page.addr.port());
         let mut browsers = Vec::new();
         for _ in STAND_INS {
-            let mut browser = Browser::new(origin.clone(), secret.to_owned())?;
+            let mut browser = Browser::new(
+                origin.clone(),
+                running.confirm_origin.clone(),
+                secret.to_owned(),
+            )?;
             browser.sign_in().await?;
             browsers.push(browser);
         }

@@ -276,6 +276,21 @@ mod tests {
     }
 
     #[test]
+    fn a_heading_after_a_paragraph_reads_by_its_id() {
+        let page = Page::parse(
+            "<!doctype html><html><head><link rel=\"stylesheet\" href=\"/c.css\">\
+             <script src=\"/c.js\" defer></script></head><body><main id=\"confirm\">\
+             <p class=\"lead\" id=\"lead\">Read it.</p>\n<h1 id=\"confirm-heading\">Proposal #1: \
+             reboot</h1>\n<ul id=\"effects\"><li>one</li></ul></main></body></html>",
+        );
+        assert_eq!(
+            page.text_by_id("confirm-heading").as_deref(),
+            Some("Proposal #1: reboot")
+        );
+        assert_eq!(page.list_items("effects"), vec!["one".to_owned()]);
+    }
+
+    #[test]
     fn broken_markup_still_reads() {
         // A stray end tag, an attribute without quotes, elements left open at the end.
         let page = Page::parse("<main><p id=a>one</span></p><p>two<b>three</main>");

@@ -185,6 +185,7 @@ pub(crate) struct ExecutorFiles {
     pub(crate) config: PathBuf,
     pub(crate) socket: PathBuf,
     pub(crate) approvers: PathBuf,
+    pub(crate) policy: PathBuf,
 }
 
 /// What the demo's executor asks of passkeys: a disruptive change needs two people (the demo
@@ -192,7 +193,8 @@ pub(crate) struct ExecutorFiles {
 pub(crate) const QUORUM_DISRUPTIVE: u32 = 2;
 
 /// Writes the executor's configuration, policy copy, approver key file and token slot. The
-/// configuration's `passkeys:` section names the approval page's origin on `page_port`.
+/// configuration's `passkeys:` section names the confirm page's origin, the only one passkeys
+/// answer on.
 ///
 /// This is a demo shortcut: the token slot is written directly instead of through
 /// `fleetwatch-executor login --sandbox --known-devices`, because in the demo the assistant
@@ -202,7 +204,7 @@ pub(crate) fn executor_files(
     leftovers: &Leftovers,
     key_line: &str,
     sandbox_token: &str,
-    page_port: u16,
+    confirm_origin: &str,
 ) -> Result<ExecutorFiles, String> {
     let root = leftovers.subfolder("executor")?;
     let etc = root.join("etc");
@@ -224,7 +226,7 @@ pub(crate) fn executor_files(
     let yaml = format!(
         "# fleetwatch demo: removed when the demo ends\n\
          socket: {}\nallowed_uids: [{uid}]\napprover_keys: {}\npolicy: {}\nstate_dir: {}\n\
-         passkeys:\n  origins: [\"http://localhost:{page_port}\"]\n  \
+         passkeys:\n  origins: [\"{confirm_origin}\"]\n  \
          quorum_disruptive: {QUORUM_DISRUPTIVE}\n",
         yaml_string(&socket),
         yaml_string(&keys),
@@ -237,12 +239,62 @@ pub(crate) fn executor_files(
         config,
         socket,
         approvers: keys,
+        policy,
     })
 }
 
 /// A path as a YAML double-quoted string (JSON strings are valid YAML).
 fn yaml_string(path: &Path) -> String {
     Value::String(path.display().to_string()).to_string()
+}
+
+/// Starts `fleetwatch-confirm serve` at `origin`, returning assertions to `page_origin`, and
+/// waits until it answers.
+pub(crate) async fn start_confirm(
+    leftovers: &mut Leftovers,
+    program: &Path,
+    origin: &str,
+    page_origin: &str,
+    policy: &Path,
+) -> Result<(), String> {
+    progress(
+        "starting the confirm page (fleetwatch-confirm serve: shows the signed change, asks the passkey)",
+    );
+    let port = origin.rsplit(':').next().unwrap_or_default().to_owned();
+    let policy = policy.display().to_string();
+    let pid = leftovers.spawn(
+        "confirm page",
+        program,
+        &[
+            "serve",
+            "--port",
+            &port,
+            "--page-origin",
+            page_origin,
+            "--policy",
+            &policy,
+        ],
+        &[],
+        None,
+    )?;
+    let http = fleetwatch_epiphan::tls::client_builder()
+        .timeout(Duration::from_secs(5))
+        .build()
+        .map_err(|e| e.to_string())?;
+    let deadline = Instant::now() + START_DEADLINE;
+    loop {
+        leftovers.check_alive("confirm page")?;
+        if http.get(format!("{origin}/")).send().await.is_ok() {
+            println!("ok (pid {pid}, {origin}/)");
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            return Err(format!(
+                "the confirm page did not answer within {START_DEADLINE:?}"
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
 }
 
 pub(crate) async fn start_executor(

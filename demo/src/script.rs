@@ -116,8 +116,12 @@ impl<'r> Script<'r> {
         let origin = format!("http://localhost:{}", running.page.addr.port());
         Ok(Script {
             running,
-            first: Browser::new(origin.clone(), secret.clone())?,
-            second: Browser::new(origin, secret)?,
+            first: Browser::new(
+                origin.clone(),
+                running.confirm_origin.clone(),
+                secret.clone(),
+            )?,
+            second: Browser::new(origin, running.confirm_origin.clone(), secret)?,
             stand_ins: Vec::new(),
             approved: None,
             writes: 0,
@@ -370,17 +374,15 @@ impl<'r> Script<'r> {
         let Some(stand_in) = self.stand_ins.first_mut() else {
             return Err("no stand-in passkey".to_owned());
         };
-        let name = stand_in.name();
-        let fields = self
-            .first
-            .answered(&page, "/approve", stand_in)
+        let fields = page
+            .form_fields("/approve")
             .ok_or_else(|| "the card has no approve form".to_owned())?;
-        if field(&fields, "signature").is_none_or(str::is_empty) {
-            return Err("the card did not ask for the passkey".to_owned());
-        }
-        let (status, page) = self.first.post_page("/approve", &fields).await?;
+        // The page asks no passkey itself: Approve hands the tab to the confirm page.
+        let (status, handoff) = self.first.post_page("/approve", &fields).await?;
+        println!("      page: POST /approve → {status}, hands the tab to the confirm page");
+        let (status, page, fields) =
+            operator::through_confirm_page(&self.first, stand_in, &handoff, "      ").await?;
         let heading = page.text_by_id("heading").unwrap_or_default();
-        println!("      page: POST /approve with the passkey \"{name}\" → {status}, \"{heading}\"");
         if status != 200 || heading != "Done" {
             return Err(format!("the approval did not run:\n{}", page.main_text()));
         }
@@ -411,9 +413,16 @@ impl<'r> Script<'r> {
         let Some((id, fields)) = self.approved.take() else {
             return Err("no approved proposal to try again".to_owned());
         };
-        let (status, page) = self.first.post_page("/approve", &fields).await?;
+        let (status, page) = self
+            .first
+            .post_to(
+                &format!("{}/confirmed", self.first.origin),
+                &fields,
+                &self.first.confirm_origin,
+            )
+            .await?;
         println!(
-            "      page: POST /approve with the same form and passkey answer again → {status}, \"{}\"",
+            "      page: POST /confirmed with the same passkey answer again → {status}, \"{}\"",
             page.paragraphs().into_iter().next().unwrap_or_default()
         );
         if status != 409 {

@@ -179,23 +179,28 @@ fn the_scripted_demo_passes_every_step_and_leaves_nothing_behind() {
         "executor: refused (passkey_required)",
         "simulator: no write",
         "This executor requires your passkey",
-        "page: POST /approve with the passkey \"Demo operator (stand-in passkey)\" → 200, \"Done\"",
+        "page: POST /approve → 200, hands the tab to the confirm page",
+        "): 200, \"Proposal #1: start or stop recording\"",
+        "Recording in “Test Room A”: stopped → recording",
+        "confirm page: the passkey \"Demo operator (stand-in passkey)\" answers → page: POST /confirmed → 200, \"Done\"",
         "simulator: write recorded on team sandbox: batch_recording {\"action\":\"start\"",
         "proposal #1: executed",
-        "page: POST /approve with the same form and passkey answer again → 409",
+        "page: POST /confirmed with the same passkey answer again → 409",
         "operator> reboot Lab Bench 2",
         "This change interrupts what is happening in Lab Bench 2",
-        "page: POST /confirm with the passkey \"Demo operator (stand-in passkey)\" → 200, \"Your approval is kept\"",
+        "page: POST /confirm → 200, hands the tab to the confirm page",
+        "This change interrupts what is happening in “Lab Bench 2”.",
+        "confirm page: the passkey \"Demo operator (stand-in passkey)\" answers → page: POST /confirmed → 200, \"Your approval is kept\"",
         "Approved by Demo operator (stand-in passkey), waiting for a second person",
         "simulator: nothing written yet",
         "page: GET / → 200, Approved by Demo operator (stand-in passkey), waiting for a second person",
-        "page: POST /confirm with the passkey \"Demo operator (stand-in passkey)\" → 409",
+        "confirm page: the passkey \"Demo operator (stand-in passkey)\" answers → page: POST /confirmed → 409",
         "a passkey counts once",
-        "page: POST /confirm with the passkey \"Second demo operator (stand-in passkey)\" → 200, \"Done\"",
+        "confirm page: the passkey \"Second demo operator (stand-in passkey)\" answers → page: POST /confirmed → 200, \"Done\"",
         "simulator: write recorded on team sandbox: batch_reboot",
         "proposal #2: executed, approved by both stand-in passkeys",
         "operator> reboot Lab Bench 1",
-        "page: POST /confirm with the passkey \"Second demo operator (stand-in passkey)\" → 200, \"Nothing ran\"",
+        "confirm page: the passkey \"Second demo operator (stand-in passkey)\" answers → page: POST /confirmed → 200, \"Nothing ran\"",
         "An event starts in a target room in",
         "proposal #3: refused by the executor",
         "fleetwatch audit verify: intact",
@@ -209,7 +214,7 @@ fn the_scripted_demo_passes_every_step_and_leaves_nothing_behind() {
     // Without a terminal the secret goes to a private file; only its path is printed.
     assert!(out.contains("its secret is in "), "{out}");
     let pids = child_pids(out);
-    assert_eq!(pids.len(), 3, "three children reported in:\n{out}");
+    assert_eq!(pids.len(), 4, "four children reported in:\n{out}");
     assert_nothing_left(tmp.path(), &pids);
 }
 
@@ -275,6 +280,6 @@ fn the_interactive_demo_answers_in_a_terminal_and_ctrl_d_leaves_nothing() {
     // With a terminal, the page's secret is shown for the person to type.
     assert!(seen.contains("Page secret: "), "{seen}");
     let pids = child_pids(&started);
-    assert_eq!(pids.len(), 3, "three children reported in:\n{started}");
+    assert_eq!(pids.len(), 4, "four children reported in:\n{started}");
     assert_nothing_left(tmp.path(), &pids);
 }

@@ -98,8 +98,10 @@ struct FilePasskeys {
     device_bound: Option<bool>,
 }
 
-/// The approval page's default address, where passkeys are used when no origin is configured.
-pub const DEFAULT_ORIGIN: &str = "http://localhost:8767";
+/// The confirm page's default address (`fleetwatch-confirm serve`), the only origin passkeys
+/// are used on when none is configured: an assertion made on the assistant's own page is
+/// refused (DESIGN §9).
+pub const DEFAULT_ORIGIN: &str = "http://localhost:8768";
 
 /// Who must approve: where passkey assertions must come from and how many distinct enrolled
 /// passkeys a change needs (DESIGN §9). Read only from the executor's configuration.

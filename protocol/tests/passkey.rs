@@ -523,8 +523,8 @@ fn each_client_data_check_refuses_on_its_own() {
         ("enrolment type", client_data("webauthn.create", &challenge, ORIGIN), PasskeyError::WrongType),
         ("empty type", client_data("", &challenge, ORIGIN), PasskeyError::WrongType),
         ("another origin", client_data("webauthn.get", &challenge, "http://localhost:9999"), PasskeyError::OriginNotAllowed),
-        ("the IP origin", client_data("webauthn.get", &challenge, "http://127.0.0.1:8767"), PasskeyError::OriginNotAllowed),
-        ("origin with a slash", client_data("webauthn.get", &challenge, "http://localhost:8767/"), PasskeyError::OriginNotAllowed),
+        ("the IP origin", client_data("webauthn.get", &challenge, "http://127.0.0.1:8768"), PasskeyError::OriginNotAllowed),
+        ("origin with a slash", client_data("webauthn.get", &challenge, "http://localhost:8768/"), PasskeyError::OriginNotAllowed),
         ("a flipped challenge byte", {
             let mut other = challenge;
             other[0] ^= 1;
@@ -569,7 +569,7 @@ fn client_data_that_browsers_write_verifies() {
         // nested unknown values and whitespace.
         format!(r#"{{"origin":"{ORIGIN}","challenge":"{c}","type":"webauthn.get"}}"#),
         format!(
-            r#"{{"type":"webauthn\u002eget","challenge":"{c}","origin":"http:\/\/localhost:8767","crossOrigin":false}}"#
+            r#"{{"type":"webauthn\u002eget","challenge":"{c}","origin":"http:\/\/localhost:8768","crossOrigin":false}}"#
         ),
         format!(
             r#"{{"type":"webauthn.get","challenge":"{c}","origin":"{ORIGIN}","crossOrigin":false,"other_keys_can_be_added_here":"do not compare clientDataJSON against a template. See https://goo.gl/yabPex"}}"#

@@ -9,6 +9,7 @@
 pub mod authenticator;
 pub mod binaries;
 pub mod browser;
+pub mod confirm_page;
 pub mod enrol;
 pub mod faults;
 pub mod page;

@@ -304,8 +304,9 @@ impl Page {
         form_body(&form(&self.front().await, "/approve"))
     }
 
-    /// The front page's Approve form answered by a software passkey, as `static/approve.js`
-    /// posts it after the browser's ceremony on `http://localhost:<port>`.
+    /// The front page's Approve form answered by a software passkey on the confirm page's
+    /// default origin (the page's `FLEETWATCH_CONFIRM_ORIGIN` unless set), over the challenge the
+    /// card names: what the confirm page's form returns, posted to `/approve` here.
     pub async fn approve_form_with(
         &self,
         passkey: &mut crate::authenticator::SoftPasskey,
@@ -318,13 +319,12 @@ impl Page {
             .expect("the card asks a passkey")
             + 16;
         let challenge = &html[start..start + html[start..].find('"').expect("challenge end")];
-        let port = self.origin.rsplit(':').next().expect("port");
         passkey.counter += 1;
         let ceremony = crate::authenticator::Ceremony {
             client_data_json: crate::authenticator::client_data(
                 "webauthn.get",
                 &b64.decode(challenge).expect("base64url challenge"),
-                &format!("http://localhost:{port}"),
+                fleetwatch::config::DEFAULT_CONFIRM_ORIGIN,
             ),
             ..crate::authenticator::Ceremony::for_claims(b"", passkey.counter)
         };

@@ -4,11 +4,8 @@
 //! page's origin from its own configuration; claims it cannot read get no passkey button; a
 //! request under another host name or from another origin is refused.
 
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
-
 use base64::Engine as _;
-use fleetwatch_e2e::page::free_port;
+use fleetwatch_e2e::confirm_page::ConfirmPage;
 use fleetwatch_e2e::{Harness, Setup, sandbox_devices};
 use fleetwatch_protocol::claims::{ApprovalClaims, NameKind};
 use fleetwatch_protocol::passkey;
@@ -16,50 +13,16 @@ use serde_json::json;
 
 const PAGE: &str = "http://localhost:47999";
 
-struct Confirm {
-    child: Child,
-    port: u16,
-}
-
-impl Drop for Confirm {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+/// The confirm page under test.
+struct Confirm(ConfirmPage);
 
 async fn start() -> Confirm {
-    let port = free_port();
-    let child = Command::new(fleetwatch_e2e::binary(
-        "fleetwatch-confirm",
-        "fleetwatch-confirm",
-    ))
-    .args(["serve", "--port", &port.to_string(), "--page-origin", PAGE])
-    .arg("--policy")
-    .arg(fleetwatch_e2e::workspace_root().join("tool_policy.yaml"))
-    .stdin(Stdio::null())
-    .stdout(Stdio::null())
-    .stderr(Stdio::null())
-    .spawn()
-    .expect("fleetwatch-confirm serve starts");
-    // Held at once, so the process is stopped (killed and waited for) on every path.
-    let confirm = Confirm { child, port };
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while Instant::now() < deadline {
-        if fleetwatch_e2e::http_get(format!("http://localhost:{port}/"))
-            .await
-            .is_ok()
-        {
-            return confirm;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("the confirm page did not answer");
+    Confirm(ConfirmPage::start(PAGE).await)
 }
 
 impl Confirm {
     fn url(&self) -> String {
-        format!("http://localhost:{}/", self.port)
+        format!("{}/", self.0.origin())
     }
 
     /// POSTs claims bytes as the approval page's hand-off does; the status, CSP and body.
@@ -194,7 +157,7 @@ async fn another_host_another_origin_and_a_get_change_nothing() {
         .expect("client");
     // Reached under another name (DNS rebinding): refused.
     let status = client
-        .get(format!("http://127.0.0.1:{}/", confirm.port))
+        .get(format!("http://127.0.0.1:{}/", confirm.0.port))
         .send()
         .await
         .expect("answers")

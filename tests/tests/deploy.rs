@@ -595,11 +595,12 @@ fn install_into_a_throwaway_root_is_complete_and_a_second_run_changes_nothing() 
         std::fs::read_to_string(s.etc("approvers.pub")).unwrap(),
         format!("{line}\n")
     );
-    // Passkey assertions are accepted from the approval page's origin only.
+    // Passkey assertions are accepted from the confirm page's origin only, never the
+    // assistant's page.
     assert!(
         config
             .lines()
-            .any(|l| l == "  origins: [\"http://localhost:8767\"]"),
+            .any(|l| l == "  origins: [\"http://localhost:8768\"]"),
         "{config}"
     );
 

@@ -35,6 +35,9 @@ struct World {
     executor: ExecutorClient,
     shots: tempfile::TempDir,
     browser: Option<TestBrowser>,
+    /// The confirm page the approval page hands passkey requests to; the executor accepts
+    /// assertions from its origin only.
+    _confirm: fleetwatch_e2e::confirm_page::ConfirmPage,
 }
 
 async fn world(sim: SimConfig, allowlist: Option<Vec<String>>) -> Option<World> {
@@ -54,14 +57,18 @@ async fn world_with(
     .await?;
     let assistant_state = tempfile::tempdir().expect("state");
     let key = ApproverKey::load_or_create(assistant_state.path()).expect("key");
-    // The page's port is chosen first, so the executor can be told the one origin its
-    // passkeys may come from.
+    // The page's port is chosen first, so the confirm page can be told where to return
+    // assertions, and the executor the one origin its passkeys may come from: the confirm
+    // page's.
     let port = fleetwatch_e2e::page::free_port();
+    let confirm =
+        fleetwatch_e2e::confirm_page::ConfirmPage::start(&format!("http://localhost:{port}")).await;
     let setup = Setup {
         sim,
         extra_key_lines: vec![key.key_line()],
         config_extra: format!(
-            "passkeys:\n  origins: [\"http://localhost:{port}\"]\n{passkeys_extra}"
+            "passkeys:\n  origins: [\"{}\"]\n{passkeys_extra}",
+            confirm.origin()
         ),
         ..Setup::default()
     };
@@ -93,7 +100,7 @@ async fn world_with(
         secret_delivery: SecretDelivery::File,
         request_timeout: Duration::from_secs(120),
         clock: Arc::new(SystemClock::new()),
-        confirm_origin: fleetwatch::config::DEFAULT_CONFIRM_ORIGIN.to_owned(),
+        confirm_origin: confirm.origin(),
     };
     let deps = PageDeps {
         store: store.clone(),
@@ -110,6 +117,7 @@ async fn world_with(
         executor,
         shots: tempfile::tempdir().expect("shots"),
         browser: Some(browser),
+        _confirm: confirm,
     })
 }
 
@@ -688,7 +696,7 @@ async fn with_a_passkey_enrolled_the_person_approves_with_it_and_nothing_else_wi
         .click()
         .await
         .expect("click");
-    wait_until(&tab, "document.getElementById('heading')").await;
+    back_on_the_page(&tab).await;
     let outcome = text(&tab).await;
     assert!(outcome.contains("Done"), "{outcome}");
     assert_eq!(w.h.writes(), 1);
@@ -729,7 +737,7 @@ async fn with_a_passkey_enrolled_the_person_approves_with_it_and_nothing_else_wi
         .click()
         .await
         .expect("click");
-    wait_until(&tab, "document.getElementById('heading')").await;
+    back_on_the_page(&tab).await;
     let outcome = text(&tab).await;
     assert!(outcome.contains("Done"), "{outcome}");
     assert_eq!(w.h.writes(), 2);
@@ -767,6 +775,16 @@ async fn with_a_passkey_enrolled_the_person_approves_with_it_and_nothing_else_wi
     w.finish().await;
 }
 
+/// Waits until the tab is back on the approval page with an outcome, after the hand-off to the
+/// confirm page and the passkey there.
+async fn back_on_the_page(tab: &Page) {
+    wait_until(
+        tab,
+        "location.pathname === '/confirmed' || location.pathname === '/approve' || location.pathname === '/confirm' ? !!document.getElementById('heading') : false",
+    )
+    .await;
+}
+
 /// Clicks Approve on the card, then Confirm (a disruptive change), and waits for the page
 /// that follows.
 async fn approve_and_confirm(tab: &Page, origin: &str) -> String {
@@ -785,7 +803,7 @@ async fn approve_and_confirm(tab: &Page, origin: &str) -> String {
         .click()
         .await
         .expect("click");
-    wait_until(tab, "document.getElementById('heading')").await;
+    back_on_the_page(tab).await;
     text(tab).await
 }
 

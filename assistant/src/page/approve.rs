@@ -16,7 +16,7 @@ use axum::extract::{Form, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use fleetwatch_protocol::claims::MAX_LIFETIME_SECS;
-use fleetwatch_protocol::passkey::{Approvers, PasskeyAssertion};
+use fleetwatch_protocol::passkey::PasskeyAssertion;
 use fleetwatch_protocol::wire::StatusReport;
 use serde::Deserialize;
 use serde_json::json;
@@ -127,16 +127,10 @@ fn passkeys_needed(status: Option<&StatusReport>, tool: &str, disruptive: bool) 
 }
 
 /// The assertion request for fixed claims, or `None` when they cannot be built.
-fn passkey_ask(
-    binding: &card::Binding,
-    fixed: &store::Fixed,
-    enrolled: &Approvers,
-) -> Option<PasskeyAsk> {
+fn passkey_ask(binding: &card::Binding, fixed: &store::Fixed) -> Option<PasskeyAsk> {
     let bytes = steps::fixed_claims_bytes(binding, fixed)?;
-    let allow = super::passkeys::credential_ids(enrolled);
     Some(PasskeyAsk {
         challenge: fleetwatch_protocol::passkey::challenge_base64url(&bytes),
-        allow,
     })
 }
 
@@ -233,10 +227,6 @@ pub async fn show(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
     } else if status.as_ref().is_some_and(|s| s.passkeys_enrolled == 0) {
         notices.push(lang.t("notice.unbound").to_owned());
     }
-    let enrolled = status
-        .as_ref()
-        .map(super::passkeys::enrolled)
-        .unwrap_or_default();
     let Some(first) = pending.first().cloned() else {
         return html(
             StatusCode::OK,
@@ -298,7 +288,7 @@ pub async fn show(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
         let (remaining, expires_at) = (fixed.expires_at - db_now, fixed.expires_at);
         // A calm change is decided by Approve; a disruptive one by Confirm, which asks then.
         let passkey = if needed > 0 && !card.disruptive {
-            let Some(ask) = passkey_ask(&card.binding, &fixed, &enrolled) else {
+            let Some(ask) = passkey_ask(&card.binding, &fixed) else {
                 return store_trouble(lang);
             };
             Some(ask)
@@ -526,7 +516,7 @@ fn hand_off(
         Some(form.proposal),
         &json!({"approval_id": form.approval}),
     );
-    html(
+    let mut response = html(
         StatusCode::OK,
         &HandoffView {
             t: lang,
@@ -534,7 +524,13 @@ fn hand_off(
             claims: base64::engine::general_purpose::STANDARD.encode(bytes),
             return_token: return_token(purpose, form),
         },
-    )
+    );
+    // The confirm page accepts the tab only from this page's origin: say it (never a path).
+    response.headers_mut().insert(
+        axum::http::header::REFERRER_POLICY,
+        axum::http::HeaderValue::from_static("strict-origin"),
+    );
+    response
 }
 
 async fn decide_approval(
@@ -600,7 +596,7 @@ async fn decide_approval(
         // With passkeys required, Confirm is the deciding button: it asks for one.
         let passkey = if needed > 0 {
             let ask = steps::fixed_claims(&app, proposal.id, &form.approval, &session)
-                .and_then(|fixed| passkey_ask(&card.binding, &fixed, &enrolled));
+                .and_then(|fixed| passkey_ask(&card.binding, &fixed));
             let Some(ask) = ask else {
                 return store_trouble(lang);
             };

@@ -196,20 +196,8 @@ pub const EN: &[(&str, &str)] = &[
         "The executor runs in trial mode: approvals here are not bound to a person.",
     ),
     (
-        "passkey.asking",
-        "Confirm with your passkey (security key or device)…",
-    ),
-    (
         "passkey.hint",
-        "This executor requires your passkey: approving asks your security key or device to confirm this exact change.",
-    ),
-    (
-        "passkey.cancelled",
-        "Your passkey did not answer: it was cancelled, it timed out, or no enrolled passkey is on this device. Nothing was approved; you can try again or deny.",
-    ),
-    (
-        "passkey.unsupported",
-        "This browser cannot use passkeys, which this executor requires to approve. Nothing was approved.",
+        "This executor requires your passkey: approving takes you to the confirm page, which shows this exact change and asks your security key or device to confirm it.",
     ),
     (
         "why.passkey_missing",
@@ -698,20 +686,8 @@ pub const ES: &[(&str, &str)] = &[
         "El ejecutor funciona en modo de prueba: las aprobaciones de aquí no están vinculadas a una persona.",
     ),
     (
-        "passkey.asking",
-        "Confirma con tu passkey (llave de seguridad o dispositivo)…",
-    ),
-    (
         "passkey.hint",
-        "Este ejecutor exige tu passkey: al aprobar, tu llave de seguridad o dispositivo confirma este cambio exacto.",
-    ),
-    (
-        "passkey.cancelled",
-        "Tu passkey no respondió: se canceló, se agotó el tiempo o no hay ninguna passkey inscrita en este dispositivo. No se aprobó nada; puedes intentarlo de nuevo o denegar.",
-    ),
-    (
-        "passkey.unsupported",
-        "Este navegador no puede usar passkeys, y este ejecutor las exige para aprobar. No se aprobó nada.",
+        "Este ejecutor exige tu passkey: al aprobar pasas a la página de confirmación, que muestra este cambio exacto y pide a tu llave de seguridad o dispositivo que lo confirme.",
     ),
     (
         "why.passkey_missing",

@@ -8,7 +8,6 @@ use std::sync::Arc;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
-use base64::Engine as _;
 use fleetwatch_protocol::passkey::{Approvers, Backup, PasskeyRecord, PersonKey};
 use fleetwatch_protocol::wire::StatusReport;
 
@@ -26,16 +25,6 @@ pub fn enrolled(status: &StatusReport) -> Approvers {
         }
     }
     approvers
-}
-
-/// Their credential IDs as the page's scripts read them: base64url, space-separated.
-pub(super) fn credential_ids(approvers: &Approvers) -> String {
-    approvers
-        .records()
-        .iter()
-        .map(|r| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(r.credential_id()))
-        .collect::<Vec<_>>()
-        .join(" ")
 }
 
 /// The enrolled persons, each with their passkeys, in the order they first appear.

@@ -44,7 +44,6 @@ pub fn csp(confirm_origin: &str) -> String {
 
 const COUNTDOWN_JS: &str = include_str!("../../templates/static/countdown.js");
 const TAB_JS: &str = include_str!("../../templates/static/tab.js");
-const APPROVE_JS: &str = include_str!("../../templates/static/approve.js");
 const HANDOFF_JS: &str = include_str!("../../templates/static/handoff.js");
 const PAGE_CSS: &str = include_str!("../../templates/static/page.css");
 
@@ -188,7 +187,6 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/passkeys", get(passkeys::show))
         .route("/static/countdown.js", get(|| asset(JS, COUNTDOWN_JS)))
         .route("/static/tab.js", get(|| asset(JS, TAB_JS)))
-        .route("/static/approve.js", get(|| asset(JS, APPROVE_JS)))
         .route("/static/handoff.js", get(|| asset(JS, HANDOFF_JS)))
         .route("/static/page.css", get(|| asset(CSS, PAGE_CSS)))
         .fallback(not_found)
@@ -218,10 +216,14 @@ fn set_security_headers(headers: &mut HeaderMap, confirm_origin: &str) {
         HeaderValue::from_static("nosniff"),
     );
     headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
-    headers.insert(
-        header::REFERRER_POLICY,
-        HeaderValue::from_static("no-referrer"),
-    );
+    // The hand-off page sets its own (`strict-origin`), so the confirm page learns which
+    // origin sent the tab; every other response sends no referrer at all.
+    if !headers.contains_key(header::REFERRER_POLICY) {
+        headers.insert(
+            header::REFERRER_POLICY,
+            HeaderValue::from_static("no-referrer"),
+        );
+    }
 }
 
 /// Every request passes here; every response leaves with the security headers.

@@ -175,10 +175,8 @@ pub(super) fn gather(
     let Some(bytes) = fixed_claims_bytes(&binding, &fixed) else {
         return Err(Box::new(store_trouble(lang)));
     };
-    let rp = RelyingParty::new(
-        passkey::PRODUCTION_RP_ID,
-        [format!("http://localhost:{}", app.port)],
-    );
+    // Passkeys answer on the confirm page only (DESIGN §9), as the executor requires.
+    let rp = RelyingParty::new(passkey::PRODUCTION_RP_ID, [app.confirm_origin.clone()]);
     let verified = match passkey::verify_assertion(&assertion, &bytes, approvers, &rp) {
         Ok(verified) => verified,
         Err(PasskeyError::UnknownCredential) => {

@@ -31,12 +31,11 @@ pub struct EmptyView {
 
 /// What the page's script needs to ask the browser for a passkey assertion on this form.
 pub struct PasskeyAsk {
-    /// The challenge: SHA-256 of the passkey domain and the exact claims bytes this approval
-    /// will send (base64url).
+    /// The challenge the confirm page will ask the passkey to sign: SHA-256 of the passkey
+    /// domain and the exact claims bytes this approval will send (base64url). This page asks
+    /// no passkey itself; the value marks the form as one that hands off, and lets a reader
+    /// match it with the confirm page's.
     pub challenge: String,
-    /// Credential IDs the page has enrolled (base64url, space-separated); empty lets the
-    /// browser offer any passkey it holds for `localhost`.
-    pub allow: String,
 }
 
 /// The approve form's values.

@@ -9,8 +9,9 @@ use ed25519_dalek::Signer as _;
 use fleetwatch_protocol::passkey::{self, Algorithm, PasskeyAssertion, PasskeyRecord};
 use sha2::{Digest as _, Sha256};
 
-/// The origin the approval page is opened on in these tests.
-pub const ORIGIN: &str = "http://localhost:8767";
+/// The origin passkeys answer on in these tests: the confirm page's default, the one origin
+/// the executor accepts unless configured otherwise.
+pub const ORIGIN: &str = "http://localhost:8768";
 /// The RP ID in production and in these tests.
 pub const RP_ID: &str = "localhost";
 /// User present and user verified.
