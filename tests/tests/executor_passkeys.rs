@@ -153,6 +153,11 @@ async fn every_bad_assertion_is_refused_with_its_own_code() {
 
     let mut wrong_origin = good(10);
     wrong_origin.client_data_json = client_data("webauthn.get", &challenge, "http://localhost:9");
+    // Made on the assistant's own page (its default origin): not the confirm page, so refused
+    // by the executor's default configuration (DESIGN §9).
+    let mut on_the_assistants_page = good(19);
+    on_the_assistants_page.client_data_json =
+        client_data("webauthn.get", &challenge, "http://localhost:8767");
     let mut wrong_rp = good(11);
     wrong_rp.rp_id = "fleetwatch.example".into();
     let mut no_up = good(12);
@@ -184,6 +189,11 @@ async fn every_bad_assertion_is_refused_with_its_own_code() {
         (
             "wrong origin",
             key.assert_with(&wrong_origin),
+            Refusal::PasskeyOriginNotAllowed,
+        ),
+        (
+            "made on the assistant's page",
+            key.assert_with(&on_the_assistants_page),
             Refusal::PasskeyOriginNotAllowed,
         ),
         (
