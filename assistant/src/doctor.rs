@@ -336,8 +336,41 @@ async fn executor(config: &Config) -> Vec<Check> {
     let mut out = vec![executor_reachable(config, &status)];
     if let Ok(status) = &status {
         out.push(person(status));
+        // Outside the trial mode every approval is confirmed there.
+        if !status.trial {
+            out.push(confirm_page(&config.confirm_origin).await);
+        }
     }
     out
+}
+
+/// Whether the confirm page (`fleetwatch-confirm serve`) answers at its origin: every approval
+/// that needs a person is confirmed there (DESIGN §9).
+async fn confirm_page(origin: &str) -> Check {
+    const NAME: &str = "confirm page";
+    let answered = async {
+        let client = fleetwatch_signin::tls::client_builder()
+            .timeout(std::time::Duration::from_secs(5))
+            .build()
+            .ok()?;
+        let response = client.get(format!("{origin}/")).send().await.ok()?;
+        let ok = response.status().is_success();
+        let body = response.text().await.ok()?;
+        (ok && body.contains("<main id=\"confirm\">")).then_some(())
+    }
+    .await;
+    match answered {
+        Some(()) => check(Level::Ok, NAME, format!("answers at {origin}/")),
+        None => check(
+            Level::Fail,
+            NAME,
+            format!(
+                "nothing answers at {origin}/ as the confirm page: run `fleetwatch-confirm serve` \
+                 (or set FLEETWATCH_CONFIRM_ORIGIN to where it listens); without it no approval \
+                 can be confirmed with a passkey"
+            ),
+        ),
+    }
 }
 
 /// Whether the executor binds approvals to a person, as its `Status` reports it: closed by

@@ -189,3 +189,48 @@ async fn another_host_another_origin_and_a_get_change_nothing() {
         .status();
     assert_eq!(status.as_u16(), 404);
 }
+
+/// Outside the trial mode every approval is confirmed on the confirm page, so the assistant's
+/// `doctor` fails while none answers at its origin, and passes once one does.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_assistants_doctor_checks_that_the_confirm_page_answers() {
+    use fleetwatch_e2e::authenticator::SoftPasskey;
+    let state = fleetwatch_e2e::page::AssistantState::new();
+    let mut h = Harness::prepare(Setup {
+        extra_key_lines: vec![
+            state.key_line.clone(),
+            SoftPasskey::es256(31).person_line("ana", "Ana Gómez"),
+        ],
+        trial: false,
+        ..Setup::default()
+    })
+    .await;
+    let devices = sandbox_devices(&h.sim);
+    h.setup.allowlist = Some(devices.clone());
+    h.spawn();
+    h.wait_ready().await;
+    let doctor = |origin: &str| {
+        let out = state
+            .command()
+            .arg("doctor")
+            .env("FLEETWATCH_EXECUTOR_SOCKET", &h.socket)
+            .env("FLEETWATCH_WRITE_DEVICE_IDS", devices.join(","))
+            .env("FLEETWATCH_CONFIRM_ORIGIN", origin)
+            .output()
+            .expect("doctor runs");
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .find(|l| l.contains("confirm page"))
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let nobody = format!("http://localhost:{}", fleetwatch_e2e::page::free_port());
+    let said = doctor(&nobody);
+    assert!(
+        said.starts_with("FAIL") && said.contains("fleetwatch-confirm serve"),
+        "{said}"
+    );
+    let confirm = ConfirmPage::start("http://localhost:8767").await;
+    let said = doctor(&confirm.origin());
+    assert!(said.starts_with("OK"), "{said}");
+}
