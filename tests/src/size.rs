@@ -166,16 +166,7 @@ pub fn confirm_lines(root: &Path) -> Result<Vec<FileLines>, String> {
     }
     let mut out = Vec::new();
     for file in files {
-        let text =
-            std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
-        out.push(FileLines {
-            path: file
-                .strip_prefix(root)
-                .unwrap_or(&file)
-                .display()
-                .to_string(),
-            lines: count_code_lines(&text),
-        });
+        out.push(counted(root, &file, count_code_lines)?);
     }
     let templates = base.join("templates");
     let mut assets: Vec<PathBuf> = std::fs::read_dir(&templates)
@@ -184,23 +175,27 @@ pub fn confirm_lines(root: &Path) -> Result<Vec<FileLines>, String> {
         .collect();
     assets.sort();
     for file in assets {
-        let text =
-            std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
-        let lines = text
-            .lines()
-            .map(str::trim)
-            .filter(|l| !l.is_empty() && !l.starts_with("//"))
-            .count();
-        out.push(FileLines {
-            path: file
-                .strip_prefix(root)
-                .unwrap_or(&file)
-                .display()
-                .to_string(),
-            lines,
-        });
+        out.push(counted(root, &file, |text| {
+            text.lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty() && !l.starts_with("//"))
+                .count()
+        })?);
     }
     Ok(out)
+}
+
+/// One file's lines as `count` counts them, named from the checkout's root.
+fn counted(root: &Path, file: &Path, count: fn(&str) -> usize) -> Result<FileLines, String> {
+    let text = std::fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?;
+    Ok(FileLines {
+        path: file
+            .strip_prefix(root)
+            .unwrap_or(file)
+            .display()
+            .to_string(),
+        lines: count(&text),
+    })
 }
 
 /// The cargo features the executor's manifest turns on for `protocol`, `signin` and `epiphan`
