@@ -2,7 +2,8 @@
 //! this file with `#[path]`.
 //!
 //! `cargo test --workspace` builds every binary before any test runs, next to the test
-//! executables. A filtered run (`cargo test -p fleetwatch-e2e`) does not, and may leave an
+//! executables, as long as its package has an integration test of its own (cargo builds a
+//! package's binaries for those only; `docs_consistency.rs` holds every member to it). A filtered run (`cargo test -p fleetwatch-e2e`) does not, and may leave an
 //! older binary there. So a binary is used as it is when it is newer than every source file of
 //! the workspace, and built with `cargo build -p PACKAGE --bin NAME` otherwise.
 //!

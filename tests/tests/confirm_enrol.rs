@@ -219,51 +219,6 @@ async fn the_creation_is_checked_before_anything_is_printed() {
     }
 }
 
-#[test]
-fn bad_arguments_are_said_before_anything_listens() {
-    let binary = fleetwatch_e2e::binary("fleetwatch-confirm", "fleetwatch-confirm");
-    for (args, says) in [
-        (
-            &["enrol", "--person", "Ana!", "--name", "Ana"][..],
-            "--person",
-        ),
-        (
-            &["enrol", "--person", "ana", "--name", "A\u{202e}na"],
-            "--name",
-        ),
-        (&["enrol", "--name", "Ana"], "needs --person"),
-        (
-            &["enroll", "--person", "ana", "--name", "Ana"],
-            "unknown command",
-        ),
-    ] {
-        let out = std::process::Command::new(&binary)
-            .args(args)
-            .output()
-            .expect("runs");
-        assert!(!out.status.success(), "{args:?}");
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(err.contains(says), "{args:?}: {err}");
-        assert!(out.stdout.is_empty());
-    }
-    let help = std::process::Command::new(&binary)
-        .arg("--help")
-        .output()
-        .expect("runs");
-    assert!(help.status.success());
-    assert!(String::from_utf8_lossy(&help.stdout).contains("enrol"));
-    let help = std::process::Command::new(&binary)
-        .args(["enrol", "--help"])
-        .output()
-        .expect("runs");
-    assert!(help.status.success());
-    let text = String::from_utf8_lossy(&help.stdout);
-    assert!(
-        text.contains("approvers add -") && text.contains("--person"),
-        "{text}"
-    );
-}
-
 fn b64url(bytes: &[u8]) -> String {
     use base64::Engine as _;
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)

@@ -4,7 +4,7 @@
 //!   `fleetwatch-sim` and `fleetwatch-demo` (read from their own `--help`) has a row in the
 //!   configuration table of README.md and README.es.md;
 //! * every `FLEETWATCH_*` variable named in the Rust sources is in both tables;
-//! * the README's test command is the one `.ci/run` runs;
+//! * the README's test command is the one `.ci/run` runs, and builds every binary tests run;
 //! * README.md and README.es.md give the same commands;
 //! * SECURITY.md and SECURITY.es.md cite the same tests, and every test cited there or in
 //!   AGENTS.md exists.
@@ -397,6 +397,38 @@ fn the_demo_command_builds_every_binary_the_demo_runs() {
                 && commands[0].contains("fleetwatch-executor")),
         "{}",
         commands[0]
+    );
+}
+
+#[test]
+fn the_test_command_builds_every_binary_of_the_workspace() {
+    // `cargo test --workspace` builds a package's binaries only for that package's own
+    // integration tests; the demo's tests and this crate's run other packages' binaries as
+    // separate programs, found next to the test executables. So every member with a binary has
+    // at least one file under `tests/`.
+    let root = workspace_root();
+    let mut without = Vec::new();
+    for entry in std::fs::read_dir(&root).expect("the workspace root lists") {
+        let member = entry.expect("an entry").path();
+        let Ok(manifest) = std::fs::read_to_string(member.join("Cargo.toml")) else {
+            continue;
+        };
+        if member.ends_with("fuzz") {
+            continue;
+        }
+        let has_binary = manifest.contains("[[bin]]") || member.join("src/main.rs").is_file();
+        let has_tests = std::fs::read_dir(member.join("tests")).is_ok_and(|entries| {
+            entries
+                .flatten()
+                .any(|e| e.path().extension().is_some_and(|x| x == "rs"))
+        });
+        if has_binary && !has_tests {
+            without.push(member.display().to_string());
+        }
+    }
+    assert!(
+        without.is_empty(),
+        "members with a binary but no integration test (cargo test would not build it): {without:?}"
     );
 }
 
