@@ -5,6 +5,8 @@
 //! cargo builds a package's binaries for its integration tests only, and the demo and the
 //! end-to-end tests run this one as a separate program.
 
+#![allow(clippy::expect_used, reason = "a test fails by panicking")]
+
 use std::process::{Command, Output};
 
 fn run(args: &[&str]) -> Output {
