@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Installs Fleetwatch as two systemd services: fleetwatch (assistant and approval page, user
+# Installs Fleetwatch as three systemd services: fleetwatch (assistant and approval page, user
 # fleetwatch) and fleetwatch-executor (the only writer, user fleetwatch-exec), joined by a Unix
-# socket whose group is fleetwatch-sock.
+# socket whose group is fleetwatch-sock, and fleetwatch-confirm (the confirm page, a dynamic
+# user with no network but the loopback sockets of fleetwatch-confirm.socket, which the script
+# enables).
 #
 # Safe to re-run: binaries, units, tmpfiles rules and the policy are replaced only when they
 # differ; configuration files, keys and state folders that already exist are never overwritten
@@ -135,8 +137,10 @@ uninstall_notes() {
     cat <<EOF
 Fleetwatch removes nothing by itself. To take it off this machine, as root:
 
-  systemctl disable --now fleetwatch.service fleetwatch-executor.service
-  rm -f $P_UNITS/fleetwatch.service $P_UNITS/fleetwatch-executor.service
+  systemctl disable --now fleetwatch.service fleetwatch-executor.service \
+    fleetwatch-confirm.socket fleetwatch-confirm.service
+  rm -f $P_UNITS/fleetwatch.service $P_UNITS/fleetwatch-executor.service \
+    $P_UNITS/fleetwatch-confirm.socket $P_UNITS/fleetwatch-confirm.service
   rm -f $P_TMPFILES/fleetwatch.conf
   rm -f $P_BIN/fleetwatch $P_BIN/fleetwatch-executor $P_BIN/fleetwatch-confirm
   rm -rf $P_DOC
@@ -166,8 +170,8 @@ for bin in fleetwatch fleetwatch-executor fleetwatch-confirm; do
         die "$BIN_DIR/$bin is missing; build it (cargo build --profile deploy -p fleetwatch-executor, then the same with -p fleetwatch-confirm and with -p fleetwatch: apart, so each keeps its own features) or pass --bin-dir"
 done
 [[ -f $POLICY_SRC ]] || die "$POLICY_SRC is missing; pass --policy"
-for f in fleetwatch.service fleetwatch-executor.service fleetwatch.tmpfiles \
-    executor.yaml.example fleetwatch.env.example; do
+for f in fleetwatch.service fleetwatch-executor.service fleetwatch-confirm.socket \
+    fleetwatch-confirm.service fleetwatch.tmpfiles executor.yaml.example fleetwatch.env.example; do
     [[ -f $SCRIPT_DIR/$f ]] || die "$SCRIPT_DIR/$f is missing; run this script from a complete checkout"
 done
 
@@ -432,6 +436,41 @@ fi
 install_file "$POLICY_SRC" "$P_ETC/tool_policy.yaml" 0644 root:root keep
 
 install_if_absent "$SCRIPT_DIR/fleetwatch.env.example" "$P_ETC/fleetwatch.env" 0644 root:root
+
+# The last value of NAME in fleetwatch.env when it matches the pattern, else nothing.
+env_value() {
+    [[ -f $P_ETC/fleetwatch.env ]] || return 0
+    sed -n "s|^$1=\\($2\\)[[:space:]]*\$|\\1|p" "$P_ETC/fleetwatch.env" | tail -n 1
+}
+
+# The confirm page's origin and the approval page's port, from the site settings or their
+# defaults: the confirm units and a new executor.yaml's passkey origin are written with them.
+confirm_origin=$(env_value FLEETWATCH_CONFIRM_ORIGIN 'http://localhost:[1-9][0-9]\{0,4\}')
+confirm_origin=${confirm_origin:-http://localhost:8768}
+approve_port=$(env_value FLEETWATCH_APPROVE_PORT '[1-9][0-9]\{0,4\}')
+approve_port=${approve_port:-8767}
+for port in "${confirm_origin##*:}" "$approve_port"; do
+    ((port <= 65535)) || die "port $port in $P_ETC/fleetwatch.env is not a port number"
+done
+# Both loopback addresses, but ::1 only where this host has it: a socket unit that cannot bind
+# one of its addresses does not start at all.
+sed -e "s|^ListenStream=127\.0\.0\.1:8768\$|ListenStream=127.0.0.1:${confirm_origin##*:}|" \
+    -e "s|^ListenStream=\[::1\]:8768\$|ListenStream=[::1]:${confirm_origin##*:}|" \
+    "$SCRIPT_DIR/fleetwatch-confirm.socket" >"$WORK/fleetwatch-confirm.socket"
+if ! grep -qs '^0\{31\}1 ' /proc/net/if_inet6; then
+    say "this host has no IPv6 loopback: the confirm page listens on 127.0.0.1 only"
+    sed -i '/^ListenStream=\[::1\]/d' "$WORK/fleetwatch-confirm.socket"
+fi
+grep -q "^ListenStream=127.0.0.1:${confirm_origin##*:}\$" "$WORK/fleetwatch-confirm.socket" ||
+    die "fleetwatch-confirm.socket has no ListenStream=127.0.0.1:8768 line to fill in"
+sed -e "s|--page-origin http://localhost:8767 |--page-origin http://localhost:$approve_port |" \
+    "$SCRIPT_DIR/fleetwatch-confirm.service" >"$WORK/fleetwatch-confirm.service"
+grep -q -- "--page-origin http://localhost:$approve_port " "$WORK/fleetwatch-confirm.service" ||
+    die "fleetwatch-confirm.service has no --page-origin to fill in"
+CONFIRM_BEFORE=$CHANGES
+install_file "$WORK/fleetwatch-confirm.socket" "$P_UNITS/fleetwatch-confirm.socket" 0644 root:root
+install_file "$WORK/fleetwatch-confirm.service" "$P_UNITS/fleetwatch-confirm.service" 0644 root:root
+CONFIRM_CHANGED=$((CHANGES - CONFIRM_BEFORE))
 # An empty key file means "no model": keyword answers only and nothing sent to Anthropic.
 install_if_absent /dev/null "$P_ETC/anthropic-api-key" 0600 root:root
 
@@ -461,12 +500,6 @@ elif has_user "$ASSISTANT_USER"; then
     [[ $uid =~ ^[0-9]+$ ]] || die "cannot find the uid of $ASSISTANT_USER"
     # Passkeys are accepted only from the confirm page's origin (fleetwatch-confirm serve),
     # never from the assistant's own page.
-    confirm_origin="http://localhost:8768"
-    if [[ -f $P_ETC/fleetwatch.env ]]; then
-        set_origin=$(sed -n 's|^FLEETWATCH_CONFIRM_ORIGIN=\(http://localhost:[0-9][0-9]*\)[[:space:]]*$|\1|p' \
-            "$P_ETC/fleetwatch.env" | tail -n 1)
-        [[ -z $set_origin ]] || confirm_origin=$set_origin
-    fi
     sed -e "s/^allowed_uids: .*/allowed_uids: [$uid]   # $ASSISTANT_USER/" \
         -e "s|^  origins: .*|  origins: [\"$confirm_origin\"]|" \
         -e "$quorum_sed" \
@@ -527,12 +560,19 @@ fi
 if [[ -n $ROOT ]]; then
     say "throwaway root: systemctl and systemd-tmpfiles not called"
 elif [[ $DRY_RUN -eq 1 ]]; then
-    say "would: systemd-tmpfiles --create fleetwatch.conf; systemctl daemon-reload"
+    say "would: systemd-tmpfiles --create fleetwatch.conf; systemctl daemon-reload; systemctl enable --now fleetwatch-confirm.socket"
 elif [[ -d /run/systemd/system ]]; then
     systemd-tmpfiles --create /etc/tmpfiles.d/fleetwatch.conf
     systemctl daemon-reload
+    # The confirm page needs no configuration of its own, so it is on from the start; changed
+    # units take effect now (a running page is restarted on its next connection).
+    systemctl enable --now fleetwatch-confirm.socket
+    if [[ $CONFIRM_CHANGED -gt 0 ]]; then
+        systemctl stop fleetwatch-confirm.service
+        systemctl restart fleetwatch-confirm.socket
+    fi
 else
-    say "systemd is not running here: run \`systemd-tmpfiles --create fleetwatch.conf\` and \`systemctl daemon-reload\` on the target"
+    say "systemd is not running here: run \`systemd-tmpfiles --create fleetwatch.conf\`, \`systemctl daemon-reload\` and \`systemctl enable --now fleetwatch-confirm.socket\` on the target"
 fi
 
 say "$CHANGES change(s)"
@@ -551,6 +591,7 @@ Next:
        runuser -u fleetwatch-exec -- fleetwatch-executor login --sandbox \
          --known-devices /var/lib/fleetwatch-executor/known-devices.json
   4. systemctl enable --now fleetwatch-executor.service fleetwatch.service
+     (the confirm page, fleetwatch-confirm.socket, is on already: it starts on its first visit)
   5. runuser -u fleetwatch-exec -- fleetwatch-executor doctor
      runuser -u fleetwatch -- fleetwatch doctor
      (both fail "no person is enrolled" until step 6 is done)

@@ -288,6 +288,57 @@ pub fn bind_loopback(port: Option<u16>) -> io::Result<Listeners> {
     Err(last)
 }
 
+/// The listening sockets systemd passed (`LISTEN_FDS`, for this process by `LISTEN_PID`), or
+/// `None` when it passed none. Each must be a TCP listener on a loopback address and all on one
+/// port; anything else is refused, since the page must not answer another host.
+pub fn from_systemd() -> Result<Option<Listeners>, String> {
+    let for_us = std::env::var("LISTEN_PID")
+        .ok()
+        .and_then(|p| p.parse::<u32>().ok())
+        == Some(std::process::id());
+    if !for_us || std::env::var_os("LISTEN_FDS").is_none() {
+        return Ok(None);
+    }
+    let mut passed = listenfd::ListenFd::from_env();
+    let mut sockets = Vec::new();
+    let mut port = None;
+    for index in 0..passed.len() {
+        let socket = passed
+            .take_tcp_listener(index)
+            .map_err(|e| {
+                format!("systemd passed socket {index}, which is not a TCP listener: {e}")
+            })?
+            .ok_or_else(|| format!("systemd passed socket {index} twice"))?;
+        let address = socket
+            .local_addr()
+            .map_err(|e| format!("systemd passed socket {index}: {e}"))?;
+        if !address.ip().is_loopback() {
+            return Err(format!(
+                "systemd passed a socket on {address}; the page listens on loopback addresses only"
+            ));
+        }
+        if *port.get_or_insert(address.port()) != address.port() {
+            return Err(format!(
+                "systemd passed sockets on two ports ({} and {}); the page's address has one",
+                port.unwrap_or_default(),
+                address.port()
+            ));
+        }
+        sockets.push(socket);
+    }
+    let Some(port) = port else {
+        return Err("LISTEN_FDS names no socket".into());
+    };
+    let ipv6 = sockets
+        .iter()
+        .any(|s| s.local_addr().is_ok_and(|a| a.is_ipv6()));
+    Ok(Some(Listeners {
+        sockets,
+        port,
+        ipv6,
+    }))
+}
+
 /// An answer, and what to do once it has been written and the connection closed (a program
 /// that ends after its answer must not end before the browser has it).
 pub struct Reply {

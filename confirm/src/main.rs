@@ -56,6 +56,9 @@ argument, each room's signed name and state, the effect, whether it is disruptiv
 number and the expiry), computes the passkey challenge itself, and posts the assertion back to
 the approval page's origin from --page-origin, never from the request. It keeps nothing.
 
+Started by systemd with listening sockets (LISTEN_FDS, as fleetwatch-confirm.socket passes
+them), it serves on those instead of binding --port; each must be on a loopback address.
+
 Usage: fleetwatch-confirm serve [--port PORT] [--page-origin ORIGIN] [--policy PATH]
 
 Options:

@@ -75,15 +75,25 @@ pub fn run(options: &Options) -> Result<(), String> {
         .map_err(|e| format!("{}: {e}", options.policy.display()))?;
     let policy =
         Policy::from_yaml(&text).map_err(|e| format!("{}: {e}", options.policy.display()))?;
-    let listeners = http::bind_loopback(Some(options.port)).map_err(|e| {
-        format!(
-            "cannot listen on port {} of the loopback addresses: {e}",
-            options.port
-        )
-    })?;
+    let listeners = match http::from_systemd()? {
+        Some(passed) => {
+            eprintln!(
+                "fleetwatch-confirm: listening on the {} socket(s) systemd passed (port {})",
+                passed.sockets.len(),
+                passed.port
+            );
+            passed
+        }
+        None => http::bind_loopback(Some(options.port)).map_err(|e| {
+            format!(
+                "cannot listen on port {} of the loopback addresses: {e}",
+                options.port
+            )
+        })?,
+    };
     if !listeners.ipv6 {
         eprintln!(
-            "fleetwatch-confirm: this host has no IPv6 loopback; the confirm page listens on \
+            "fleetwatch-confirm: no IPv6 loopback socket; the confirm page listens on \
              127.0.0.1 only"
         );
     }

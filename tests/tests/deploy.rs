@@ -1,5 +1,7 @@
-//! deploy/: the two systemd units pass `systemd-analyze verify`, score an exposure of at most
-//! 1.5, keep the executor's view of peer uids real, and the install script is shellcheck-clean,
+//! deploy/: the systemd units pass `systemd-analyze verify`, each service scores an exposure of
+//! at most 1.5, the executor's view of peer uids stays real, the confirm page serves on the
+//! loopback sockets its socket unit passes and nothing else, and the install script is
+//! shellcheck-clean,
 //! complete, idempotent and never overwrites keys or configuration. The script only ever runs
 //! against a throwaway root here, with the commands that would touch the real system replaced by
 //! canaries that fail the test if called.
@@ -7,13 +9,29 @@
 use std::collections::BTreeMap;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
 
 use ed25519_dalek::SigningKey;
 use fleetwatch_e2e::{executor_binary, workspace_root};
 use fleetwatch_protocol::claims::{KeyId, key_line};
 
-const UNITS: [&str; 2] = ["fleetwatch.service", "fleetwatch-executor.service"];
+/// The three services.
+const SERVICES: [&str; 3] = [
+    "fleetwatch.service",
+    "fleetwatch-executor.service",
+    "fleetwatch-confirm.service",
+];
+
+/// Every unit shipped: the services and the confirm page's sockets.
+const UNITS: [&str; 4] = [
+    "fleetwatch.service",
+    "fleetwatch-executor.service",
+    "fleetwatch-confirm.service",
+    "fleetwatch-confirm.socket",
+];
+
+/// The two services that reach Epiphan (and so have network, state and sign-ins).
+const NETWORKED: [&str; 2] = ["fleetwatch.service", "fleetwatch-executor.service"];
 
 /// Commands that change the real system. In a throwaway-root install none may run.
 const CANARIES: [&str; 8] = [
@@ -92,12 +110,12 @@ fn one<'a>(d: &'a [(String, String)], key: &str) -> &'a str {
     v[0]
 }
 
-/// Copies of both units whose ExecStart points at stub executables in `dir`, because
+/// Copies of the units whose ExecStart points at stub executables in `dir`, because
 /// `systemd-analyze verify` refuses a unit whose binary does not exist.
 fn units_with_stub_binaries(dir: &Path) -> Vec<PathBuf> {
     let bin = dir.join("bin");
     std::fs::create_dir_all(&bin).unwrap();
-    for name in ["fleetwatch", "fleetwatch-executor"] {
+    for name in ["fleetwatch", "fleetwatch-executor", "fleetwatch-confirm"] {
         let path = bin.join(name);
         std::fs::write(&path, "#!/bin/sh\nexit 0\n").unwrap();
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
@@ -122,7 +140,7 @@ fn verify(units: &[PathBuf]) -> Output {
 }
 
 #[test]
-fn both_units_verify_without_a_warning() {
+fn every_unit_verifies_without_a_warning() {
     let dir = tempfile::tempdir().unwrap();
     let units = units_with_stub_binaries(dir.path());
     let out = verify(&units);
@@ -176,8 +194,8 @@ fn exposure(unit: &Path) -> (f64, bool, String) {
 }
 
 #[test]
-fn both_units_score_an_exposure_of_at_most_1_5() {
-    for name in UNITS {
+fn every_service_scores_an_exposure_of_at_most_1_5() {
+    for name in SERVICES {
         let (score, within, report) = exposure(&deploy_dir().join(name));
         println!("{name}: exposure {score}");
         assert!(score <= 1.5, "{name} scores {score}:\n{report}");
@@ -213,7 +231,7 @@ fn removing_hardening_raises_the_measured_exposure() {
     );
 }
 
-/// The settings both units must carry, value for value.
+/// The settings every service must carry, value for value.
 const HARDENING: &[(&str, &str)] = &[
     ("Type", "exec"),
     ("NoNewPrivileges", "yes"),
@@ -242,16 +260,22 @@ const HARDENING: &[(&str, &str)] = &[
     ("KeyringMode", "private"),
     ("RemoveIPC", "yes"),
     ("UMask", "0077"),
+    ("Restart", "on-failure"),
+    ("PrivateIPC", "yes"),
+    ("PrivateMounts", "yes"),
+];
+
+/// And the two that reach Epiphan, in addition.
+const NETWORKED_HARDENING: &[(&str, &str)] = &[
     ("StateDirectoryMode", "0700"),
     ("RuntimeDirectoryMode", "0750"),
-    ("Restart", "on-failure"),
     ("RestartPreventExitStatus", "78"),
     ("RestrictAddressFamilies", "AF_UNIX AF_INET AF_INET6"),
 ];
 
 #[test]
-fn both_units_carry_the_full_hardening_set() {
-    for name in UNITS {
+fn every_service_carries_the_full_hardening_set() {
+    for name in SERVICES {
         let d = directives(&unit_text(name));
         for (key, want) in HARDENING {
             assert_eq!(one(&d, key), *want, "{name}: {key}=");
@@ -265,11 +289,174 @@ fn both_units_carry_the_full_hardening_set() {
         for group in ["@privileged", "@resources"] {
             assert!(denied.contains(group), "{name}: {group} not denied");
         }
+    }
+    for name in NETWORKED {
+        let d = directives(&unit_text(name));
+        for (key, want) in NETWORKED_HARDENING {
+            assert_eq!(one(&d, key), *want, "{name}: {key}=");
+        }
         assert!(
             values(&d, "IPAddressAllow").is_empty() && values(&d, "IPAddressDeny").is_empty(),
             "{name}: an IP allowlist would break HTTPS to Epiphan"
         );
     }
+}
+
+#[test]
+fn the_confirm_page_runs_as_nobody_in_particular_with_loopback_sockets_only() {
+    let service = directives(&unit_text("fleetwatch-confirm.service"));
+    assert_eq!(
+        one(&service, "ExecStart"),
+        "/usr/local/bin/fleetwatch-confirm serve --page-origin http://localhost:8767 \
+         --policy /etc/fleetwatch/tool_policy.yaml"
+    );
+    // Nothing it keeps, so nobody it needs to be: a user made for each start.
+    assert_eq!(one(&service, "DynamicUser"), "yes");
+    assert!(values(&service, "User").is_empty() && values(&service, "Group").is_empty());
+    // No network of its own and no socket of any kind: only what the socket unit passes.
+    assert_eq!(one(&service, "PrivateNetwork"), "yes");
+    assert_eq!(one(&service, "RestrictAddressFamilies"), "none");
+    assert_eq!(one(&service, "IPAddressDeny"), "any");
+    assert_eq!(one(&service, "IPAddressAllow"), "localhost");
+    assert_eq!(one(&service, "PrivateUsers"), "yes");
+    // Nothing writable, no secret handed in.
+    for key in [
+        "StateDirectory",
+        "RuntimeDirectory",
+        "CacheDirectory",
+        "LogsDirectory",
+        "ReadWritePaths",
+        "LoadCredential",
+        "EnvironmentFile",
+        "SupplementaryGroups",
+    ] {
+        assert!(
+            values(&service, key).is_empty(),
+            "{key}= in the confirm unit"
+        );
+    }
+    assert_eq!(one(&service, "Requires"), "fleetwatch-confirm.socket");
+
+    let socket = directives(&unit_text("fleetwatch-confirm.socket"));
+    assert_eq!(
+        values(&socket, "ListenStream"),
+        ["127.0.0.1:8768", "[::1]:8768"]
+    );
+    assert_eq!(one(&socket, "BindIPv6Only"), "ipv6-only");
+    assert_eq!(one(&socket, "Accept"), "no");
+    assert_eq!(one(&socket, "IPAddressDeny"), "any");
+    assert_eq!(one(&socket, "IPAddressAllow"), "localhost");
+    assert_eq!(one(&socket, "WantedBy"), "sockets.target");
+}
+
+/// Whether this host has an IPv6 loopback to bind.
+fn host_has_ipv6_loopback() -> bool {
+    std::net::TcpListener::bind("[::1]:0").is_ok()
+}
+
+/// A port nothing listens on at the moment.
+fn free_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().port()
+}
+
+/// A port held for the whole test run, so that binding it fails.
+static TAKEN: std::sync::LazyLock<(std::net::TcpListener, u16)> = std::sync::LazyLock::new(|| {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    (listener, port)
+});
+
+/// `fleetwatch-confirm serve` started as systemd starts it from the socket unit: the unit's own
+/// `ListenStream=` addresses (on another port), passed by `systemd-socket-activate`.
+fn socket_activated(listen: &[String]) -> std::process::Child {
+    let activate = tool("systemd-socket-activate", "systemd");
+    let mut cmd = Command::new(activate);
+    for address in listen {
+        cmd.arg("-l").arg(address);
+    }
+    cmd.arg(fleetwatch_e2e::binary(
+        "fleetwatch-confirm",
+        "fleetwatch-confirm",
+    ))
+    .args(["serve", "--policy"])
+    .arg(workspace_root().join("tool_policy.yaml"))
+    // A port that is taken: the page must not try to bind it when systemd passed sockets.
+    .args(["--port", &TAKEN.1.to_string()])
+    .stdout(Stdio::null())
+    .stderr(Stdio::piped())
+    .spawn()
+    .expect("systemd-socket-activate starts")
+}
+
+/// A GET of `/` at `address` with the page's own `Host`: the whole answer, if one came.
+fn get_page(address: &str, port: u16) -> Option<String> {
+    use std::io::{Read, Write};
+    for _ in 0..100 {
+        let Ok(mut stream) = std::net::TcpStream::connect(address) else {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            continue;
+        };
+        let _ = stream.set_read_timeout(Some(std::time::Duration::from_secs(10)));
+        let _ = write!(
+            stream,
+            "GET / HTTP/1.1\r\nHost: localhost:{port}\r\nConnection: close\r\n\r\n"
+        );
+        let mut answer = String::new();
+        let _ = stream.read_to_string(&mut answer);
+        return (!answer.is_empty()).then_some(answer);
+    }
+    None
+}
+
+#[test]
+fn the_confirm_page_answers_on_the_sockets_the_unit_passes_it() {
+    let port = free_port();
+    let listen: Vec<String> = values(
+        &directives(&unit_text("fleetwatch-confirm.socket")),
+        "ListenStream",
+    )
+    .into_iter()
+    .filter(|a| host_has_ipv6_loopback() || !a.starts_with('['))
+    .map(|a| a.replace(":8768", &format!(":{port}")))
+    .collect();
+    let mut child = socket_activated(&listen);
+    let mut answers = Vec::new();
+    for address in &listen {
+        answers.push((address.clone(), get_page(address, port)));
+    }
+    let _ = child.kill();
+    let output = child.wait_with_output().expect("waits");
+    let stderr = text(&output.stderr);
+    for (address, answer) in answers {
+        let answer = answer.unwrap_or_else(|| panic!("nothing answered at {address}:\n{stderr}"));
+        assert!(
+            answer.starts_with("HTTP/1.1 200") && answer.contains("<main id=\"confirm\">"),
+            "{address}: {answer}"
+        );
+    }
+    assert!(
+        stderr.contains(&format!("socket(s) systemd passed (port {port})")),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn the_confirm_page_refuses_a_socket_on_another_address() {
+    let port = free_port();
+    let mut child = socket_activated(&[format!("0.0.0.0:{port}")]);
+    // systemd-socket-activate starts the program on the first connection.
+    let answer = get_page(&format!("127.0.0.1:{port}"), port);
+    let status = child.wait().expect("waits");
+    let mut stderr = String::new();
+    use std::io::Read as _;
+    let _ = child
+        .stderr
+        .take()
+        .map(|mut e| e.read_to_string(&mut stderr));
+    assert!(answer.is_none(), "it answered: {answer:?}");
+    assert!(!status.success(), "{stderr}");
+    assert!(stderr.contains("loopback addresses only"), "{stderr}");
 }
 
 #[test]
@@ -516,6 +703,8 @@ fn install_into_a_throwaway_root_is_complete_and_a_second_run_changes_nothing() 
         ("usr/local/bin/fleetwatch-confirm", 0o755),
         ("etc/systemd/system/fleetwatch.service", 0o644),
         ("etc/systemd/system/fleetwatch-executor.service", 0o644),
+        ("etc/systemd/system/fleetwatch-confirm.service", 0o644),
+        ("etc/systemd/system/fleetwatch-confirm.socket", 0o644),
         ("etc/tmpfiles.d/fleetwatch.conf", 0o644),
         ("etc/fleetwatch", 0o755),
         ("etc/fleetwatch/tool_policy.yaml", 0o644),
@@ -544,6 +733,10 @@ fn install_into_a_throwaway_root_is_complete_and_a_second_run_changes_nothing() 
         (
             "deploy/fleetwatch-executor.service",
             "etc/systemd/system/fleetwatch-executor.service",
+        ),
+        (
+            "deploy/fleetwatch-confirm.service",
+            "etc/systemd/system/fleetwatch-confirm.service",
         ),
         (
             "deploy/fleetwatch.tmpfiles",
@@ -609,6 +802,49 @@ fn install_into_a_throwaway_root_is_complete_and_a_second_run_changes_nothing() 
     assert!(second.contains("0 change(s)"), "{second}");
     assert!(!second.contains("changed:"), "{second}");
     assert!(before == listing(&root), "a second run changed the root");
+}
+
+#[test]
+fn the_confirm_units_take_their_ports_from_the_site_settings() {
+    let s = Sandbox::new();
+    std::fs::create_dir_all(s.etc("")).unwrap();
+    std::fs::write(
+        s.etc("fleetwatch.env"),
+        "FLEETWATCH_APPROVE_PORT=9100\nFLEETWATCH_CONFIRM_ORIGIN=http://localhost:9101\n",
+    )
+    .unwrap();
+    s.install_ok(&[]);
+    let units = s.root().join("etc/systemd/system");
+    let socket =
+        directives(&std::fs::read_to_string(units.join("fleetwatch-confirm.socket")).unwrap());
+    let listen = values(&socket, "ListenStream");
+    assert_eq!(listen[0], "127.0.0.1:9101", "{listen:?}");
+    if host_has_ipv6_loopback() {
+        assert_eq!(listen, ["127.0.0.1:9101", "[::1]:9101"]);
+    } else {
+        assert_eq!(listen, ["127.0.0.1:9101"]);
+    }
+    let service =
+        directives(&std::fs::read_to_string(units.join("fleetwatch-confirm.service")).unwrap());
+    assert!(
+        one(&service, "ExecStart").contains(" --page-origin http://localhost:9100 "),
+        "{}",
+        one(&service, "ExecStart")
+    );
+    // The executor accepts assertions from that same confirm page only.
+    let config = std::fs::read_to_string(s.etc("executor.yaml")).unwrap();
+    assert!(
+        config
+            .lines()
+            .any(|l| l == "  origins: [\"http://localhost:9101\"]"),
+        "{config}"
+    );
+
+    // A port that is not one is refused before anything is written from it.
+    std::fs::write(s.etc("fleetwatch.env"), "FLEETWATCH_APPROVE_PORT=99999\n").unwrap();
+    let out = s.install(&[]);
+    assert!(!out.status.success());
+    assert!(text(&out.stderr).contains("99999"), "{}", text(&out.stderr));
 }
 
 #[test]
