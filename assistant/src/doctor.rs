@@ -365,9 +365,10 @@ async fn confirm_page(origin: &str) -> Check {
             Level::Fail,
             NAME,
             format!(
-                "nothing answers at {origin}/ as the confirm page: run `fleetwatch-confirm serve` \
-                 (or set FLEETWATCH_CONFIRM_ORIGIN to where it listens); without it no approval \
-                 can be confirmed with a passkey"
+                "nothing answers at {origin}/ as the confirm page: start it (`systemctl enable \
+                 --now fleetwatch-confirm.socket`, or `fleetwatch-confirm serve`) or set \
+                 FLEETWATCH_CONFIRM_ORIGIN to where it listens; without it no approval can be \
+                 confirmed with a passkey"
             ),
         ),
     }

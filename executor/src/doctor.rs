@@ -109,6 +109,13 @@ pub async fn doctor(config: &Config) -> Vec<Line> {
     if let Ok(file) = &approvers {
         lines.extend(person(config, &file.passkeys, policy.as_ref().ok()));
     }
+    // Outside the trial mode every change is confirmed on the confirm page, at the origins
+    // assertions are accepted from.
+    if !config.passkeys.trial() {
+        for origin in &config.passkeys.origins {
+            lines.push(confirm_page(origin).await);
+        }
+    }
     lines.push(
         match epiphan::check_url(&config.epiphan_url, config.allow_loopback_http) {
             Ok(()) => line(Level::Ok, "Epiphan URL", config.epiphan_url.clone()),
@@ -256,6 +263,36 @@ fn person(
         )
     });
     lines
+}
+
+/// Whether the confirm page (`fleetwatch-confirm serve`) answers at an origin assertions are
+/// accepted from: a GET of its idle page, which carries `<main id="confirm">`.
+async fn confirm_page(origin: &str) -> Line {
+    const CHECK: &str = "confirm page";
+    let answered = async {
+        let client = fleetwatch_signin::tls::client_builder()
+            .timeout(std::time::Duration::from_secs(5))
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .ok()?;
+        let response = client.get(format!("{origin}/")).send().await.ok()?;
+        let ok = response.status().is_success();
+        let body = response.text().await.ok()?;
+        (ok && body.contains("<main id=\"confirm\">")).then_some(())
+    }
+    .await;
+    match answered {
+        Some(()) => line(Level::Ok, CHECK, format!("answers at {origin}/")),
+        None => line(
+            Level::Fail,
+            CHECK,
+            format!(
+                "nothing answers at {origin}/ as the confirm page, so no person can approve a \
+                 change: start it (`systemctl enable --now fleetwatch-confirm.socket`, or \
+                 `fleetwatch-confirm serve`) or correct passkeys.origins"
+            ),
+        ),
+    }
 }
 
 /// The enrolled persons in a few words: `Ana Gómez (ana: es256 3fa2 …, device-bound)`.

@@ -234,3 +234,33 @@ async fn the_assistants_doctor_checks_that_the_confirm_page_answers() {
     let said = doctor(&confirm.origin());
     assert!(said.starts_with("OK"), "{said}");
 }
+
+/// The executor's `doctor` checks the same at every origin it accepts assertions from.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_executors_doctor_checks_that_the_confirm_page_answers() {
+    use fleetwatch_e2e::authenticator::SoftPasskey;
+    let confirm = ConfirmPage::start("http://localhost:8767").await;
+    let nobody = format!("http://localhost:{}", fleetwatch_e2e::page::free_port());
+    for (origin, says) in [(nobody.as_str(), "FAIL"), (confirm.origin().as_str(), "OK")] {
+        let mut h = Harness::prepare(Setup {
+            extra_key_lines: vec![SoftPasskey::es256(31).person_line("ana", "Ana Gómez")],
+            config_extra: format!("passkeys:\n  origins: [\"{origin}\"]\n"),
+            trial: false,
+            ..Setup::default()
+        })
+        .await;
+        h.setup.allowlist = Some(sandbox_devices(&h.sim));
+        let out = h.cli(&["doctor"], None);
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let said = text
+            .lines()
+            .find(|l| l.contains("confirm page"))
+            .unwrap_or_default();
+        assert!(said.starts_with(says), "{origin}: {text}");
+        assert!(said.contains(origin), "{said}");
+        if says == "FAIL" {
+            assert!(!out.status.success(), "{text}");
+            assert!(said.contains("fleetwatch-confirm.socket"), "{said}");
+        }
+    }
+}
