@@ -208,9 +208,17 @@ fn confirm(page: &Page, lang: Lang, request: &Request) -> Response {
         )),
         None => {
             let challenge = passkey::challenge_base64url(bytes);
+            // A calm change asks at once (Approve brought the person here); a disruptive one
+            // waits for the button that names the rooms.
+            let ask = if shown.disruptive.is_some() {
+                "click"
+            } else {
+                "load"
+            };
             Some(format!(
                 "<form method=\"post\" action=\"{origin}/confirmed\" id=\"confirm-form\" \
-                 data-challenge=\"{challenge}\" data-cancelled=\"{cancelled}\">\n\
+                 data-challenge=\"{challenge}\" data-ask=\"{ask}\" \
+                 data-cancelled=\"{cancelled}\">\n\
                  <input type=\"hidden\" name=\"return\" value=\"{ret}\">\n\
                  <input type=\"hidden\" name=\"claims\" value=\"{claims}\">\n\
                  <input type=\"hidden\" name=\"credential_id\" value=\"\">\n\
@@ -224,7 +232,7 @@ fn confirm(page: &Page, lang: Lang, request: &Request) -> Response {
                 cancelled = escape(lang.t("confirm.cancelled")),
                 ret = escape(&return_token),
                 claims = escape(&base64::engine::general_purpose::STANDARD.encode(bytes)),
-                button = escape(lang.t("confirm.button")),
+                button = escape(&shown.button),
             ))
         }
     };

@@ -24,6 +24,10 @@ pub struct Shown {
     pub effects: Vec<String>,
     /// The disruptive warning naming the rooms, when the change is disruptive.
     pub disruptive: Option<String>,
+    /// The passkey button's words: for a disruptive change they name the rooms, the one place
+    /// the person confirms them (the approval page hands such a change over without a step of
+    /// its own).
+    pub button: String,
     /// Why the change cannot be approved here, when it cannot be shown in full.
     pub problem: Option<String>,
 }
@@ -192,20 +196,26 @@ pub fn show(lang: Lang, claims: &ApprovalClaims, policy: &Policy) -> Shown {
             "El cambio no nombra ningún destino.".into(),
         );
     }
+    let rooms = rooms.join(", ");
     let disruptive = policy.is_disruptive(&claims.tool, &arguments).then(|| {
-        let rooms = rooms.join(", ");
         if es {
             format!("Este cambio interrumpe lo que ocurre en {rooms}.")
         } else {
             format!("This change interrupts what is happening in {rooms}.")
         }
     });
+    let button = match (&disruptive, es) {
+        (None, _) => lang.t("confirm.button").to_owned(),
+        (Some(_), false) => format!("Interrupt {rooms}: confirm with my passkey"),
+        (Some(_), true) => format!("Interrumpir {rooms}: confirmar con mi passkey"),
+    };
     Shown {
         heading,
         targets,
         arguments: argument_lines,
         effects,
         disruptive,
+        button,
         problem,
     }
 }

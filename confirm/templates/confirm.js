@@ -1,7 +1,8 @@
 // The confirm page's one script: a countdown to the claims' expiry, and the passkey request
-// over the challenge this program computed from the claims bytes. The request starts once when
-// the page opens (the person chose Approve, or Confirm naming the room, to come here), with the
-// change on screen behind the browser's passkey prompt; the button asks again. The assertion
+// over the challenge this program computed from the claims bytes. For a calm change the request
+// starts once when the page opens (the person chose Approve to come here), with the change on
+// screen behind the browser's passkey prompt; for a disruptive one (data-ask="click") only the
+// button, which names the rooms, asks. The button asks again after a refusal. The assertion
 // goes back by the form, to the approval page's origin the program put in it; this script
 // decides nothing.
 "use strict";
@@ -49,5 +50,5 @@ window.addEventListener("DOMContentLoaded", () => {
     }
   };
   button.addEventListener("click", ask);
-  ask();
+  if (form.dataset.ask === "load") { ask(); }
 });

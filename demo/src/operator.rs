@@ -359,6 +359,11 @@ pub(crate) async fn through_confirm_page(
     let challenge = confirm
         .form_attribute(&action, "data-challenge")
         .ok_or_else(|| format!("the confirm page asks no passkey:\n{}", confirm.main_text()))?;
+    // A disruptive change asks only when the person presses the button naming its rooms.
+    if confirm.form_attribute(&action, "data-ask").as_deref() == Some("click") {
+        let button = confirm.text_by_id("passkey").unwrap_or_default();
+        println!("{indent}confirm page: the person presses \"{button}\"");
+    }
     let answer = stand_in.answer(&challenge, &browser.confirm_origin);
     let form: Vec<(String, String)> = confirm
         .form_fields(&action)
@@ -384,7 +389,8 @@ pub(crate) async fn through_confirm_page(
 }
 
 /// Approves proposal `id` from `browser` with `stand_in`, as a person would: the card must be
-/// that proposal's; Approve, then Confirm when the page asks for it. Prints each exchange
+/// that proposal's; Approve, then Confirm when the page asks for it (the trial mode's
+/// disruptive change), then the confirm page when the page hands the tab over. Prints each exchange
 /// (indented by `indent`) and returns the last page.
 pub(crate) async fn approve_as(
     browser: &Browser,

@@ -152,6 +152,10 @@ fn the_scripted_demo_passes_every_step_and_leaves_nothing_behind() {
     );
     let out = &run.stdout;
     assert_eq!(run.code, Some(0), "stdout:\n{out}\nstderr:\n{}", run.stderr);
+    assert!(
+        !out.contains("page: POST /confirm → "),
+        "a person-bound change takes no Confirm step on the assistant's page:\n{out}"
+    );
     for line in [
         "The model in this demo is a small rule-based stand-in, not AI",
         "starting the simulated Epiphan fleet (normal and sandbox teams)… ok (pid ",
@@ -187,9 +191,10 @@ fn the_scripted_demo_passes_every_step_and_leaves_nothing_behind() {
         "proposal #1: executed",
         "page: POST /confirmed with the same passkey answer again → 409",
         "operator> reboot Lab Bench 2",
-        "This change interrupts what is happening in Lab Bench 2",
-        "page: POST /confirm → 200, hands the tab to the confirm page",
+        // The rooms are named once, on the confirm page: the card's Approve hands over.
+        "page: POST /approve → 200, hands the tab to the confirm page",
         "This change interrupts what is happening in “Lab Bench 2”.",
+        "confirm page: the person presses \"Interrupt “Lab Bench 2”: confirm with my passkey\"",
         "confirm page: the passkey \"Demo operator (stand-in passkey)\" answers → page: POST /confirmed → 200, \"Your approval is kept\"",
         "Approved by Demo operator (stand-in passkey), waiting for a second person",
         "simulator: nothing written yet",

@@ -6,7 +6,7 @@
 //! `executor_passkeys::every_bad_assertion_is_refused_with_its_own_code`.)
 
 use base64::Engine as _;
-use fleetwatch_e2e::browser::{self, text, wait_until};
+use fleetwatch_e2e::browser::{self, eval, text, wait_until};
 use fleetwatch_e2e::confirm_page::ConfirmPage;
 use fleetwatch_e2e::{Harness, Setup, sandbox_devices};
 use fleetwatch_protocol::claims::NameKind;
@@ -85,6 +85,12 @@ async fn a_lying_page_cannot_make_the_confirm_page_show_another_change() {
     );
     assert!(!shown.contains("start or stop recording"), "{shown}");
     assert!(!shown.contains(&a_room), "{shown}");
+    // The only button that asks the passkey names B's room too.
+    let button = eval(&tab, "document.getElementById('passkey').textContent").await;
+    assert_eq!(
+        button.as_str(),
+        Some(format!("Interrupt “{b_room}”: confirm with my passkey").as_str())
+    );
     browser.close().await;
 }
 

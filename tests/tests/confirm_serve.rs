@@ -108,6 +108,15 @@ async fn the_change_is_shown_from_the_claims_alone_in_both_languages() {
         "{html}"
     );
     assert!(html.contains(&format!("data-expires=\"{}\"", c.expires_at)));
+    // A disruptive change: the passkey is asked only by the button naming the room (the
+    // approval page has no Confirm step of its own for it).
+    assert!(html.contains("data-ask=\"click\""), "{html}");
+    assert!(
+        html.contains(&format!(
+            "<button type=\"button\" id=\"passkey\">Interrupt “{room}”: confirm with my passkey</button>"
+        )),
+        "{html}"
+    );
     assert!(csp.contains(&format!("form-action {PAGE}")), "{csp}");
     assert!(csp.contains("frame-ancestors 'none'"), "{csp}");
     let (_, _, html) = confirm.post(&b64(&bytes), "es-ES,es;q=0.9").await;
@@ -116,6 +125,35 @@ async fn the_change_is_shown_from_the_claims_alone_in_both_languages() {
         "{html}"
     );
     assert!(html.contains("Este cambio interrumpe"), "{html}");
+    assert!(
+        html.contains(&format!("Interrumpir “{room}”: confirmar con mi passkey")),
+        "{html}"
+    );
+}
+
+/// A calm change is asked at once: Approve on the approval page was the person's decision.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_calm_change_asks_the_passkey_as_the_page_opens() {
+    let confirm = start().await;
+    let mut h = Harness::prepare(Setup::default()).await;
+    let devices = sandbox_devices(&h.sim);
+    h.setup.allowlist = Some(devices.clone());
+    h.spawn();
+    h.wait_ready().await;
+    let c = h
+        .claims(
+            "batch_recording",
+            &json!({"action": "start", "device_ids": [format!("{}-1", devices[0])]}),
+        )
+        .await;
+    let (status, _, html) = confirm.post(&b64(&c.encode().expect("encode")), "en").await;
+    assert_eq!(status, 200, "{html}");
+    assert!(html.contains("data-ask=\"load\""), "{html}");
+    assert!(!html.contains("id=\"disruptive\""), "{html}");
+    assert!(
+        html.contains("<button type=\"button\" id=\"passkey\">Confirm with my passkey</button>"),
+        "{html}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

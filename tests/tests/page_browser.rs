@@ -662,6 +662,45 @@ async fn a_person_enrolled_in_the_terminal_is_listed_on_the_page_which_enrols_no
     tab.goto(format!("{origin}/")).await.expect("goto");
     wait_until(&tab, "document.querySelector('form[data-challenge]')").await;
     screenshot(&tab, &w.shot("card-asks-passkey-es.png")).await;
+    // Denied here, so the next card is the reboot below.
+    tab.find_element("#deny")
+        .await
+        .expect("deny")
+        .click()
+        .await
+        .expect("click");
+    wait_until(&tab, "!document.getElementById('approve')").await;
+
+    // Card → confirm page → passkey, in Spanish: the confirm page speaks the browser's
+    // language, names the room on its button, and exactly one write follows, with the
+    // canonical arguments.
+    w.propose("batch_reboot", json!({"device_ids": [devices[2]]}), "x")
+        .await;
+    let button = confirm_disruptive(&tab, &origin).await;
+    assert!(
+        button.starts_with("Interrumpir “") && button.ends_with("”: confirmar con mi passkey"),
+        "{button}"
+    );
+    let shown = text(&tab).await;
+    assert!(
+        shown.contains("reiniciar el grabador") && shown.contains("Este cambio interrumpe"),
+        "{shown}"
+    );
+    screenshot(&tab, &w.shot("confirm-page-es.png")).await;
+    assert_eq!(w.h.writes(), 0);
+    tab.find_element("#passkey")
+        .await
+        .expect("passkey button")
+        .click()
+        .await
+        .expect("click");
+    back_on_the_page(&tab).await;
+    let outcome = text(&tab).await;
+    assert!(outcome.contains("Hecho"), "{outcome}");
+    let writes = w.h.sim.writes();
+    assert_eq!(writes.len(), 1, "{writes:?}");
+    assert_eq!(writes[0].tool, "batch_reboot");
+    assert_eq!(writes[0].arguments, json!({"device_ids": [devices[2]]}));
     w.finish().await;
 }
 
@@ -713,7 +752,8 @@ async fn with_a_passkey_enrolled_the_person_approves_with_it_and_nothing_else_wi
         "the executor names the person: {accepted:?}"
     );
 
-    // A disruptive change: Approve, then Confirm asks the passkey; one write.
+    // A disruptive change: Approve hands the tab over, the confirm page names the room on its
+    // passkey button and asks only when it is pressed; one write.
     let reboot = w
         .propose(
             "batch_reboot",
@@ -721,19 +761,26 @@ async fn with_a_passkey_enrolled_the_person_approves_with_it_and_nothing_else_wi
             "restart",
         )
         .await;
-    tab.goto(format!("{origin}/")).await.expect("goto");
-    wait_until(&tab, "document.getElementById('approve')").await;
-    tab.find_element("#approve")
+    let button = confirm_disruptive(&tab, &origin).await;
+    let room = button
+        .strip_prefix("Interrupt “")
+        .and_then(|b| b.strip_suffix("”: confirm with my passkey"))
+        .unwrap_or_else(|| panic!("the button names the room: {button:?}"));
+    assert!(!room.is_empty());
+    let warning = eval(&tab, "document.getElementById('disruptive').textContent").await;
+    assert!(
+        warning.as_str().is_some_and(|w| w.contains(room)),
+        "{warning} names {room}"
+    );
+    screenshot(&tab, &w.shot("confirm-page-disruptive.png")).await;
+    assert_eq!(
+        w.h.writes(),
+        1,
+        "nothing is asked or written before the button"
+    );
+    tab.find_element("#passkey")
         .await
-        .expect("approve")
-        .click()
-        .await
-        .expect("click");
-    wait_until(&tab, "document.getElementById('confirm')").await;
-    screenshot(&tab, &w.shot("confirm-with-passkey.png")).await;
-    tab.find_element("#confirm")
-        .await
-        .expect("confirm")
+        .expect("passkey button")
         .click()
         .await
         .expect("click");
@@ -785,9 +832,9 @@ async fn back_on_the_page(tab: &Page) {
     .await;
 }
 
-/// Clicks Approve on the card, then Confirm (a disruptive change), and waits for the page
-/// that follows.
-async fn approve_and_confirm(tab: &Page, origin: &str) -> String {
+/// Clicks Approve on the card of a disruptive change and waits on the confirm page, which
+/// asks nothing until its button is pressed; the button's words.
+async fn confirm_disruptive(tab: &Page, origin: &str) -> String {
     tab.goto(format!("{origin}/")).await.expect("goto");
     wait_until(tab, "document.getElementById('approve')").await;
     tab.find_element("#approve")
@@ -796,10 +843,25 @@ async fn approve_and_confirm(tab: &Page, origin: &str) -> String {
         .click()
         .await
         .expect("click");
-    wait_until(tab, "document.getElementById('confirm')").await;
-    tab.find_element("#confirm")
+    wait_until(
+        tab,
+        "document.getElementById('confirm-heading') && document.getElementById('passkey')",
+    )
+    .await;
+    eval(tab, "document.getElementById('passkey').textContent")
         .await
-        .expect("confirm")
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// Approves a disruptive change through the confirm page's button, and waits for the page
+/// that follows.
+async fn approve_and_confirm(tab: &Page, origin: &str) -> String {
+    confirm_disruptive(tab, origin).await;
+    tab.find_element("#passkey")
+        .await
+        .expect("passkey button")
         .click()
         .await
         .expect("click");

@@ -1,11 +1,15 @@
-//! Showing a card and acting on it: approve (with a second confirm for a disruptive change),
-//! deny, deny all. There is deliberately no "approve all".
+//! Showing a card and acting on it: approve, deny, deny all. There is deliberately no
+//! "approve all". With a person required, Approve hands the tab to the confirm page
+//! (`fleetwatch-confirm serve`), which names a disruptive change's rooms on its passkey
+//! button; in the trial mode, with nobody to ask, a disruptive change gets a second step here
+//! that names them.
 //!
 //! An approval runs in this order, and stops at the first failure with nothing run:
 //! session and form token → the proposal is still pending → the approval row is this
 //! session's, unused and unexpired → a fresh describe rebuilds the card and it is still
-//! approvable and identical to the one shown → (disruptive: the confirm page, with its own
-//! token) → the one-statement consume → the proposal moves to approved (so two approval rows
+//! approvable and identical to the one shown → (a person required: the confirm page and its
+//! passkey; else, disruptive: this page's Confirm step, with its own token) → the
+//! one-statement consume → the proposal moves to approved (so two approval rows
 //! for one proposal cannot both run) → claims from the card's binding, signed → `Execute`.
 //! From the recheck on, the steps are witness values in `steps`, each built only by the step
 //! before it.
@@ -286,8 +290,9 @@ pub async fn show(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
             |w| w.db_now,
         );
         let (remaining, expires_at) = (fixed.expires_at - db_now, fixed.expires_at);
-        // A calm change is decided by Approve; a disruptive one by Confirm, which asks then.
-        let passkey = if needed > 0 && !card.disruptive {
+        // With a person required, Approve hands the tab to the confirm page, calm or
+        // disruptive: the rooms are named there, once, from the signed claims.
+        let passkey = if needed > 0 {
             let Some(ask) = passkey_ask(&card.binding, &fixed) else {
                 return store_trouble(lang);
             };
@@ -584,7 +589,9 @@ async fn decide_approval(
         .as_ref()
         .map(super::passkeys::enrolled)
         .unwrap_or_default();
-    if purpose == Purpose::Approve && rechecked.card().disruptive {
+    // Without a person to ask (the trial mode) a disruptive change is confirmed here, naming
+    // the rooms; with one, the confirm page names them on its passkey button instead.
+    if purpose == Purpose::Approve && rechecked.card().disruptive && needed == 0 {
         let (proposal, card) = (rechecked.proposal(), rechecked.card());
         append_audit(
             &app,
@@ -593,17 +600,6 @@ async fn decide_approval(
             &json!({"approval_id": form.approval}),
         );
         let rooms = card.rooms.join(", ");
-        // With passkeys required, Confirm is the deciding button: it asks for one.
-        let passkey = if needed > 0 {
-            let ask = steps::fixed_claims(&app, proposal.id, &form.approval, &session)
-                .and_then(|fixed| passkey_ask(&card.binding, &fixed));
-            let Some(ask) = ask else {
-                return store_trouble(lang);
-            };
-            Some(ask)
-        } else {
-            None
-        };
         let view = ConfirmView {
             t: lang,
             text: lang.f("confirm.text", &[("rooms", &rooms)]),
@@ -615,7 +611,6 @@ async fn decide_approval(
                 .make(Purpose::Confirm, &session, proposal.id, &extra),
             deny_token: app.tokens.make(Purpose::Deny, &session, proposal.id, ""),
             confirm_label: lang.f("btn.confirm", &[("rooms", &rooms)]),
-            passkey,
             approval: form.approval,
             digest: form.card,
         };

@@ -105,8 +105,6 @@ pub struct ConfirmView {
     pub deny_token: String,
     /// "Yes, change <rooms>".
     pub confirm_label: String,
-    /// Set when Confirm must carry an operator's passkey.
-    pub passkey: Option<PasskeyAsk>,
 }
 
 /// The hand-off of an approval to the confirm page: a form with the exact claims bytes and
