@@ -435,8 +435,9 @@ impl WriteTicket {
 /// The fast-moving reads, last: events, then recorder status. Then the event ID, the
 /// fingerprint and the disruptive window are judged on what was just read, and the caller
 /// sends the write at once with nothing in between. For a disruptive change a target must be
-/// online (a change sent to an offline device is sent blind), and a recorder state that is not
-/// clearly stopped counts as recording.
+/// online (a change sent to an offline device is sent blind), a recorder state that is not
+/// clearly stopped counts as recording, and a target the events answer leaves out is a failed
+/// read: silence is not "nothing scheduled" when the change would interrupt it.
 pub async fn last_reads(
     live: LiveState,
     epiphan: &Epiphan,
@@ -482,8 +483,11 @@ pub async fn last_reads(
             if !device.online {
                 return Err(Refusal::Offline);
             }
-            let event = events.get(target).and_then(Option::as_ref);
-            match fleet::room_block(device, event, now, lead, stops, open_event_minutes) {
+            let Some(event) = events.get(target) else {
+                tracing::warn!(device = %target, "the events answer left out a target");
+                return Err(Refusal::ReadFailed);
+            };
+            match fleet::room_block(device, event.as_ref(), now, lead, stops, open_event_minutes) {
                 RoomBlock::None => {}
                 RoomBlock::Recording => return Err(Refusal::Recording),
                 RoomBlock::Live => return Err(Refusal::EventLive),

@@ -232,6 +232,35 @@ async fn an_online_target_left_out_of_recorder_status_is_a_failed_read() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_target_left_out_of_the_events_answer_is_a_failed_read_for_a_disruptive_change() {
+    let h = started().await;
+    let dev = device(&h, 0);
+    let c = h.claims("batch_reboot", &reboot(&dev)).await;
+    // Every other device answered, with nothing scheduled; the target left out.
+    let others: serde_json::Map<String, Value> = sandbox_devices(&h.sim)
+        .into_iter()
+        .filter(|d| *d != dev)
+        .map(|d| (d, json!({"event": null})))
+        .collect();
+    h.sim.set_fault(
+        "get_current_or_next_cms_events_for_devices",
+        Fault::Text(json!({"devices": others}).to_string()),
+    );
+    assert_eq!(refusal(&h, &c, "left out").await, Refusal::ReadFailed);
+    assert_eq!(h.writes(), 0);
+    // Positive control: the same answer naming the target with no event lets it through.
+    let mut all = others.clone();
+    all.insert(dev.clone(), json!({"event": null}));
+    h.sim.set_fault(
+        "get_current_or_next_cms_events_for_devices",
+        Fault::Text(json!({"devices": all}).to_string()),
+    );
+    let c = h.claims("batch_reboot", &reboot(&dev)).await;
+    done(&h, &c, "named with no event").await;
+    assert_eq!(h.writes(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn an_event_with_no_end_blocks_for_four_hours_after_its_start() {
     let h = started().await;
     let dev = device(&h, 0);
