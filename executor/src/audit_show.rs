@@ -231,6 +231,17 @@ pub fn show(
             ("login" | "peer_refused", false) => format!("{words} ({})", safe(&row.detail)),
             _ => words,
         };
+        // A row the burst rule wrote for several refusals says how many.
+        let times = row
+            .detail
+            .rsplit_once("n=")
+            .and_then(|(_, n)| n.parse::<u64>().ok());
+        let words = match times {
+            Some(n) if row.kind.ends_with("refused") => {
+                format!("{words} ({n} {})", pick("times", "veces"))
+            }
+            _ => words,
+        };
         let words = match proposal {
             Some(p) => format!("#{p}  {words}"),
             None => words,

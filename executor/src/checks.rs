@@ -32,12 +32,19 @@ use crate::{reads, state};
 pub type Clock = fn() -> jiff::Timestamp;
 
 /// The peer's uid is on the allowed list.
-pub struct PeerChecked(());
+pub struct PeerChecked(u32);
+
+impl PeerChecked {
+    /// The peer's uid, from the kernel.
+    pub fn uid(&self) -> u32 {
+        self.0
+    }
+}
 
 /// Refuses a uid that is not allowed. Called before a byte is read from the connection.
 pub fn peer(uid: u32, allowed: &BTreeSet<u32>) -> Result<PeerChecked, Refusal> {
     if allowed.contains(&uid) {
-        Ok(PeerChecked(()))
+        Ok(PeerChecked(uid))
     } else {
         Err(Refusal::PeerNotAllowed)
     }

@@ -26,6 +26,7 @@ struct FileConfig {
     write_timeout_secs: Option<u64>,
     frame_timeout_secs: Option<u64>,
     max_connections: Option<usize>,
+    describes_per_minute: Option<usize>,
     write_device_ids: Option<Vec<String>>,
     write_team_id: Option<String>,
     passkeys: Option<FilePasskeys>,
@@ -208,6 +209,8 @@ pub struct Config {
     pub frame_timeout: Duration,
     /// Connections handled at once.
     pub max_connections: usize,
+    /// `Describe` requests answered in any minute (each one reads Epiphan); more are `busy`.
+    pub describes_per_minute: usize,
     /// The write fence.
     pub fence: Fence,
     /// Passkeys: relying party and quorum.
@@ -411,6 +414,13 @@ impl Config {
                 problem: "must be between 1 and 1024".into(),
             });
         }
+        let describes_per_minute = file.describes_per_minute.unwrap_or(60);
+        if !(1..=10_000).contains(&describes_per_minute) {
+            return Err(ConfigError::Value {
+                name: "describes_per_minute",
+                problem: "must be between 1 and 10000".into(),
+            });
+        }
         let passkeys = passkeys(file.passkeys.unwrap_or_default())?;
         let limits = limits(file.limits.unwrap_or_default())?;
         Ok(Config {
@@ -444,8 +454,9 @@ impl Config {
                 file.write_timeout_secs,
                 30,
             )?,
-            frame_timeout: secs("frame_timeout_secs", None, file.frame_timeout_secs, 5)?,
+            frame_timeout: secs("frame_timeout_secs", None, file.frame_timeout_secs, 1)?,
             max_connections,
+            describes_per_minute,
             fence: Fence { allowlist, team_id },
             state_dir,
             source,

@@ -68,6 +68,9 @@ pub struct Context {
     pub clock: Clock,
     /// The Epiphan session kept between requests (over one HTTP client built at start).
     pub(crate) sessions: std::sync::Arc<crate::epiphan::Sessions>,
+    /// When the `Describe` requests of the last minute were answered (at most
+    /// `describes_per_minute` of them).
+    describes: std::sync::Mutex<std::collections::VecDeque<std::time::Instant>>,
     /// The state folder's lock, held while this executor runs.
     _lock: std::fs::File,
 }
@@ -165,8 +168,26 @@ impl Context {
             store,
             clock: jiff::Timestamp::now,
             sessions,
+            describes: std::sync::Mutex::default(),
             _lock: lock,
         })
+    }
+
+    /// Whether one more `Describe` fits in the last minute's allowance; counts it if so.
+    pub fn describe_allowed(&self) -> bool {
+        let mut times = self.describes.lock().unwrap_or_else(|p| p.into_inner());
+        let now = std::time::Instant::now();
+        while times
+            .front()
+            .is_some_and(|t| now.duration_since(*t) >= std::time::Duration::from_secs(60))
+        {
+            times.pop_front();
+        }
+        if times.len() >= self.config.describes_per_minute {
+            return false;
+        }
+        times.push_back(now);
+        true
     }
 
     /// The approver file as it is now: read for every request that needs it, so a passkey

@@ -14,16 +14,22 @@ use crate::store::Final;
 /// Runs an approved change, or refuses it saying which check failed.
 pub async fn execute(ctx: &Context, peer: PeerChecked, request: ExecuteRequest) -> Response {
     // Before the nonce: a refusal here leaves no execution row, only an audit row.
+    let uid = peer.uid();
     let approvers = match ctx.approvers() {
         Ok(a) => a,
         Err(e) => {
             tracing::error!(error = %e, "the approver file does not load; every Execute is refused until it is fixed");
-            return refused_early(ctx, Refusal::Internal, None, &request.assistant_chain_head);
+            return refused_early(
+                ctx,
+                Refusal::Internal,
+                Err(uid),
+                &request.assistant_chain_head,
+            );
         }
     };
     let verified = match checks::signature(&peer, &request.approval, &approvers.keys) {
         Ok(v) => v,
-        Err(r) => return refused_early(ctx, r, None, &request.assistant_chain_head),
+        Err(r) => return refused_early(ctx, r, Err(uid), &request.assistant_chain_head),
     };
     let person = match checks::person(
         verified,
@@ -33,11 +39,11 @@ pub async fn execute(ctx: &Context, peer: PeerChecked, request: ExecuteRequest) 
         &ctx.relying_party,
     ) {
         Ok(p) => p,
-        Err(r) => return refused_early(ctx, r, None, &request.assistant_chain_head),
+        Err(r) => return refused_early(ctx, r, Err(uid), &request.assistant_chain_head),
     };
     let claims = match checks::claims(person, &ctx.policy) {
         Ok(c) => c,
-        Err(r) => return refused_early(ctx, r, None, &request.assistant_chain_head),
+        Err(r) => return refused_early(ctx, r, Err(uid), &request.assistant_chain_head),
     };
     let now = (ctx.clock)().as_second();
     let id = claims.approval_id();
@@ -49,15 +55,15 @@ pub async fn execute(ctx: &Context, peer: PeerChecked, request: ExecuteRequest) 
     );
     let fresh = match checks::fresh(claims, now) {
         Ok(f) => f,
-        Err(r) => return refused_early(ctx, r, Some(&described), &request.assistant_chain_head),
+        Err(r) => return refused_early(ctx, r, Ok(&described), &request.assistant_chain_head),
     };
     let quorate = match checks::quorum(fresh, &ctx.config.passkeys, &ctx.policy) {
         Ok(q) => q,
-        Err(r) => return refused_early(ctx, r, Some(&described), &request.assistant_chain_head),
+        Err(r) => return refused_early(ctx, r, Ok(&described), &request.assistant_chain_head),
     };
     let stored = match checks::nonce(quorate, &ctx.store, &request.assistant_chain_head) {
         Ok(s) => s,
-        Err(r) => return refused_early(ctx, r, Some(&described), &request.assistant_chain_head),
+        Err(r) => return refused_early(ctx, r, Ok(&described), &request.assistant_chain_head),
     };
 
     // From here the nonce is spent: every path ends by closing the execution row.
@@ -127,14 +133,19 @@ fn finish(ctx: &Context, id: &[u8; 16], answer: WriteAnswer) -> Response {
     }
 }
 
+/// A refusal before the nonce. Until the claims are read it names no approval, only the peer,
+/// and goes through the burst rule ([`crate::store::Store::audit_refusal`]).
 fn refused_early(
     ctx: &Context,
     refusal: Refusal,
-    described: Option<&(String, String, String, String)>,
+    described: Result<&(String, String, String, String), u32>,
     head: &[u8; 32],
 ) -> Response {
-    let (approval_id, tool, targets, detail) = described.cloned().unwrap_or_default();
-    let entry = Entry {
+    let (approval_id, tool, targets, detail) = match described {
+        Ok(described) => described.clone(),
+        Err(_) => Default::default(),
+    };
+    let mut entry = Entry {
         kind: "refused",
         reason: refusal.code().to_string(),
         approval_id,
@@ -143,7 +154,16 @@ fn refused_early(
         assistant_head: hex::encode(head),
         detail,
     };
-    if let Err(e) = ctx.store.audit(&entry) {
+    let written = match described {
+        Ok(_) => ctx.store.audit(&entry).map(drop),
+        Err(uid) => {
+            // The head the request carried is the peer's to choose: not part of the burst.
+            entry.assistant_head = String::new();
+            entry.detail = format!("uid={uid}");
+            ctx.store.audit_refusal(entry)
+        }
+    };
+    if let Err(e) = written {
         tracing::error!(error = %e, "could not audit a refusal");
     }
     Response::Refused(refusal)

@@ -1,10 +1,10 @@
 //! `executor.db`: used nonces, executions and the audit chain. WAL with `synchronous=FULL`, so
 //! a nonce the executor acknowledged storing survives a crash or power loss.
 
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::sync::Mutex;
-
-use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
 
 use fleetwatch_protocol::passkey::CredentialUse;
 use rusqlite::{Connection, ErrorCode, OptionalExtension as _, params};
@@ -123,6 +123,27 @@ pub struct Approved<'a> {
 /// primary key, not the mutex, is what makes a nonce single-use.
 pub struct Store {
     conn: Mutex<Connection>,
+    bursts: Mutex<HashMap<(&'static str, String, String), Burst>>,
+}
+
+/// How often one refusal that names no approval is written per kind, code and peer.
+const BURST: Duration = Duration::from_secs(1);
+
+/// Refusals of one kind, code and peer since the last row written for them.
+struct Burst {
+    written: Instant,
+    held: u64,
+    last: Entry,
+}
+
+/// `detail`, with ` n=COUNT` when the row stands for more than one refusal.
+fn counted(mut entry: Entry, count: u64) -> Entry {
+    if count > 1 {
+        entry.detail = format!("{} n={count}", entry.detail)
+            .trim_start()
+            .to_owned();
+    }
+    entry
 }
 
 /// Opens a connection with the pragmas every connection needs.
@@ -154,7 +175,53 @@ impl Store {
         conn.execute_batch(audit::SCHEMA)?;
         Ok(Store {
             conn: Mutex::new(conn),
+            bursts: Mutex::new(HashMap::new()),
         })
+    }
+
+    /// Audits a refusal that names no approval (a bad frame, a peer not allowed, an approval
+    /// whose signature does not verify): at most one row a second per kind, code and peer, so
+    /// a flood cannot fill the disk. Every refusal still counts: the ones in between are held
+    /// and the next row written for them says how many it stands for (` n=COUNT`), or
+    /// [`Store::flush_bursts`] writes them once the second is over.
+    pub fn audit_refusal(&self, entry: Entry) -> rusqlite::Result<()> {
+        let mut bursts = self.bursts.lock().unwrap_or_else(|p| p.into_inner());
+        let key = (entry.kind, entry.reason.clone(), entry.detail.clone());
+        let now = Instant::now();
+        let count = match bursts.get_mut(&key) {
+            Some(burst) if now.duration_since(burst.written) < BURST => {
+                burst.held += 1;
+                burst.last = entry;
+                return Ok(());
+            }
+            Some(burst) => std::mem::take(&mut burst.held) + 1,
+            None => 1,
+        };
+        bursts.insert(
+            key,
+            Burst {
+                written: now,
+                held: 0,
+                last: entry.clone(),
+            },
+        );
+        self.audit(&counted(entry, count)).map(drop)
+    }
+
+    /// Writes the refusals held for a second or more (all of them when `all`, at shutdown),
+    /// and forgets bursts quiet for a minute.
+    pub fn flush_bursts(&self, all: bool) -> rusqlite::Result<()> {
+        let mut bursts = self.bursts.lock().unwrap_or_else(|p| p.into_inner());
+        let now = Instant::now();
+        bursts.retain(|_, b| b.held > 0 || now.duration_since(b.written) < 60 * BURST);
+        for burst in bursts.values_mut() {
+            if burst.held > 0 && (all || now.duration_since(burst.written) >= BURST) {
+                let held = std::mem::take(&mut burst.held);
+                burst.written = now;
+                self.audit(&counted(burst.last.clone(), held))?;
+            }
+        }
+        Ok(())
     }
 
     fn with<T>(

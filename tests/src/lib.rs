@@ -104,6 +104,10 @@ pub struct Setup {
     pub extra_key_lines: Vec<String>,
     /// Connection limit.
     pub max_connections: usize,
+    /// `describes_per_minute`: well above what a test asks for unless a test is about it.
+    pub describes_per_minute: usize,
+    /// `frame_timeout_secs`.
+    pub frame_timeout_secs: u64,
     /// More YAML for `executor.yaml` (for example a `passkeys:` section).
     pub config_extra: String,
     /// Whether the executor runs in the explicit trial mode ([`TRIAL_SECTION`]): the tests of
@@ -127,6 +131,8 @@ impl Default for Setup {
             key_seeds: vec![7],
             extra_key_lines: Vec::new(),
             max_connections: 32,
+            describes_per_minute: 10_000,
+            frame_timeout_secs: 3,
             config_extra: String::new(),
             trial: true,
         }
@@ -200,13 +206,15 @@ impl Harness {
             .unwrap_or_else(|| vec![rustix::process::getuid().as_raw()]);
         let config = etc.join("executor.yaml");
         let yaml = format!(
-            "socket: {}\nallowed_uids: {:?}\napprover_keys: {}\npolicy: {}\nstate_dir: {}\nmax_connections: {}\nframe_timeout_secs: 3\n",
+            "socket: {}\nallowed_uids: {:?}\napprover_keys: {}\npolicy: {}\nstate_dir: {}\nmax_connections: {}\ndescribes_per_minute: {}\nframe_timeout_secs: {}\n",
             socket.display(),
             uids,
             keys.display(),
             policy.display(),
             state.display(),
-            setup.max_connections
+            setup.max_connections,
+            setup.describes_per_minute,
+            setup.frame_timeout_secs
         ) + &setup.config_extra
             + if setup.trial && !setup.config_extra.contains("passkeys:") {
                 TRIAL_SECTION

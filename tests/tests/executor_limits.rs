@@ -403,3 +403,90 @@ async fn sixteen_reboots_of_one_device_at_once_make_one_write() {
     assert_eq!((done, cooling), (1, 15), "{answers:?}");
     assert_eq!(h.writes(), 1);
 }
+
+/// How many refusals an audit row stands for: `n=COUNT` at the end of its detail, else one.
+fn row_count(detail: &str) -> u64 {
+    detail
+        .rsplit_once("n=")
+        .and_then(|(_, n)| n.parse().ok())
+        .unwrap_or(1)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_flood_of_refused_frames_writes_a_row_a_second_and_loses_no_count() {
+    let h = started().await;
+    let garbage = {
+        let body = [
+            u8::try_from(fleetwatch_protocol::wire::WIRE_VERSION).unwrap(),
+            0xff,
+            0xff,
+            0xff,
+            0x13,
+        ];
+        let mut frame = u32::try_from(body.len()).unwrap().to_be_bytes().to_vec();
+        frame.extend_from_slice(&body);
+        frame
+    };
+    const FLOOD: u64 = 300;
+    let started = std::time::Instant::now();
+    for _ in 0..FLOOD {
+        assert_eq!(
+            h.raw(&garbage).await,
+            Some(Response::Refused(Refusal::Malformed))
+        );
+    }
+    let seconds = started.elapsed().as_secs();
+    // The held count is written once its second is over.
+    tokio::time::sleep(std::time::Duration::from_millis(2500)).await;
+    let rows: Vec<_> = h
+        .audit_rows()
+        .into_iter()
+        .filter(|r| r.2 == Refusal::Malformed.code())
+        .collect();
+    let counted: u64 = rows.iter().map(|r| row_count(&r.4)).sum();
+    assert_eq!(counted, FLOOD, "every refusal counted: {rows:?}");
+    assert!(
+        rows.len() as u64 <= seconds + 3,
+        "{} rows for a {seconds}-second flood: {rows:?}",
+        rows.len()
+    );
+    let uid = rustix::process::getuid().as_raw();
+    assert!(rows.iter().all(|r| r.4.starts_with(&format!("uid={uid}"))));
+    // The chain still verifies, and `audit show` says how many a row stands for.
+    let verify = h.cli(&["audit", "verify"], None);
+    assert!(verify.status.success(), "{verify:?}");
+    let shown = String::from_utf8_lossy(&h.cli(&["audit", "show"], None).stdout).into_owned();
+    assert!(shown.contains(" times)"), "{shown}");
+    assert_eq!(h.writes(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn describes_beyond_the_minutes_allowance_are_busy_and_read_nothing() {
+    let mut h = Harness::prepare(Setup {
+        describes_per_minute: 3,
+        ..Setup::default()
+    })
+    .await;
+    h.setup.allowlist = Some(sandbox_devices(&h.sim));
+    h.spawn();
+    h.wait_ready().await;
+    let dev = device(&h, 0);
+    for _ in 0..3 {
+        h.describe("batch_reboot", &reboot(&dev)).await;
+    }
+    let reads = h.sim.calls().len();
+    let request = Request::Describe(fleetwatch_protocol::wire::DescribeRequest {
+        tool: "batch_reboot".into(),
+        arguments: fleetwatch_e2e::canonical(&reboot(&dev)),
+    });
+    assert_eq!(
+        h.request(&request).await,
+        Some(Response::Refused(Refusal::Busy))
+    );
+    assert_eq!(h.sim.calls().len(), reads, "a busy describe reads nothing");
+    // Status is not a describe and still answers.
+    assert!(matches!(
+        h.request(&Request::Status).await,
+        Some(Response::Status(_))
+    ));
+}

@@ -227,9 +227,12 @@ async fn sixteen_at_once(passkey: bool) {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn sixty_four_idle_connections_do_not_keep_a_valid_approval_out() {
-    // The deployed default connection limit, far fewer than the idle connections.
+    // The deployed default connection limit, far fewer than the idle connections, and a frame
+    // deadline far longer than the approval takes: it must be answered while every idle
+    // connection is still open, not once they time out.
     let setup = Setup {
         max_connections: 16,
+        frame_timeout_secs: 120,
         ..Setup::default()
     };
     let h = started(setup).await;
@@ -256,14 +259,46 @@ async fn sixty_four_idle_connections_do_not_keep_a_valid_approval_out() {
         started_at.elapsed()
     );
     assert_eq!(h.writes(), 1);
-    // The idle connections were not served, only closed by the frame deadline.
     let closed = faults::closed_by_server(&mut idle).await;
-    assert!(closed > 0, "the frame deadline closes idle connections");
+    assert_eq!(
+        closed, 0,
+        "answered while all 64 still waited for their frames"
+    );
     drop(idle);
     assert!(matches!(
         h.request(&Request::Status).await,
         Some(Response::Status(_))
     ));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_connection_that_sends_no_whole_frame_is_closed_at_the_frame_deadline() {
+    let setup = Setup {
+        frame_timeout_secs: 1,
+        ..Setup::default()
+    };
+    let h = started(setup).await;
+    let mut idle = faults::idle_connections(&h.socket, 4).await;
+    // Half a frame: a length prefix and nothing after it.
+    idle[0]
+        .write_all(&100u32.to_be_bytes())
+        .await
+        .expect("write");
+    let mut closed = 0;
+    for _ in 0..100 {
+        closed = faults::closed_by_server(&mut idle).await;
+        if closed == idle.len() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(closed, idle.len(), "every idle connection closed");
+    assert!(
+        h.audit_rows()
+            .iter()
+            .any(|r| r.2 == Refusal::FrameTruncated.code()),
+        "audited as a truncated frame"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
