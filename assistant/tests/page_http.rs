@@ -98,6 +98,8 @@ struct World {
     quorums: Vec<ToolQuorum>,
     /// What `Status` reports of the executor's limits.
     limits: fleetwatch_protocol::wire::LimitsReport,
+    /// How many `Describe` requests the page sent.
+    describes: usize,
 }
 
 fn device(id: &str, name: &str) -> DeviceFacts {
@@ -226,6 +228,7 @@ async fn serve_executor(socket: &Path, world: Arc<Mutex<World>>, policy: Arc<Pol
                             false,
                         ),
                         Request::Describe(d) => {
+                            w.describes += 1;
                             (describe(&w, &policy, &d.tool, &d.arguments), false)
                         }
                         Request::Execute(e) => {
@@ -360,6 +363,7 @@ async fn prepare(
         approvers: Vec::new(),
         trial: true,
         assertions: Vec::new(),
+        describes: 0,
         quorums: Vec::new(),
         limits: fleetwatch_protocol::wire::LimitsReport {
             cooldown_minutes: 10,
@@ -517,10 +521,18 @@ impl Env {
     async fn login(&self) -> String {
         self.login_from(&self.client).await
     }
+    /// The front page as a browser tab gets it: with a session, the shell's POST with this
+    /// tab's value (the GET answers only the shell); without one, the sign-in form.
     async fn get(&self, cookie: &str, lang: &str) -> (u16, String) {
-        let r = self
-            .client
-            .get(self.url("/"))
+        let request = if cookie.is_empty() {
+            self.client.get(self.url("/"))
+        } else {
+            self.client
+                .post(self.url("/"))
+                .header("origin", self.origin())
+                .formed(&[("tab", TAB.to_owned())])
+        };
+        let r = request
             .header("cookie", cookie)
             .header("accept-language", lang)
             .send()
@@ -1040,7 +1052,9 @@ async fn the_page_enrols_nothing_and_lists_who_the_executor_has_enrolled() {
     }
     let r = e
         .client
-        .get(e.url("/passkeys"))
+        .post(e.url("/passkeys"))
+        .header("origin", e.origin())
+        .formed(&[("tab", TAB.to_owned())])
         .header("cookie", &cookie)
         .send()
         .await
@@ -1097,7 +1111,8 @@ async fn the_page_enrols_nothing_and_lists_who_the_executor_has_enrolled() {
         .await
         .unwrap();
     assert_eq!(r.status(), 404);
-    // The former enrolment route takes no POST: nothing is kept, nothing is shown.
+    // A POST with the former enrolment's fields only shows the list (a view is asked for by
+    // POST with the tab's value): nothing is kept, nothing of it is shown.
     let (status, body) = e
         .post(
             "/passkeys",
@@ -1111,8 +1126,9 @@ async fn the_page_enrols_nothing_and_lists_who_the_executor_has_enrolled() {
             ],
         )
         .await;
-    assert!(status == 405 || status == 404, "{status}: {body}");
+    assert_eq!(status, 200, "{body}");
     assert!(!body.contains("Eve"), "{body}");
+    assert_eq!(e.world.lock().unwrap().approvers.len(), 2);
     // Nobody enrolled (closed) and the trial mode are each said in words.
     {
         let mut w = e.world.lock().unwrap();
@@ -1121,7 +1137,9 @@ async fn the_page_enrols_nothing_and_lists_who_the_executor_has_enrolled() {
     }
     let page = e
         .client
-        .get(e.url("/passkeys"))
+        .post(e.url("/passkeys"))
+        .header("origin", e.origin())
+        .formed(&[("tab", TAB.to_owned())])
         .header("cookie", &cookie)
         .send()
         .await
@@ -1136,7 +1154,9 @@ async fn the_page_enrols_nothing_and_lists_who_the_executor_has_enrolled() {
     e.world.lock().unwrap().trial = true;
     let page = e
         .client
-        .get(e.url("/passkeys"))
+        .post(e.url("/passkeys"))
+        .header("origin", e.origin())
+        .formed(&[("tab", TAB.to_owned())])
         .header("cookie", &cookie)
         .send()
         .await
@@ -1186,7 +1206,7 @@ async fn with_passkeys_required_an_approval_without_one_uses_nothing_up() {
     let (status, body) = e.post("/approve", &cookie, &fields).await;
     assert_eq!(status, 200, "{body}");
     assert!(body.contains(&format!("action=\"{CONFIRM}/\"")), "{body}");
-    assert!(body.contains("/static/handoff.js"), "{body}");
+    assert!(body.contains("/static/submit.js"), "{body}");
     let handoff = form(&body, &format!("{CONFIRM}/"));
     let handed_claims = get_field(&handoff, "claims");
     let return_token = get_field(&handoff, "return");
@@ -2682,4 +2702,91 @@ async fn the_executors_limits_leave_only_deny_and_say_until_when() {
     )
     .await;
     assert_eq!(e.executes(), 0);
+}
+
+/// Audit rows and approval rows in the page's store.
+fn rows(e: &Env) -> (usize, i64) {
+    let store = e.store.lock().unwrap();
+    let audit = store.audit_rows().unwrap().len();
+    let approvals = store
+        .connection()
+        .query_row("SELECT COUNT(*) FROM approvals", [], |r| r.get(0))
+        .unwrap();
+    (audit, approvals)
+}
+
+#[tokio::test]
+async fn a_cookie_alone_reads_no_card_token_or_challenge_and_a_get_writes_nothing() {
+    let e = env().await;
+    let cookie = e.login().await;
+    {
+        let mut w = e.world.lock().unwrap();
+        w.trial = false;
+        w.passkeys_enrolled = 1;
+    }
+    e.propose(
+        "batch_recording",
+        record(&format!("{DEV_A}-1")),
+        "record it",
+    );
+    let before = rows(&e);
+    let describes = e.world.lock().unwrap().describes;
+    // A GET, with the cookie a stolen session would carry: the shell only.
+    for _ in 0..100 {
+        let r = e
+            .client
+            .get(e.url("/"))
+            .header("cookie", &cookie)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200);
+        let shell = r.text().await.unwrap();
+        assert!(shell.contains("id=\"view\"") && shell.contains("action=\"/\""));
+        for secret in [
+            "batch_recording",
+            "name=\"token\"",
+            "data-challenge",
+            "/approve",
+        ] {
+            assert!(!shell.contains(secret), "{secret} in\n{shell}");
+        }
+    }
+    assert_eq!(rows(&e), before, "no GET writes an audit or approval row");
+    assert_eq!(
+        e.world.lock().unwrap().describes,
+        describes,
+        "no GET describes"
+    );
+    // The view by POST without the tab's value: the sign-in form, no card.
+    let (status, body) = e.post("/", &cookie, &[]).await;
+    assert_eq!(status, 403);
+    assert!(body.contains("name=\"secret\"") && !body.contains("batch_recording"));
+    // With it: the card, its token and its passkey marker.
+    let card = e.card(&cookie).await;
+    assert!(
+        card.contains("name=\"token\"") && card.contains("data-challenge"),
+        "{card}"
+    );
+}
+
+#[tokio::test]
+async fn a_hundred_views_of_a_card_make_a_handful_of_describes() {
+    let e = env().await;
+    let cookie = e.login().await;
+    e.propose(
+        "batch_recording",
+        record(&format!("{DEV_A}-1")),
+        "record it",
+    );
+    let before = e.world.lock().unwrap().describes;
+    for _ in 0..100 {
+        let card = e.card(&cookie).await;
+        assert!(card.contains("name=\"token\""), "{card}");
+    }
+    let made = e.world.lock().unwrap().describes - before;
+    assert!(
+        (1..=5).contains(&made),
+        "{made} describes for a hundred views"
+    );
 }

@@ -212,8 +212,19 @@ impl Browser {
         })
     }
 
-    /// `GET path`: the status and the parsed page.
+    /// `GET path` as a browser tab loads it: a view's GET answers a shell whose script asks
+    /// for the view by POST with the tab's value, which is followed here the same way. The
+    /// status and the parsed page.
     pub(crate) async fn get(&self, path: &str) -> Result<(u16, Page), String> {
+        let (status, page) = self.get_only(path).await?;
+        if page.form_attribute(path, "id").as_deref() == Some("view") {
+            return self.post_page(path, &[]).await;
+        }
+        Ok((status, page))
+    }
+
+    /// `GET path` alone: the status and the parsed page.
+    pub(crate) async fn get_only(&self, path: &str) -> Result<(u16, Page), String> {
         let mut request = self.http.get(format!("{}{path}", self.origin));
         if let Some(cookie) = &self.cookie {
             request = request.header("cookie", cookie);

@@ -345,17 +345,12 @@ impl Page {
         form_body(&fields)
     }
 
-    /// The front page as this session sees it.
+    /// The front page as this session's tab sees it: the view its shell asks for by POST
+    /// with the tab's value.
     pub async fn front(&self) -> String {
-        self.client
-            .get(format!("{}/", self.origin))
-            .header("cookie", &self.cookie)
-            .send()
+        self.post_text("/", &form_body(&[("tab".to_owned(), TAB.to_owned())]))
             .await
-            .expect("card")
-            .text()
-            .await
-            .expect("card text")
+            .1
     }
 
     /// A same-origin form POST with the session; the status (0 when it did not complete).

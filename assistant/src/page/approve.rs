@@ -241,7 +241,7 @@ pub async fn show(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
             },
         );
     };
-    let mut card = app.fresh_card(lang, &first).await;
+    let mut card = app.shown_card(lang, &first).await;
     if let Some(status) = &status {
         card::hold_limits(&mut card, lang, &status.limits, jiff::Timestamp::now());
     }

@@ -140,6 +140,8 @@ pub const EN: &[(&str, &str)] = &[
         "login.wait",
         "Too many wrong entries. Wait {secs} seconds, then try again.",
     ),
+    ("shell.text", "Loading the approval page for this tab…"),
+    ("shell.button", "Show the approval page"),
     ("handoff.heading", "Confirm on the confirm page"),
     (
         "handoff.text",
@@ -624,6 +626,11 @@ pub const ES: &[(&str, &str)] = &[
         "login.wait",
         "Demasiados intentos fallidos. Espere {secs} segundos y vuelva a intentarlo.",
     ),
+    (
+        "shell.text",
+        "Cargando la página de aprobación para esta pestaña…",
+    ),
+    ("shell.button", "Mostrar la página de aprobación"),
     ("handoff.heading", "Confirme en la página de confirmación"),
     (
         "handoff.text",

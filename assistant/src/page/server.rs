@@ -20,6 +20,8 @@ use axum::routing::{get, post};
 use serde::Deserialize;
 use serde_json::json;
 
+use fleetwatch_protocol::wire::Description;
+
 use super::csrf::TokenKey;
 use super::i18n::Lang;
 use super::secret::Secret;
@@ -44,7 +46,7 @@ pub fn csp(confirm_origin: &str) -> String {
 
 const COUNTDOWN_JS: &str = include_str!("../../templates/static/countdown.js");
 const TAB_JS: &str = include_str!("../../templates/static/tab.js");
-const HANDOFF_JS: &str = include_str!("../../templates/static/handoff.js");
+const SUBMIT_JS: &str = include_str!("../../templates/static/submit.js");
 const PAGE_CSS: &str = include_str!("../../templates/static/page.css");
 
 /// Shared state of a running page.
@@ -62,7 +64,13 @@ pub struct App {
     pub(crate) confirm_origin: String,
     request_timeout: Duration,
     slots: tokio::sync::Semaphore,
+    /// The describe behind the card last shown, per proposal, reused for [`CARD_REUSE`].
+    shown: tokio::sync::Mutex<std::collections::HashMap<u64, (std::time::Instant, Description)>>,
 }
+
+/// How long a card's describe is reused for showing it again: reloads do not each make the
+/// executor read Epiphan. Approving always describes afresh.
+const CARD_REUSE: Duration = Duration::from_secs(5);
 
 impl App {
     pub(crate) fn new(
@@ -83,7 +91,35 @@ impl App {
             confirm_origin: config.confirm_origin.clone(),
             request_timeout: config.request_timeout,
             slots: tokio::sync::Semaphore::new(MAX_CONCURRENT),
+            shown: tokio::sync::Mutex::default(),
         })
+    }
+
+    /// The card for `proposal` to show, from a describe at most [`CARD_REUSE`] old (the lock
+    /// is held while describing, so requests that arrive together share one describe).
+    pub(crate) async fn shown_card(
+        &self,
+        lang: super::i18n::Lang,
+        proposal: &crate::store::Proposal,
+    ) -> super::card::Card {
+        let mut shown = self.shown.lock().await;
+        shown.retain(|_, (at, _)| at.elapsed() < CARD_REUSE);
+        let described = match shown.get(&proposal.id) {
+            Some((_, described)) => Ok(described.clone()),
+            None => {
+                let described = self
+                    .deps
+                    .executor
+                    .describe(&proposal.tool, &proposal.arguments)
+                    .await;
+                if let Ok(d) = &described {
+                    shown.insert(proposal.id, (std::time::Instant::now(), d.clone()));
+                }
+                described
+            }
+        };
+        drop(shown);
+        self.card_from(lang, proposal, &described)
     }
 
     /// The card for `proposal` from a fresh describe, held to the operator's grants as they
@@ -98,7 +134,16 @@ impl App {
             .executor
             .describe(&proposal.tool, &proposal.arguments)
             .await;
-        let mut card = super::card::build(lang, proposal, &described, &self.deps.policy);
+        self.card_from(lang, proposal, &described)
+    }
+
+    fn card_from(
+        &self,
+        lang: super::i18n::Lang,
+        proposal: &crate::store::Proposal,
+        described: &Result<Description, crate::executor_client::ExecutorError>,
+    ) -> super::card::Card {
+        let mut card = super::card::build(lang, proposal, described, &self.deps.policy);
         super::card::hold_grants(
             &mut card,
             lang,
@@ -177,21 +222,42 @@ pub fn plain(status: StatusCode, text: &'static str) -> Response {
 /// The router with every guard.
 pub fn router(app: Arc<App>) -> Router {
     Router::new()
-        .route("/", get(approve::show))
+        // A view is shown only to a POST that carries the tab's value (the guard checks it);
+        // its GET answers a shell that asks for it so, and writes nothing.
+        .route("/", get(|s, h| shell(s, h, "/")).post(approve::show))
         .route("/login", post(login))
         .route("/approve", post(approve::approve))
         .route("/confirm", post(approve::confirm))
         .route("/confirmed", post(approve::confirmed))
         .route("/deny", post(approve::deny))
         .route("/deny-all", post(approve::deny_all))
-        .route("/passkeys", get(passkeys::show))
+        .route(
+            "/passkeys",
+            get(|s, h| shell(s, h, "/passkeys")).post(passkeys::show),
+        )
         .route("/static/countdown.js", get(|| asset(JS, COUNTDOWN_JS)))
         .route("/static/tab.js", get(|| asset(JS, TAB_JS)))
-        .route("/static/handoff.js", get(|| asset(JS, HANDOFF_JS)))
+        .route("/static/submit.js", get(|| asset(JS, SUBMIT_JS)))
         .route("/static/page.css", get(|| asset(CSS, PAGE_CSS)))
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(app.clone(), guard))
         .with_state(app)
+}
+
+/// `GET` of a view: the sign-in form without a session, else the shell that asks for the view
+/// by POST with this tab's value. Nothing is read, written or audited.
+async fn shell(State(app): State<Arc<App>>, headers: HeaderMap, action: &'static str) -> Response {
+    let t = lang_of(&headers);
+    match app.session(&headers) {
+        None => html(
+            StatusCode::OK,
+            &LoginView {
+                t,
+                messages: Vec::new(),
+            },
+        ),
+        Some(_) => html(StatusCode::OK, &super::views::ShellView { t, action }),
+    }
 }
 
 const JS: &str = "text/javascript; charset=utf-8";

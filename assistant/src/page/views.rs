@@ -108,7 +108,7 @@ pub struct ConfirmView {
 }
 
 /// The hand-off of an approval to the confirm page: a form with the exact claims bytes and
-/// the return token, sent at once by `static/handoff.js` (or by its button).
+/// the return token, sent at once by `static/submit.js` (or by its button).
 #[derive(Template)]
 #[template(path = "page/handoff.html")]
 pub struct HandoffView {
@@ -120,6 +120,17 @@ pub struct HandoffView {
     pub claims: String,
     /// What brings the answer back to this approval.
     pub return_token: String,
+}
+
+/// What a GET of a view answers: no card, fleet data, token or challenge, only a form that asks
+/// for the view by POST with this tab's value, sent at once by `static/submit.js`.
+#[derive(Template)]
+#[template(path = "page/shell.html")]
+pub struct ShellView {
+    /// Language.
+    pub t: Lang,
+    /// The view's path, posted to.
+    pub action: &'static str,
 }
 
 /// One enrolled passkey as the Passkeys view shows it.
