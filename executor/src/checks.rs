@@ -441,8 +441,10 @@ impl WriteTicket {
 
 /// The fast-moving reads, last: events, then recorder status. Then the event ID, the
 /// fingerprint and the disruptive window are judged on what was just read, and the caller
-/// sends the write at once with nothing in between. For a disruptive change a target must be
-/// online (a change sent to an offline device is sent blind), a recorder state that is not
+/// sends the write at once with nothing in between. Every target must be online: a write
+/// cannot reach an offline device (and a disruptive one would be sent blind), so it is not
+/// made, and a refused write does not count toward the hourly cap. For a disruptive change a
+/// recorder state that is not
 /// clearly stopped counts as recording, and a target the events answer leaves out is a failed
 /// read: silence is not "nothing scheduled" when the change would interrupt it.
 pub async fn last_reads(
@@ -466,6 +468,10 @@ pub async fn last_reads(
         return Err(Refusal::EventMismatch);
     }
     let online = reads::online(&devices, targets);
+    if online.len() < targets.len() && Policy::needs_device_online(&c.tool) {
+        // A target that is not on the list at all was refused with its own code earlier.
+        return Err(Refusal::Offline);
+    }
     if !online.is_empty() {
         let status = reads::recorder_status(epiphan, &online).await?;
         fleet::apply_recorder_status(&mut devices, &status);

@@ -608,6 +608,13 @@ impl Policy {
             channel,
         })
     }
+    /// Whether a write of `tool` acts on the device itself, so it cannot reach an offline one.
+    /// Every tool does but confirming an event, which Epiphan's CMS records; an unknown tool
+    /// counts as acting on the device.
+    pub fn needs_device_online(tool: &str) -> bool {
+        tool != "confirm_cms_event_on_device"
+    }
+
     /// Whether a change is disruptive; an unknown tool or a missing/unknown action counts as
     /// disruptive.
     pub fn is_disruptive(&self, tool: &str, arguments: &serde_json::Value) -> bool {

@@ -130,7 +130,7 @@ pub enum Refusal {
         /// The limit (`limits.writes_per_hour`).
         limit: u32,
     },
-    /// A disruptive change to a target that is offline.
+    /// A change to a target that is offline: it could not reach it.
     Offline,
     /// The approval expired while the executor was reading, before the write was sent.
     ExpiredAtWrite {
@@ -405,7 +405,7 @@ impl Refusal {
                 );
             }
             Refusal::Offline => {
-                "A target is offline, so a disruptive change to it would be sent blind. Nothing ran. Bring the device back online, check it, then propose the change again."
+                "A target is offline, so the change could not reach it (and a disruptive one would be sent blind). Nothing ran. It does not count toward the hourly limit: bring the device back online, check it, then propose the change again."
             }
             Refusal::ExpiredAtWrite { late_secs } => {
                 return format!(

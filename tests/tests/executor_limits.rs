@@ -174,6 +174,34 @@ async fn a_disruptive_change_to_an_offline_device_is_refused() {
     assert_eq!(h.writes(), 0);
 }
 
+#[tokio::test(flavor = "multi_thread")]
+async fn a_calm_write_to_an_offline_device_is_not_made_and_not_counted() {
+    let h = started().await;
+    let dev = device(&h, 0);
+    assert!(h.sim.set_online("sandbox", &dev, false));
+    let c = h.claims("batch_recording", &recording(&dev, "start")).await;
+    assert_eq!(refusal(&h, &c, "offline start").await, Refusal::Offline);
+    let stream = h.sim.stream_endpoints("sandbox")[0].0.clone();
+    let c = h
+        .claims(
+            "start_stream_endpoint",
+            &json!({"stream_id": stream, "device_id": dev, "channel_id": "1"}),
+        )
+        .await;
+    assert_eq!(refusal(&h, &c, "offline stream").await, Refusal::Offline);
+    assert_eq!(h.writes(), 0);
+    // Neither counts toward the hourly cap.
+    let Some(Response::Status(status)) = h.request(&Request::Status).await else {
+        panic!("no status")
+    };
+    assert_eq!(status.limits.writes_last_hour, 0);
+    // Back online, the same start runs.
+    assert!(h.sim.set_online("sandbox", &dev, true));
+    let c = h.claims("batch_recording", &recording(&dev, "start")).await;
+    done(&h, &c, "online again").await;
+    assert_eq!(h.writes(), 1);
+}
+
 /// A recorder-status answer giving channel 1 of `device` this `recording_status` (or none).
 fn recorder_status_with(device: &str, recording_status: Option<Value>) -> String {
     let mut channel = json!({"name": "Lectern"});

@@ -737,9 +737,9 @@ fn describe_ids<'a>(
             }
             _ => {}
         }
-        // Every tool but confirming an event acts on the device itself: offline, it cannot.
+        // A write that acts on the device cannot reach it offline (the executor refuses it).
         // (A device not on the team is said already.)
-        if d.is_some() && !online && tool != "confirm_cms_event_on_device" {
+        if d.is_some() && !online && Policy::needs_device_online(tool) {
             deny.push(lang.f("deny.offline", &[("device", &device_name)]));
         }
     }
