@@ -15,8 +15,13 @@
 //!   priming event, and notifications are skipped);
 //! * ask the client something on the stream: `ping` is answered, any other request gets
 //!   "method not found" (Fleetwatch offers no sampling, roots or elicitation);
+//! * answer `initialize` with a protocol version: one this client speaks ([`SPOKEN_VERSIONS`])
+//!   is sent back on every later message and the closing DELETE (`MCP-Protocol-Version`); any
+//!   other is refused, in words, and nothing more is sent;
 //! * give a session (`Mcp-Session-Id` on the `initialize` answer), which is then sent on every
-//!   message with the negotiated `MCP-Protocol-Version`, and ended with a DELETE on close;
+//!   message, and ended with a DELETE on close;
+//! * name its media type in any letter case (`Text/Event-Stream`): media types are
+//!   case-insensitive;
 //! * answer an HTTP error status: a [`Failure::Status`], its body's start kept (a 404 on a
 //!   session means Epiphan no longer knows it);
 //! * send more than [`MAX_ANSWER`] bytes: refused, whatever the framing.
@@ -28,6 +33,8 @@ use serde_json::{Value, json};
 
 /// The protocol version asked for at `initialize` (the newest with that handshake).
 pub const PROTOCOL_VERSION: &str = "2025-11-25";
+/// The versions this client speaks: those with the streamable HTTP transport as used here.
+pub const SPOKEN_VERSIONS: [&str; 3] = [PROTOCOL_VERSION, "2025-06-18", "2025-03-26"];
 /// Largest answer read, in bytes, whatever its framing (a fleet's device list is far smaller).
 pub const MAX_ANSWER: usize = 8 << 20;
 /// Characters kept from an HTTP error's body.
@@ -120,6 +127,15 @@ impl Client {
             .get("protocolVersion")
             .and_then(Value::as_str)
             .ok_or_else(|| Failure::Protocol("initialize named no protocol version".into()))?;
+        if !SPOKEN_VERSIONS.contains(&version) {
+            let refused = Failure::Protocol(format!(
+                "the server speaks MCP version {:?}, which this client does not (it speaks {})",
+                version.chars().take(40).collect::<String>(),
+                SPOKEN_VERSIONS.join(", ")
+            ));
+            client.close().await;
+            return Err(refused);
+        }
         client.version = Some(
             HeaderValue::from_str(version)
                 .map_err(|_| Failure::Protocol("the protocol version is not a header".into()))?,
@@ -160,12 +176,15 @@ impl Client {
     pub async fn close(&self) {
         self.abandon();
         if let Some(session) = &self.session {
-            let ended = self
+            let mut ended = self
                 .http
                 .delete(&self.url)
                 .header(AUTHORIZATION, self.bearer.clone())
-                .header("mcp-session-id", session.clone())
-                .send();
+                .header("mcp-session-id", session.clone());
+            if let Some(version) = &self.version {
+                ended = ended.header("mcp-protocol-version", version.clone());
+            }
+            let ended = ended.send();
             let _ = tokio::time::timeout(std::time::Duration::from_secs(2), ended).await;
         }
     }
@@ -213,7 +232,11 @@ impl Client {
             .headers()
             .get(CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.trim_start().starts_with("text/event-stream"));
+            .is_some_and(|v| {
+                v.trim_start()
+                    .get(..17)
+                    .is_some_and(|t| t.eq_ignore_ascii_case("text/event-stream"))
+            });
         let mut events = Events::default();
         let mut body = Vec::new();
         let mut read = 0usize;

@@ -42,10 +42,12 @@ const MAX_ERROR_CHARS: usize = 300;
 /// The HTTP client sessions share, built once per process: building one loads the system's
 /// root certificates, and a shared client keeps warm connections to Epiphan. Redirects are
 /// not followed: the token and a write's body go to the configured URL or nowhere (a 307/308
-/// would re-send the body to another address).
+/// would re-send the body to another address). Retries are off, explicitly: reqwest's default
+/// policy re-sends a request the server refused at the protocol level, and a write is sent once.
 pub fn http_client() -> Result<reqwest::Client, String> {
     crate::tls::client_builder()
         .redirect(reqwest::redirect::Policy::none())
+        .retry(reqwest::retry::never())
         .build()
         .map_err(|e| format!("could not set up HTTPS: {e}"))
 }

@@ -341,3 +341,85 @@ async fn what_cannot_be_trusted_after_a_write_is_unknown() {
         "{big:?}"
     );
 }
+
+/// A simulator that keeps sessions and answers on event streams, with `quirks`.
+async fn quirky(quirks: fleetwatch_sim::Quirks) -> fleetwatch_sim::SimHandle {
+    let sim = fleetwatch_sim::start(SimConfig {
+        sessions: true,
+        ..SimConfig::demo()
+    })
+    .await
+    .unwrap();
+    sim.set_quirks(quirks);
+    sim
+}
+
+#[tokio::test]
+async fn a_protocol_version_this_client_does_not_speak_is_refused_in_words() {
+    let sim = quirky(fleetwatch_sim::Quirks {
+        protocol_version: Some("2024-11-05".into()),
+        ..Default::default()
+    })
+    .await;
+    let http = http_client().unwrap();
+    let opened = Session::open(&http, &sim.mcp_url(), &secret("sandbox-token"), BOUND).await;
+    let Err(OpenError::Failed(why)) = opened else {
+        panic!("opened: {:?}", opened.err())
+    };
+    assert!(
+        why.contains("\"2024-11-05\"") && why.contains("2025-11-25, 2025-06-18, 2025-03-26"),
+        "{why}"
+    );
+    assert!(sim.calls().is_empty(), "no tool was called");
+    sim.shutdown().await;
+}
+
+#[tokio::test]
+async fn the_negotiated_version_goes_on_every_message_and_the_closing_delete() {
+    for version in ["2025-11-25", "2025-06-18"] {
+        let sim = quirky(fleetwatch_sim::Quirks {
+            protocol_version: (version != "2025-11-25").then(|| version.to_owned()),
+            ..Default::default()
+        })
+        .await;
+        let http = http_client().unwrap();
+        let session = Session::open(&http, &sim.mcp_url(), &secret("sandbox-token"), BOUND)
+            .await
+            .unwrap();
+        assert!(
+            session
+                .call_read("get_devices_in_my_team", Map::new(), BOUND)
+                .await
+                .is_ok()
+        );
+        session.close().await;
+        assert_eq!(sim.deletes(), [Some(version.to_owned())], "{version}");
+        sim.shutdown().await;
+    }
+}
+
+#[tokio::test]
+async fn an_event_stream_named_in_capitals_is_still_read_as_one() {
+    let sim = quirky(fleetwatch_sim::Quirks {
+        shout_content_type: true,
+        ..Default::default()
+    })
+    .await;
+    let http = http_client().unwrap();
+    let session = Session::open(&http, &sim.mcp_url(), &secret("sandbox-token"), BOUND)
+        .await
+        .unwrap();
+    let Ok(ReadAnswer::Json(devices)) = session
+        .call_read("get_devices_in_my_team", Map::new(), BOUND)
+        .await
+    else {
+        panic!("no device list from a TEXT/EVENT-STREAM answer")
+    };
+    assert!(
+        devices
+            .to_string()
+            .contains(&sim.team_devices("sandbox")[0])
+    );
+    session.close().await;
+    sim.shutdown().await;
+}

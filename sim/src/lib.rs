@@ -165,6 +165,17 @@ pub enum Fault {
     DelayMs(u64),
 }
 
+/// Ways the MCP transport can depart from the usual answer, to test clients against: they
+/// apply to every MCP answer until changed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Quirks {
+    /// Answer `initialize` with this protocol version instead of the one negotiated.
+    pub protocol_version: Option<String>,
+    /// Send the `Content-Type` header in upper case (`TEXT/EVENT-STREAM`), as media types
+    /// are case-insensitive.
+    pub shout_content_type: bool,
+}
+
 /// One `tools/call` as the simulator saw it.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct CallRecord {

@@ -89,6 +89,26 @@ impl SimHandle {
             .collect()
     }
 
+    /// Changes how the MCP transport answers, from the next request on.
+    pub fn set_quirks(&self, quirks: crate::Quirks) {
+        *self
+            .inner
+            .shared
+            .quirks
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = quirks;
+    }
+
+    /// The `MCP-Protocol-Version` header of each DELETE that ended a session, in order.
+    pub fn deletes(&self) -> Vec<Option<String>> {
+        self.inner
+            .shared
+            .deletes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
     /// Makes `tool` misbehave for every team until [`SimHandle::clear_faults`].
     pub fn set_fault(&self, tool: &str, fault: Fault) {
         self.inner.shared.set_fault(tool, fault);
@@ -320,7 +340,9 @@ pub(crate) async fn start(config: SimConfig, port: u16) -> Result<SimHandle, Sim
             served.with_json_response(true),
         ))
     };
-    let mcp = mcp.layer(middleware::from_fn_with_state(shared.clone(), bearer_auth));
+    let mcp = mcp
+        .layer(middleware::from_fn_with_state(shared.clone(), bearer_auth))
+        .layer(middleware::from_fn_with_state(shared.clone(), transport));
     let control = Router::new()
         .route("/calls", get(control_calls))
         .route("/writes", get(control_writes))
@@ -407,6 +429,61 @@ fn bearer_team(shared: &Shared, headers: &HeaderMap) -> Bearer {
 
 /// Maps the bearer token to a team (401 with the resource-metadata challenge otherwise) and
 /// arms the connection cutter.
+/// Records each DELETE's protocol version header, and applies the [`crate::Quirks`] set.
+async fn transport(State(shared): State<Arc<Shared>>, request: Request, next: Next) -> Response {
+    if request.method() == axum::http::Method::DELETE {
+        let version = request
+            .headers()
+            .get("mcp-protocol-version")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        shared
+            .deletes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(version);
+    }
+    let quirks = shared
+        .quirks
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone();
+    let response = next.run(request).await;
+    if quirks == crate::Quirks::default() {
+        return response;
+    }
+    let (mut parts, body) = response.into_parts();
+    let content_type = axum::http::header::CONTENT_TYPE;
+    if quirks.shout_content_type
+        && let Some(shouted) = parts
+            .headers
+            .get(&content_type)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| axum::http::HeaderValue::from_str(&v.to_ascii_uppercase()).ok())
+    {
+        parts.headers.insert(&content_type, shouted);
+    }
+    let Some(version) = quirks.protocol_version else {
+        return Response::from_parts(parts, body);
+    };
+    // The answer as a whole (an initialize answer ends its stream), its version replaced.
+    let Ok(bytes) = axum::body::to_bytes(body, 8 << 20).await else {
+        return StatusCode::BAD_GATEWAY.into_response();
+    };
+    let text = String::from_utf8_lossy(&bytes);
+    let key = "\"protocolVersion\":\"";
+    let text = match text.find(key) {
+        Some(at) => {
+            let start = at + key.len();
+            let end = text[start..].find('"').map_or(start, |n| start + n);
+            format!("{}{version}{}", &text[..start], &text[end..])
+        }
+        None => text.into_owned(),
+    };
+    parts.headers.remove(axum::http::header::CONTENT_LENGTH);
+    Response::from_parts(parts, Body::from(text))
+}
+
 async fn bearer_auth(
     State(shared): State<Arc<Shared>>,
     mut request: Request,

@@ -58,6 +58,10 @@ pub(crate) struct Shared {
     /// Set by [`crate::SimHandle::end_sessions`]: the next MCP request other than `initialize`
     /// is answered `404 Not Found`, as a server answers a session it no longer knows.
     pub sessions_ended: std::sync::atomic::AtomicBool,
+    /// How the transport misbehaves, for testing clients ([`crate::Quirks`]).
+    pub quirks: Mutex<crate::Quirks>,
+    /// The `MCP-Protocol-Version` header of each DELETE that ended a session (`None`: absent).
+    pub deletes: Mutex<Vec<Option<String>>>,
     inner: Mutex<Inner>,
 }
 
@@ -84,6 +88,8 @@ impl Shared {
             control_token,
             oauth,
             sessions_ended: std::sync::atomic::AtomicBool::new(false),
+            quirks: Mutex::default(),
+            deletes: Mutex::default(),
             inner: Mutex::new(Inner {
                 teams,
                 faults: BTreeMap::new(),
