@@ -319,8 +319,13 @@ pub(super) fn mask_tables(chars: &[char]) -> Vec<char> {
     out
 }
 
-/// Queues the secret cells of one row. A row with more cells than its header has a secret
-/// that held the separator: every cell a secret column could have spread over is masked.
+/// Queues the secret cells of one row. Where a cell's column is ambiguous, it is judged the
+/// way that masks: every cell that could sit under a secret column is masked. A row with more
+/// cells than its header has a secret that held the separator, so the cells a secret column
+/// could have spread over are masked; a row with fewer cells has some left out, anywhere
+/// before a cell as far as the text says (the table rules put it under the column of its
+/// position, a reader may see it under the one it lines up with), so each cell is judged
+/// under every column it could have moved to.
 fn mask_row(
     chars: &[char],
     cells: &[(usize, usize)],
@@ -329,8 +334,18 @@ fn mask_row(
     masked: &mut Vec<(usize, usize)>,
 ) {
     let extra = cells.len().saturating_sub(header_cells);
+    let missing = header_cells.saturating_sub(cells.len());
+    // The cells that could sit under column `col`.
+    let under = |col: usize| {
+        let first = col.saturating_sub(missing);
+        cells.iter().skip(first).take(
+            col.saturating_add(extra)
+                .saturating_sub(first)
+                .saturating_add(1),
+        )
+    };
     let mut queue = |col: usize, keep: fn(&[char]) -> bool| {
-        for cell in cells.iter().skip(col).take(extra.saturating_add(1)) {
+        for cell in under(col) {
             let (s, e) = cell_core(chars, *cell);
             let core = span(chars, s, e);
             if core.is_empty() || core.iter().copied().eq(MASK.chars()) || keep(core) {
@@ -349,11 +364,8 @@ fn mask_row(
         queue(col, |core| !looks_generated(core));
     }
     if let Some((label_col, value_col)) = columns.pair {
-        let label = cells
-            .get(label_col)
-            .map(|&cell| cell_text(chars, cell))
-            .unwrap_or_default();
-        if is_secret_label(&label) {
+        let secret_label = under(label_col).any(|&cell| is_secret_label(&cell_text(chars, cell)));
+        if secret_label {
             queue(value_col, |_| false);
         }
     }

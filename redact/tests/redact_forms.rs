@@ -265,6 +265,46 @@ fn tables_by_their_header() {
     check(TABLES);
 }
 
+/// Tables whose cells do not line up with their header: a header after other text without a
+/// leading pipe, rows with fewer cells than the header. A cell that could sit under a secret
+/// column is masked; cells that cannot, and tables with no secret column, stay as written.
+const RAGGED_TABLES: &[Row] = &[
+    (
+        "Lab | Room | Stream key |\n| A101 | Kx81-main |",
+        "Lab | Room | Stream key |\n| A101 | [redacted] |",
+    ),
+    (
+        "Lab | Stream key | Room\n| Kx81-main |",
+        "Lab | Stream key | Room\n| [redacted] |",
+    ),
+    (
+        "| Room | Owner | Stream key |\n| Kx81-main |",
+        "| Room | Owner | Stream key |\n| [redacted] |",
+    ),
+    (
+        "| Room | Owner | Stream key |\n| A101 | Kx81-main |",
+        "| Room | Owner | Stream key |\n| A101 | [redacted] |",
+    ),
+    (
+        "| Stream key | Room | Owner |\n| Kx81-main | A101 |",
+        "| Stream key | Room | Owner |\n| [redacted] | A101 |",
+    ),
+    // Look-alikes: ragged, shifted, no secret column.
+    (
+        "Lab | Room | Owner |\n| A101 | Ana |",
+        "Lab | Room | Owner |\n| A101 | Ana |",
+    ),
+    (
+        "| Room | Owner | Notes |\n| A101 |\n| A102 | Bo |",
+        "| Room | Owner | Notes |\n| A101 |\n| A102 | Bo |",
+    ),
+];
+
+#[test]
+fn ragged_and_shifted_tables_mask_every_cell_a_secret_column_could_hold() {
+    check(RAGGED_TABLES);
+}
+
 /// A secret named in prose or behind an arrow: a secret name, a linking phrase (English,
 /// Spanish and the neighbouring languages of the name lists) and a value that is quoted,
 /// generated-looking or masked; a plain word after the link is prose and stays, and so do
@@ -711,5 +751,87 @@ proptest! {
         let mut as_name = json!({"Name": text.clone()});
         redact_value(&mut as_name);
         prop_assert_eq!(as_name, json!({"Name": text}));
+    }
+}
+
+/// Column names that name no secret, and ones that do.
+const PLAIN_COLUMNS: &[&str] = &["Room", "Owner", "Notes", "Floor", "Status", "Lab", "Site"];
+const SECRET_COLUMNS: &[&str] = &["Stream key", "Password", "API token", "Clave", "Secret"];
+/// Cell values no rule masks.
+const PLAIN_VALUES: &[&str] = &["A101", "Ana", "Lectern", "Floor 2", "on", "Bo Díaz"];
+
+/// A table: its header's column names, the header's form (0: leading pipe, 1: no pipes at
+/// either end, 2: a word of text before it and no leading pipe) and each row's cell count.
+fn ragged_table(
+    secret: bool,
+) -> impl Strategy<Value = (Vec<&'static str>, usize, usize, Vec<(usize, usize)>)> {
+    (2usize..6).prop_flat_map(move |k| {
+        (
+            prop::collection::vec(prop::sample::select(PLAIN_COLUMNS), k),
+            0..k,
+            prop::sample::select(SECRET_COLUMNS),
+            0usize..3,
+            prop::collection::vec((1..=k, any::<prop::sample::Index>()), 1..4),
+        )
+            .prop_map(move |(mut names, at, secret_name, form, rows)| {
+                if secret {
+                    names[at] = secret_name;
+                }
+                let rows = rows.into_iter().map(|(r, i)| (r, i.index(r))).collect();
+                (names, form, at, rows)
+            })
+    })
+}
+
+fn header_line(names: &[&str], form: usize) -> String {
+    let cells = names.join(" | ");
+    match form {
+        0 => format!("| {cells} |"),
+        1 => cells,
+        _ => format!("Lab {cells} |"),
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// A secret in any cell of a row that could sit under the secret column is masked,
+    /// whatever the header's form and however many cells the row left out.
+    #[test]
+    fn a_cell_that_could_sit_under_a_secret_column_is_masked(
+        (names, form, at, rows) in ragged_table(true),
+    ) {
+        let k = names.len();
+        let mut text = header_line(&names, form);
+        let mut planted = Vec::new();
+        for (n, (r, pick)) in rows.iter().enumerate() {
+            // The cells this row's cells could sit under the secret column from.
+            let first = at.saturating_sub(k - r);
+            let last = at.min(r - 1);
+            let j = first + pick % (last - first + 1);
+            let secret = format!("Zq{n}x-Kx81");
+            let cells: Vec<String> = (0..*r)
+                .map(|i| if i == j { secret.clone() } else { PLAIN_VALUES[(i + n) % PLAIN_VALUES.len()].to_owned() })
+                .collect();
+            text.push_str(&format!("\n| {} |", cells.join(" | ")));
+            planted.push(secret);
+        }
+        let out = redact_text(&text);
+        for secret in &planted {
+            prop_assert!(!out.contains(secret.as_str()), "{} survived:\n{}\n→\n{}", secret, text, out);
+        }
+    }
+
+    /// The same tables with no secret column, ragged or shifted, stay exactly as written.
+    #[test]
+    fn ragged_tables_without_a_secret_column_stay(
+        (names, form, _at, rows) in ragged_table(false),
+    ) {
+        let mut text = header_line(&names, form);
+        for (n, (r, _)) in rows.iter().enumerate() {
+            let cells: Vec<&str> = (0..*r).map(|i| PLAIN_VALUES[(i + n) % PLAIN_VALUES.len()]).collect();
+            text.push_str(&format!("\n| {} |", cells.join(" | ")));
+        }
+        prop_assert_eq!(redact_text(&text), text);
     }
 }
