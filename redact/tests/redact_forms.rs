@@ -6,7 +6,12 @@
 //! `redact.rs`, beside those tables.
 
 // Test code: a panic is the failure report.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
 
 use fleetwatch_redact::{redact_text, redact_value};
 use proptest::prelude::*;
