@@ -98,10 +98,6 @@ const FLAG_UP: u8 = 0x01;
 const FLAG_UV: u8 = 0x04;
 /// Authenticator data flag: the credential is backup eligible (may be synced).
 const FLAG_BE: u8 = 0x08;
-/// Authenticator data flag: the credential is backed up now.
-const FLAG_BS: u8 = 0x10;
-/// Authenticator data flag: attested credential data follows (a creation).
-const FLAG_AT: u8 = 0x40;
 /// RP ID hash (32) + flags (1) + signature counter (4).
 const AUTHENTICATOR_DATA_MIN: usize = 37;
 
@@ -1121,60 +1117,12 @@ pub fn verify_assertion_for_challenge(
     })
 }
 
-/// What a creation (`navigator.credentials.create`) said about the new passkey, after
-/// [`check_registration`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Registration {
-    /// Backup eligible (BE): whether the passkey may be synced.
-    pub backup: Backup,
-    /// Backed up (BS) at the time of creation.
-    pub backed_up: bool,
-}
-
-/// Checks a creation's client data and authenticator data at enrolment: `type`
-/// `webauthn.create`, the challenge the enrolling program chose, an origin `rp` allows, not
-/// cross-origin; the RP ID hash, the user-present and user-verified flags, and attested
-/// credential data naming `credential_id` (the ID the browser returned). The public key itself
-/// comes from the SPKI the browser returned; [`verify_assertion_for_challenge`] over a second
-/// challenge then proves the authenticator holds its private key.
-pub fn check_registration(
-    client_data_json: &[u8],
-    authenticator_data: &[u8],
-    expected_challenge: &[u8],
-    credential_id: &[u8],
-    rp: &RelyingParty,
-) -> Result<Registration, PasskeyError> {
-    if client_data_json.len() > MAX_CLIENT_DATA_JSON
-        || credential_id.is_empty()
-        || credential_id.len() > MAX_CREDENTIAL_ID
-    {
-        return Err(PasskeyError::FieldOutOfBounds);
-    }
-    check_client_data(client_data_json, "webauthn.create", expected_challenge, rp)?;
-    let (flags, _counter) = check_authenticator_data(authenticator_data, rp)?;
-    if flags & FLAG_AT == 0 {
-        return Err(PasskeyError::CredentialMismatch);
-    }
-    // After the 37 fixed bytes: AAGUID (16), credential ID length (2, big-endian), the ID.
-    let at = AUTHENTICATOR_DATA_MIN + 16;
-    let length = authenticator_data
-        .get(at..at + 2)
-        .ok_or(PasskeyError::AuthenticatorDataShort)?;
-    let length = usize::from(u16::from_be_bytes([
-        *length.first().unwrap_or(&0),
-        *length.get(1).unwrap_or(&0),
-    ]));
-    let named = authenticator_data
-        .get(at + 2..at + 2 + length)
-        .ok_or(PasskeyError::AuthenticatorDataShort)?;
-    if named != credential_id {
-        return Err(PasskeyError::CredentialMismatch);
-    }
-    Ok(Registration {
-        backup: Backup::from_flags(flags),
-        backed_up: flags & FLAG_BS != 0,
-    })
-}
+// Checking a creation at enrolment, which only `fleetwatch-confirm enrol` does: behind the
+// `enrol` feature, which the executor does not enable, so it does not link it.
+#[cfg(feature = "enrol")]
+mod enrol;
+#[cfg(feature = "enrol")]
+pub use enrol::{Registration, check_registration};
 
 /// The signature check alone: the record's key over `authenticatorData ‖
 /// SHA-256(clientDataJSON)`. ES256 takes a strict DER signature and either form of `S`
