@@ -365,3 +365,215 @@ mod tests {
         assert!(!c.only_through.contains_key("serde"));
     }
 }
+
+/// The order a reviewer reads the two trusted programs in, each file with what it decides:
+/// the executor along one `Execute` (DESIGN §2 step 5), then what it keeps and reads, then its
+/// administrative commands; then the confirm page along an enrolment and a confirmation
+/// (DESIGN §9). `bench --trusted-base` prints it with today's counts, SECURITY.md and
+/// SECURITY.es.md give it in words, and `docs_consistency.rs` fails when a linked source file
+/// is missing from it.
+pub const READING_ORDER: &[(&str, &str)] = &[
+    // The executor: from the socket to the one write.
+    (
+        "executor/src/main.rs",
+        "the entry point: which command runs, exit codes",
+    ),
+    (
+        "executor/src/cli.rs",
+        "the command line: every command and flag, nothing else accepted",
+    ),
+    (
+        "executor/src/lib.rs",
+        "`serve` and the administrative commands' bodies",
+    ),
+    (
+        "executor/src/config.rs",
+        "the configuration and its bounds; paths never come from the wire",
+    ),
+    (
+        "executor/src/os.rs",
+        "trusted files (owner, mode), the socket's folder, the peer's uid, the state lock",
+    ),
+    (
+        "executor/src/context.rs",
+        "what is loaded once at start, and the describe allowance",
+    ),
+    (
+        "executor/src/listener.rs",
+        "peer uid before a byte is read, the frame deadline, slots shared per peer",
+    ),
+    (
+        "protocol/src/wire.rs",
+        "the frame's encoding: exactly one request, versioned",
+    ),
+    (
+        "executor/src/execute.rs",
+        "one Execute top to bottom: the checks in order, the write, the outcome",
+    ),
+    (
+        "executor/src/checks.rs",
+        "each check, each with its refusal, as witness values in order",
+    ),
+    (
+        "protocol/src/claims.rs",
+        "the signed claims: strict signature over raw bytes, then decoding and lengths",
+    ),
+    (
+        "protocol/src/passkey.rs",
+        "passkey assertions: client data, authenticator data, signatures, counters, persons",
+    ),
+    (
+        "executor/src/approvers.rs",
+        "the approver file: assistant keys and persons, read for every request",
+    ),
+    (
+        "protocol/src/policy.rs",
+        "the executor's own policy: proposable tools, digests, disruptive, targets",
+    ),
+    (
+        "protocol/src/schema.rs",
+        "the JSON Schema subset arguments are validated with",
+    ),
+    (
+        "protocol/src/schema/pattern.rs",
+        "the patterns that schema subset matches",
+    ),
+    (
+        "protocol/src/canonical.rs",
+        "canonical JSON: the arguments compared byte for byte",
+    ),
+    (
+        "executor/src/store.rs",
+        "the nonce, executions, limits and the burst rule for refusals, in executor.db",
+    ),
+    ("executor/src/audit.rs", "the executor's audit chain"),
+    (
+        "protocol/src/audit.rs",
+        "the chain's row format and hashing, shared with the assistant",
+    ),
+    (
+        "protocol/src/anchor.rs",
+        "each side's chain head recorded by the other",
+    ),
+    (
+        "executor/src/reads.rs",
+        "the fresh reads through the sandbox sign-in, and what silence means",
+    ),
+    (
+        "executor/src/state.rs",
+        "the fingerprint, the event match and the signed names from those reads",
+    ),
+    (
+        "protocol/src/fleet.rs",
+        "parsing Epiphan's answers, the fingerprint, the disruptive window",
+    ),
+    (
+        "executor/src/epiphan.rs",
+        "the session kept between requests, the bounded read, the one write",
+    ),
+    ("epiphan/src/lib.rs", "the MCP client core's parts"),
+    (
+        "epiphan/src/session.rs",
+        "a session: reads, the once-only write, answers as sent, no retries",
+    ),
+    (
+        "epiphan/src/mcp.rs",
+        "MCP over streamable HTTP: each message sent once, versions checked",
+    ),
+    (
+        "epiphan/src/sign_in.rs",
+        "the one rule for an expired sign-in",
+    ),
+    (
+        "epiphan/src/url_policy.rs",
+        "which Epiphan URLs are allowed",
+    ),
+    ("epiphan/src/tls.rs", "the TLS provider"),
+    (
+        "executor/src/slot.rs",
+        "the sandbox token slot as the executor uses it",
+    ),
+    (
+        "signin/src/slot.rs",
+        "the token slot: refresh, rotation lock, the dead mark",
+    ),
+    ("signin/src/http.rs", "the sign-in's HTTP exchanges"),
+    ("signin/src/secret.rs", "secrets that never print"),
+    (
+        "signin/src/lib.rs",
+        "the sign-in crate's parts and its errors",
+    ),
+    (
+        "executor/src/describe.rs",
+        "Describe and Status: read-only answers the assistant binds to",
+    ),
+    ("protocol/src/refusal.rs", "every refusal's code and words"),
+    (
+        "protocol/src/ids.rs",
+        "the shapes of device, channel and stream IDs",
+    ),
+    (
+        "protocol/src/lenient.rs",
+        "reading Epiphan's spellings of one field",
+    ),
+    ("protocol/src/hex.rs", "hex"),
+    ("protocol/src/secret.rs", "a secret value that never prints"),
+    ("protocol/src/lib.rs", "the protocol crate's parts"),
+    // The executor's administrative commands.
+    (
+        "executor/src/login.rs",
+        "`login --sandbox`: the sandbox sign-in and its team check",
+    ),
+    (
+        "signin/src/login.rs",
+        "the OAuth authorization-code flow with PKCE",
+    ),
+    (
+        "signin/src/discovery.rs",
+        "finding the authorization server",
+    ),
+    (
+        "signin/src/callback.rs",
+        "the one-shot loopback listener for the sign-in's redirect",
+    ),
+    ("signin/src/scopes.rs", "which scopes each sign-in asks for"),
+    ("executor/src/doctor.rs", "`doctor`: every check in words"),
+    (
+        "executor/src/audit_show.rs",
+        "`audit show`: the chain in words",
+    ),
+    (
+        "executor/src/log.rs",
+        "the log: one line per event, no request data",
+    ),
+    // The confirm page: where a person is bound.
+    (
+        "confirm/src/main.rs",
+        "the entry point: `enrol` and `serve` and their flags",
+    ),
+    ("confirm/src/lib.rs", "the confirm crate's parts"),
+    (
+        "confirm/src/http.rs",
+        "the loopback HTTP server: bounded reads, headers, sockets from systemd",
+    ),
+    (
+        "confirm/src/enrol.rs",
+        "the one-shot enrolment page and what it checks before printing a line",
+    ),
+    (
+        "protocol/src/passkey/enrol.rs",
+        "a creation's client and authenticator data, at enrolment",
+    ),
+    (
+        "confirm/src/serve.rs",
+        "the confirm page: Host, Origin, the claims decoded, the challenge computed",
+    ),
+    (
+        "confirm/src/view.rs",
+        "the change in words from the decoded claims alone",
+    ),
+    (
+        "confirm/src/lang.rs",
+        "English or Spanish, from the browser's language",
+    ),
+];

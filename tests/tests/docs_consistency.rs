@@ -486,3 +486,111 @@ fn both_security_documents_cite_the_same_tests_and_they_exist() {
 fn the_tests_agents_must_keep_exist() {
     assert_cited_tests_exist("AGENTS.md", &cited_tests(&read("AGENTS.md")));
 }
+
+// ---------------------------------------------------------------------------------------------
+// The reviewer's reading order
+
+/// The paths a SECURITY document's reading-order section lists, in order.
+fn reading_order_in(file: &str, heading: &str) -> Vec<String> {
+    let text = read(file);
+    let start = text
+        .find(heading)
+        .unwrap_or_else(|| panic!("{file} has no {heading:?} section"));
+    let section = &text[start + heading.len()..];
+    let section = &section[..section.find("\n## ").unwrap_or(section.len())];
+    section
+        .lines()
+        .filter_map(|l| {
+            let (number, rest) = l.split_once(". `")?;
+            number.parse::<usize>().ok()?;
+            Some(rest.split('`').next()?.to_owned())
+        })
+        .collect()
+}
+
+#[test]
+fn the_reading_order_names_every_file_the_trusted_programs_link_and_both_documents_follow_it() {
+    use fleetwatch_e2e::size;
+    let root = workspace_root();
+    let order: Vec<&str> = size::READING_ORDER.iter().map(|(p, _)| *p).collect();
+    let linked: Vec<String> = size::linked_lines(&root)
+        .expect("the executor's sources")
+        .into_iter()
+        .chain(size::confirm_lines(&root).expect("the confirm page's sources"))
+        .map(|f| f.path)
+        .filter(|p| p.ends_with(".rs"))
+        .collect();
+    let missing: Vec<&String> = linked
+        .iter()
+        .filter(|p| !order.contains(&p.as_str()))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "linked files missing from size::READING_ORDER: {missing:?}"
+    );
+    for path in &order {
+        assert!(
+            root.join(path).is_file(),
+            "{path} is in the reading order but not on disk"
+        );
+    }
+    let unique: BTreeSet<&&str> = order.iter().collect();
+    assert_eq!(unique.len(), order.len(), "a file is listed twice");
+    for (file, heading) in [
+        (
+            "SECURITY.md",
+            "## Reviewing the executor and the confirm page",
+        ),
+        (
+            "SECURITY.es.md",
+            "## Revisar el ejecutor y la página de confirmación",
+        ),
+    ] {
+        assert_eq!(reading_order_in(file, heading), order, "{file}");
+    }
+}
+
+#[test]
+fn the_test_variables_tables_say_what_ci_really_sets() {
+    let ci = read(".ci/run");
+    // `export NAME="${NAME:-V}"` or `export NAME=V`: the value `.ci/run` runs the tests with.
+    let set_by_ci = |name: &str| -> Option<String> {
+        ci.lines().find_map(|l| {
+            let rest = l.trim().strip_prefix(&format!("export {name}="))?;
+            let rest = rest.trim_matches('"');
+            Some(
+                rest.strip_prefix(&format!("${{{name}:-"))
+                    .and_then(|r| r.strip_suffix('}'))
+                    .unwrap_or(rest)
+                    .to_owned(),
+            )
+        })
+    };
+    for (file, phrase) in [
+        ("README.md", "in `.ci/run`"),
+        ("README.es.md", "en `.ci/run`"),
+    ] {
+        let text = read(file);
+        let mut seen = 0;
+        for row in text.lines().filter(|l| l.starts_with("| `FLEETWATCH_")) {
+            let cells: Vec<&str> = row.split(" | ").collect();
+            let name = cells[0].trim_start_matches("| ").trim_matches('`');
+            let default = cells.last().copied().unwrap_or_default();
+            let Some(at) = default.find(phrase) else {
+                continue;
+            };
+            seen += 1;
+            let said = default[..at]
+                .rsplit('`')
+                .nth(1)
+                .unwrap_or_default()
+                .to_owned();
+            assert_eq!(
+                Some(said.clone()),
+                set_by_ci(name),
+                "{file}: {name} is said to be `{said}` in .ci/run"
+            );
+        }
+        assert!(seen >= 2, "{file}: no row says what .ci/run sets");
+    }
+}

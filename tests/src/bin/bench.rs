@@ -1346,6 +1346,17 @@ async fn trusted_base(root: PathBuf, executor: Option<PathBuf>) {
             &format!("≤ {TARGET_LINKED_LINES}"),
         )),
     );
+    let confirm = size::confirm_lines(&root).expect("confirm sources");
+    t.single(
+        "fleetwatch-confirm's own code (Rust lines, counted the same way; its protocol is above)",
+        confirm
+            .iter()
+            .filter(|f| f.path.ends_with(".rs"))
+            .map(|f| f.lines)
+            .sum::<usize>()
+            .to_string(),
+        None,
+    );
     t.print();
 
     println!();
@@ -1366,7 +1377,6 @@ async fn trusted_base(root: PathBuf, executor: Option<PathBuf>) {
         println!("  {krate} {sum}: {}", detail.join(", "));
     }
     // fleetwatch-confirm is trusted like the executor (DESIGN §9): its own code and crates.
-    let confirm = size::confirm_lines(&root).expect("confirm sources");
     let rust: usize = confirm
         .iter()
         .filter(|f| f.path.ends_with(".rs"))
@@ -1393,6 +1403,27 @@ async fn trusted_base(root: PathBuf, executor: Option<PathBuf>) {
     );
     for f in &confirm {
         println!("  {} {}", f.path, f.lines);
+    }
+    // The reading order a reviewer follows (SECURITY.md), with today's counts.
+    println!();
+    println!(
+        "reading order (the executor along one Execute, DESIGN §2 step 5; then the confirm page, §9):"
+    );
+    let count = |path: &str| {
+        files
+            .iter()
+            .chain(&confirm)
+            .find(|f| f.path == path)
+            .map(|f| f.lines)
+            .or_else(|| {
+                std::fs::read_to_string(root.join(path))
+                    .ok()
+                    .map(|t| size::count_code_lines(&t))
+            })
+            .unwrap_or(0)
+    };
+    for (n, (path, decides)) in size::READING_ORDER.iter().enumerate() {
+        println!("  {:>2}. {path} ({}): {decides}", n + 1, count(path));
     }
     println!();
     println!("crates reachable only through one direct dependency:");
