@@ -335,37 +335,6 @@ pub fn count_code_lines(text: &str) -> usize {
     count
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn counting_leaves_out_blanks_comments_and_tests() {
-        let text = "//! doc\n\nuse a;\n/// item doc\nfn f() {\n    // note\n    g();\n}\n/* block\n still */\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn t() {\n        assert!(true);\n    }\n}\n#[cfg(test)]\nuse b;\nfn h() {}\n";
-        // use a; fn f() {; g(); }; fn h() {}
-        assert_eq!(count_code_lines(text), 5);
-    }
-
-    #[test]
-    fn tree_parsing_leaves_out_members_and_finds_single_owners() {
-        let text = "0fleetwatch-executor v0.1.0 (/w/executor)\n1fleetwatch-protocol v0.1.0 (/w/protocol)\n2serde v1.0.0\n1rmcp v3.11.0\n2chrono v0.4.45\n3num-traits v0.2.19\n2serde v1.0.0\n1serde v1.0.0\n1sha2 v0.10.9\n1sha2 v0.11.1\n";
-        let c = parse_tree(text);
-        assert_eq!(
-            c.names.iter().map(String::as_str).collect::<Vec<_>>(),
-            ["chrono", "num-traits", "rmcp", "serde", "sha2"]
-        );
-        assert_eq!(c.versions, 6);
-        assert_eq!(
-            c.only_through["rmcp"]
-                .iter()
-                .map(String::as_str)
-                .collect::<Vec<_>>(),
-            ["chrono", "num-traits"]
-        );
-        assert!(!c.only_through.contains_key("serde"));
-    }
-}
-
 /// The order a reviewer reads the two trusted programs in, each file with what it decides:
 /// the executor along one `Execute` (DESIGN §2 step 5), then what it keeps and reads, then its
 /// administrative commands; then the confirm page along an enrolment and a confirmation
@@ -577,3 +546,34 @@ pub const READING_ORDER: &[(&str, &str)] = &[
         "English or Spanish, from the browser's language",
     ),
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counting_leaves_out_blanks_comments_and_tests() {
+        let text = "//! doc\n\nuse a;\n/// item doc\nfn f() {\n    // note\n    g();\n}\n/* block\n still */\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn t() {\n        assert!(true);\n    }\n}\n#[cfg(test)]\nuse b;\nfn h() {}\n";
+        // use a; fn f() {; g(); }; fn h() {}
+        assert_eq!(count_code_lines(text), 5);
+    }
+
+    #[test]
+    fn tree_parsing_leaves_out_members_and_finds_single_owners() {
+        let text = "0fleetwatch-executor v0.1.0 (/w/executor)\n1fleetwatch-protocol v0.1.0 (/w/protocol)\n2serde v1.0.0\n1rmcp v3.11.0\n2chrono v0.4.45\n3num-traits v0.2.19\n2serde v1.0.0\n1serde v1.0.0\n1sha2 v0.10.9\n1sha2 v0.11.1\n";
+        let c = parse_tree(text);
+        assert_eq!(
+            c.names.iter().map(String::as_str).collect::<Vec<_>>(),
+            ["chrono", "num-traits", "rmcp", "serde", "sha2"]
+        );
+        assert_eq!(c.versions, 6);
+        assert_eq!(
+            c.only_through["rmcp"]
+                .iter()
+                .map(String::as_str)
+                .collect::<Vec<_>>(),
+            ["chrono", "num-traits"]
+        );
+        assert!(!c.only_through.contains_key("serde"));
+    }
+}
