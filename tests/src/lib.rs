@@ -426,6 +426,33 @@ impl Harness {
     }
 
     /// The executor's audit rows: `(seq, kind, reason, approval_id, detail)`.
+    /// How many refusals with `code` the audit counts: rows of kind `refused`, each standing
+    /// for the count at the end of its detail (` n=COUNT`, the burst rule) or for one.
+    pub fn refusals_counted(&self, code: &str) -> u64 {
+        self.audit_rows()
+            .iter()
+            .filter(|r| r.1 == "refused" && r.2 == code)
+            .map(|r| {
+                r.4.rsplit_once("n=")
+                    .and_then(|(_, n)| n.parse().ok())
+                    .unwrap_or(1)
+            })
+            .sum()
+    }
+
+    /// Waits (a few seconds at most) until the audit counts `count` refusals with `code`: one
+    /// the burst rule holds is written once its second is over. The count reached.
+    pub async fn await_refusals(&self, code: &str, count: u64) -> u64 {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            let counted = self.refusals_counted(code);
+            if counted >= count || std::time::Instant::now() > deadline {
+                return counted;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
     pub fn audit_rows(&self) -> Vec<(i64, String, String, String, String)> {
         let conn = rusqlite::Connection::open(self.state.join("executor.db")).expect("db");
         let mut stmt = conn
