@@ -2309,6 +2309,29 @@ async fn outcomes_are_told_in_plain_words() {
         assert!(!body.contains(absent), "{body}");
         assert_eq!(e.status(id), status);
     }
+    // In Spanish the executor's refusal is said in Spanish too, with its code.
+    e.world.lock().unwrap().answer = Answer::Refuse(Refusal::Recording);
+    e.propose("batch_recording", record(&format!("{DEV_A}-1")), "x");
+    let fields = form(&e.card(&cookie).await, "/approve");
+    let body = e
+        .client
+        .post(e.url("/approve"))
+        .header("cookie", &cookie)
+        .header("origin", e.origin())
+        .header("accept-language", "es-ES,es;q=0.9")
+        .formed(&fields)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        body.contains("No se ejecutó nada")
+            && body.contains("Un equipo estaba grabando (recording)."),
+        "{body}"
+    );
+    assert!(!body.contains(&recording), "{body}");
 }
 
 #[tokio::test]

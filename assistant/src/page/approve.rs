@@ -699,6 +699,8 @@ pub(super) enum Shown {
     /// Per-device errors: the device as shown, and the executor's code for what went wrong.
     Problem(Vec<(String, String)>),
     NothingRan(String),
+    /// The executor's refusal, said in the page's language when shown.
+    Refused(fleetwatch_protocol::Refusal),
     Unknown,
 }
 
@@ -727,7 +729,7 @@ pub(super) fn record(
     let (status, word) = match shown {
         Shown::Done => (Status::Executed, "done"),
         Shown::Problem(_) => (Status::Failed, "epiphan_error"),
-        Shown::NothingRan(_) => (Status::Refused, "nothing_ran"),
+        Shown::NothingRan(_) | Shown::Refused(_) => (Status::Refused, "nothing_ran"),
         Shown::Unknown => (Status::Unknown, "unknown"),
     };
     let recorded = app.deps.store.lock().map(|mut store| {
@@ -765,6 +767,19 @@ fn render_outcome(lang: Lang, shown: Shown) -> Response {
             ("problem", "outcome.error", Vec::new(), details)
         }
         Shown::NothingRan(why) => ("refused", "outcome.refused", vec![why], Vec::new()),
+        Shown::Refused(refusal) => {
+            // The executor's sentences are English; in Spanish its reason in a few words.
+            let code = refusal.code();
+            let why = match fleetwatch_protocol::refusal::code_words(code, true) {
+                Some(words) if lang == Lang::Es => {
+                    let mut chars = words.chars();
+                    let first = chars.next().map(|c| c.to_uppercase().to_string());
+                    format!("{}{} ({code}).", first.unwrap_or_default(), chars.as_str())
+                }
+                _ => refusal.message(),
+            };
+            ("refused", "outcome.refused", vec![why], Vec::new())
+        }
         Shown::Unknown => ("unknown", "outcome.unknown", Vec::new(), Vec::new()),
     };
     let mut all = vec![lang.t(&format!("{key}.text")).to_owned()];

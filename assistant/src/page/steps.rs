@@ -555,7 +555,7 @@ pub(super) async fn execute(app: &Arc<App>, signed: Signed) -> Shown {
                 ),
                 OutcomeKind::Unknown => Shown::Unknown,
             },
-            Err(ExecutorError::Refused(refusal)) => Shown::NothingRan(refusal.message()),
+            Err(ExecutorError::Refused(refusal)) => Shown::Refused(refusal),
             // The socket never opened: nothing was sent.
             Err(e @ ExecutorError::Unreachable { .. }) => Shown::NothingRan(e.to_string()),
             Err(ExecutorError::Timeout(_) | ExecutorError::Protocol(_)) => Shown::Unknown,
