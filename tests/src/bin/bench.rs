@@ -107,15 +107,20 @@ fn main() {
                 .expect("tokio runtime");
             runtime.block_on(edges(executor));
         }
-        Some("--child-flood-for") => child_flood_for(
+        Some("--child-flood-for") => child_flood(
             Path::new(args.get(2).map(String::as_str).unwrap_or_default()),
-            Duration::from_secs(args.get(3).and_then(|n| n.parse().ok()).unwrap_or(10)),
+            FloodLimit::Until(
+                Instant::now()
+                    + Duration::from_secs(args.get(3).and_then(|n| n.parse().ok()).unwrap_or(10)),
+            ),
         ),
         Some("--child-flood") => child_flood(
             Path::new(args.get(2).map(String::as_str).unwrap_or_default()),
-            args.get(3)
-                .and_then(|n| n.parse().ok())
-                .unwrap_or(FLOOD_FRAMES),
+            FloodLimit::Frames(
+                args.get(3)
+                    .and_then(|n| n.parse().ok())
+                    .unwrap_or(FLOOD_FRAMES),
+            ),
         ),
         _ => {
             let mut approvals = std::env::var("FLEETWATCH_BENCH_APPROVALS")
@@ -1027,18 +1032,29 @@ async fn flood(rig: &Rig, usable: &[String], _quiet: &[f64]) -> Flood {
     }
 }
 
-/// Child: sends `n` malformed frames, each on its own connection (the executor answers one
-/// request per connection), from four threads; prints how many were answered.
-fn child_flood(socket: &Path, n: usize) {
+/// How long a child flood goes on.
+enum FloodLimit {
+    /// This many frames in all.
+    Frames(usize),
+    /// Until this moment.
+    Until(Instant),
+}
+
+/// Child: sends malformed frames, each on its own connection (the executor answers one
+/// request per connection), from four threads, until `limit`; prints how many were answered.
+fn child_flood(socket: &Path, limit: FloodLimit) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
     let garbage = frame(&[1, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0x13, 0x37]);
-    let threads = 4;
-    let answered = std::sync::atomic::AtomicUsize::new(0);
+    let (sent, answered) = (AtomicUsize::new(0), AtomicUsize::new(0));
+    let more = || match limit {
+        FloodLimit::Frames(n) => sent.fetch_add(1, Ordering::Relaxed) < n,
+        FloodLimit::Until(until) => Instant::now() < until,
+    };
     std::thread::scope(|s| {
-        for k in 0..threads {
-            let garbage = &garbage;
-            let answered = &answered;
+        for _ in 0..4 {
+            let (garbage, answered, more) = (&garbage, &answered, &more);
             s.spawn(move || {
-                for _ in (k..n).step_by(threads) {
+                while more() {
                     let Ok(mut stream) = std::os::unix::net::UnixStream::connect(socket) else {
                         continue;
                     };
@@ -1046,13 +1062,13 @@ fn child_flood(socket: &Path, n: usize) {
                     let _ = stream.shutdown(std::net::Shutdown::Write);
                     let mut buf = Vec::new();
                     if stream.read_to_end(&mut buf).is_ok() && !buf.is_empty() {
-                        answered.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        answered.fetch_add(1, Ordering::Relaxed);
                     }
                 }
             });
         }
     });
-    println!("{}", answered.load(std::sync::atomic::Ordering::Relaxed));
+    println!("{}", answered.load(Ordering::Relaxed));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1541,31 +1557,4 @@ async fn edges(exe: Option<PathBuf>) {
     );
     table.print();
     rig.kill();
-}
-
-/// Child: sends malformed frames for `length`, each on its own connection, from four threads;
-/// prints how many were answered.
-fn child_flood_for(socket: &Path, length: Duration) {
-    let garbage = frame(&[1, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0x13, 0x37]);
-    let until = Instant::now() + length;
-    let answered = std::sync::atomic::AtomicUsize::new(0);
-    std::thread::scope(|s| {
-        for _ in 0..4 {
-            let (garbage, answered) = (&garbage, &answered);
-            s.spawn(move || {
-                while Instant::now() < until {
-                    let Ok(mut stream) = std::os::unix::net::UnixStream::connect(socket) else {
-                        continue;
-                    };
-                    let _ = stream.write_all(garbage);
-                    let _ = stream.shutdown(std::net::Shutdown::Write);
-                    let mut buf = Vec::new();
-                    if stream.read_to_end(&mut buf).is_ok() && !buf.is_empty() {
-                        answered.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    }
-                }
-            });
-        }
-    });
-    println!("{}", answered.load(std::sync::atomic::Ordering::Relaxed));
 }
