@@ -530,7 +530,7 @@ impl Env {
             self.client
                 .post(self.url("/"))
                 .header("origin", self.origin())
-                .formed(&[("tab", TAB.to_owned())])
+                .formed(&tab_only())
         };
         let r = request
             .header("cookie", cookie)
@@ -569,6 +569,11 @@ const CONFIRM: &str = "http://localhost:47998";
 /// The per-tab value the page's script would keep in this tab's `sessionStorage`; every sign-in
 /// of these tests sends it, and [`form`] adds it to every form as the script does.
 const TAB: &str = "5ab0c6d1e2f30415263748596a7b8c9d0e1f2a3b4c5d6e7f8091a2b3c4d5e6f7";
+
+/// A form of no fields but this tab's value: how the page's shell asks for a view.
+fn tab_only() -> Vec<(String, String)> {
+    vec![("tab".to_owned(), TAB.to_owned())]
+}
 
 /// The hidden fields of the form posting to `action`, with this tab's value the page's script
 /// adds.
@@ -1050,17 +1055,8 @@ async fn the_page_enrols_nothing_and_lists_who_the_executor_has_enrolled() {
             approver_line(4, "siobhan", "Siobhán O'Neill"),
         ];
     }
-    let r = e
-        .client
-        .post(e.url("/passkeys"))
-        .header("origin", e.origin())
-        .formed(&[("tab", TAB.to_owned())])
-        .header("cookie", &cookie)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 200);
-    let page = r.text().await.unwrap();
+    let (status, page) = e.post("/passkeys", &cookie, &tab_only()).await;
+    assert_eq!(status, 200);
     // One person with two passkeys, each fingerprint, device-bound; how people are enrolled.
     assert_eq!(
         page.matches("<strong>Siobhán O&#39;Neill</strong>").count(),
@@ -1135,35 +1131,13 @@ async fn the_page_enrols_nothing_and_lists_who_the_executor_has_enrolled() {
         w.passkeys_enrolled = 0;
         w.approvers.clear();
     }
-    let page = e
-        .client
-        .post(e.url("/passkeys"))
-        .header("origin", e.origin())
-        .formed(&[("tab", TAB.to_owned())])
-        .header("cookie", &cookie)
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let (_, page) = e.post("/passkeys", &cookie, &tab_only()).await;
     assert!(
         page.contains("Nobody is enrolled on the executor"),
         "{page}"
     );
     e.world.lock().unwrap().trial = true;
-    let page = e
-        .client
-        .post(e.url("/passkeys"))
-        .header("origin", e.origin())
-        .formed(&[("tab", TAB.to_owned())])
-        .header("cookie", &cookie)
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let (_, page) = e.post("/passkeys", &cookie, &tab_only()).await;
     assert!(page.contains("trial mode"), "{page}");
     // Without a session there is only the sign-in form.
     let r = e.client.get(e.url("/passkeys")).send().await.unwrap();
