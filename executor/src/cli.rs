@@ -89,6 +89,26 @@ struct Flag {
     help: &'static str,
 }
 
+/// A flag that takes a value (`value` names it in help), optional.
+const fn with_value(long: &'static str, value: &'static str, help: &'static str) -> Flag {
+    Flag {
+        long,
+        value: Some(value),
+        required: false,
+        help,
+    }
+}
+
+/// A flag without a value.
+const fn switch(long: &'static str, required: bool, help: &'static str) -> Flag {
+    Flag {
+        long,
+        value: None,
+        required,
+        help,
+    }
+}
+
 struct Node {
     name: &'static str,
     about: &'static str,
@@ -99,246 +119,209 @@ struct Node {
     operand: Option<(&'static str, &'static str)>,
 }
 
-static CONFIG: Flag = Flag {
-    long: "config",
-    value: Some("CONFIG"),
-    required: false,
-    help: "Configuration file (YAML). Defaults to $FLEETWATCH_EXECUTOR_CONFIG, then \
-           /etc/fleetwatch/executor.yaml. Environment variables (FLEETWATCH_EXECUTOR_SOCKET, \
-           FLEETWATCH_POLICY, FLEETWATCH_STATE_DIR, FLEETWATCH_EPIPHAN_URL, \
-           FLEETWATCH_WRITE_DEVICE_IDS, FLEETWATCH_WRITE_TEAM_ID, FLEETWATCH_READ_TIMEOUT_SECS, \
-           FLEETWATCH_WRITE_TIMEOUT_SECS) override the file",
-};
+/// A command that runs: its flags, no subcommand, no operand.
+const fn command(name: &'static str, about: &'static str, flags: &'static [&'static Flag]) -> Node {
+    Node {
+        name,
+        about,
+        flags,
+        children: &[],
+        operand: None,
+    }
+}
 
-static SANDBOX_LOGIN: Flag = Flag {
-    long: "sandbox",
-    value: None,
-    required: true,
-    help: "The sandbox sign-in (the only one the executor holds)",
-};
+const ONLY_CONFIG: &[&Flag] = &[&CONFIG];
 
-static SANDBOX_LOGOUT: Flag = Flag {
-    long: "sandbox",
-    value: None,
-    required: true,
-    help: "The sandbox sign-in",
-};
+/// A command that only groups others.
+const fn group(
+    name: &'static str,
+    about: &'static str,
+    children: &'static [&'static Node],
+) -> Node {
+    Node {
+        name,
+        about,
+        flags: ONLY_CONFIG,
+        children,
+        operand: None,
+    }
+}
 
-static TOKEN_FILE: Flag = Flag {
-    long: "token-file",
-    value: Some("TOKEN_FILE"),
-    required: false,
-    help: "Store the static token in this file instead of signing in with OAuth",
-};
-
+static CONFIG: Flag = with_value(
+    "config",
+    "CONFIG",
+    "Configuration file (YAML). Defaults to $FLEETWATCH_EXECUTOR_CONFIG, then \
+     /etc/fleetwatch/executor.yaml. Environment variables (FLEETWATCH_EXECUTOR_SOCKET, \
+     FLEETWATCH_POLICY, FLEETWATCH_STATE_DIR, FLEETWATCH_EPIPHAN_URL, \
+     FLEETWATCH_WRITE_DEVICE_IDS, FLEETWATCH_WRITE_TEAM_ID, FLEETWATCH_READ_TIMEOUT_SECS, \
+     FLEETWATCH_WRITE_TIMEOUT_SECS) override the file",
+);
+static SANDBOX_LOGIN: Flag = switch(
+    "sandbox",
+    true,
+    "The sandbox sign-in (the only one the executor holds)",
+);
+static SANDBOX_LOGOUT: Flag = switch("sandbox", true, "The sandbox sign-in");
+static TOKEN_FILE: Flag = with_value(
+    "token-file",
+    "TOKEN_FILE",
+    "Store the static token in this file instead of signing in with OAuth",
+);
 static KNOWN_DEVICES: Flag = Flag {
-    long: "known-devices",
-    value: Some("KNOWN_DEVICES"),
     required: true,
-    help: "The normal sign-in's devices, as exported by `fleetwatch export-devices` \
-           (`{\"device_ids\": [...]}`)",
+    ..with_value(
+        "known-devices",
+        "KNOWN_DEVICES",
+        "The normal sign-in's devices, as exported by `fleetwatch export-devices` \
+         (`{\"device_ids\": [...]}`)",
+    )
 };
+static AGAINST: Flag = with_value(
+    "against",
+    "FILE",
+    "The assistant's heads listing (`fleetwatch audit heads > FILE`, or `-` to read it from \
+     standard input): also check that every assistant chain head recorded here is still in \
+     the assistant's chain, which shows its newest rows removed",
+);
+static SINCE: Flag = with_value(
+    "since",
+    "DURATION|TIME",
+    "Only rows from this long ago on (90s, 15m, 2h, 1d, 1h30m), or from this UTC time on \
+     (2026-12-03T09:00:00Z, 2026-12-03 09:00, 2026-12-03)",
+);
+static PROPOSAL: Flag = with_value(
+    "proposal",
+    "N",
+    "Only rows about the assistant's proposal number N",
+);
+static JSON: Flag = switch(
+    "json",
+    false,
+    "One JSON object a line for a log shipper: row, time, unix, kind, reason, proposal, \
+     approval, tool, targets, decided_by, outcome, refusal, words, chain",
+);
+static LANG: Flag = with_value(
+    "lang",
+    "en|es",
+    "The language of the words (default: from LC_ALL, LC_MESSAGES or LANG)",
+);
 
-static AGAINST: Flag = Flag {
-    long: "against",
-    value: Some("FILE"),
-    required: false,
-    help: "The assistant's heads listing (`fleetwatch audit heads > FILE`, or `-` to read it \
-           from standard input): also check that every assistant chain head recorded here is \
-           still in the assistant's chain, which shows its newest rows removed",
-};
-
-static SERVE: Node = Node {
-    name: "serve",
-    about: "Listen on the Unix socket and answer Describe, Execute and Status requests from the \
-            allowed uids, one request per connection, until SIGTERM or Ctrl-C. Exits 78 at start \
-            when the sandbox sign-in is dead (Epiphan refused to renew it), so systemd does not \
-            restart it into the same refusal",
-    flags: &[&CONFIG],
-    children: &[],
-    operand: None,
-};
-
-static LOGIN: Node = Node {
-    name: "login",
-    about: "Sign in to the sandbox team and keep the sign-in in the executor's 0600 token slot. \
-            By default this runs the OAuth sign-in: a browser opens (or the address is printed) \
-            and Epiphan answers on http://127.0.0.1:8765/callback (port: \
-            FLEETWATCH_OAUTH_CALLBACK_PORT; FLEETWATCH_OAUTH_NO_BROWSER=1 only prints the \
-            address). A static bearer token is the fallback: --token-file, or a token piped on \
-            standard input. The sign-in is kept only if the sandbox team lists at least one \
-            device and none of the devices the normal sign-in knows; otherwise it is deleted \
-            again",
-    flags: &[&CONFIG, &SANDBOX_LOGIN, &TOKEN_FILE, &KNOWN_DEVICES],
-    children: &[],
-    operand: None,
-};
-
-static LOGOUT: Node = Node {
-    name: "logout",
-    about: "Delete the stored sandbox sign-in (the sandbox slot only); nothing can be written \
-            until the next login",
-    flags: &[&CONFIG, &SANDBOX_LOGOUT],
-    children: &[],
-    operand: None,
-};
-
-static DOCTOR: Node = Node {
-    name: "doctor",
-    about: "Check the configuration, fence, sign-in, key file, policy, socket directory, \
-            whether a running executor answers, database and audit chain; one OK/WARN/FAIL line \
-            each. Exits 1 if any check fails",
-    flags: &[&CONFIG],
-    children: &[],
-    operand: None,
-};
-
-static AUDIT_VERIFY: Node = Node {
-    name: "verify",
-    about: "Verify the hash chain of executor.db's audit table. Exits non-zero naming the first \
-            row that was edited, removed or inserted behind the program's back",
-    flags: &[&AGAINST, &CONFIG],
-    children: &[],
-    operand: None,
-};
-
-static AUDIT_HEADS: Node = Node {
-    name: "heads",
-    about: "Print one `ROW HASH` line per audit row, oldest first, for the assistant's \
-            `fleetwatch audit verify --against`. Hashes only, no row content",
-    flags: &[&CONFIG],
-    children: &[],
-    operand: None,
-};
-
-static SINCE: Flag = Flag {
-    long: "since",
-    value: Some("DURATION|TIME"),
-    required: false,
-    help: "Only rows from this long ago on (90s, 15m, 2h, 1d, 1h30m), or from this UTC time on \
-           (2026-12-03T09:00:00Z, 2026-12-03 09:00, 2026-12-03)",
-};
-
-static PROPOSAL: Flag = Flag {
-    long: "proposal",
-    value: Some("N"),
-    required: false,
-    help: "Only rows about the assistant's proposal number N",
-};
-
-static JSON: Flag = Flag {
-    long: "json",
-    value: None,
-    required: false,
-    help: "One JSON object a line for a log shipper: row, time, unix, kind, reason, proposal, \
-           approval, tool, targets, decided_by, outcome, refusal, words, chain",
-};
-
-static LANG: Flag = Flag {
-    long: "lang",
-    value: Some("en|es"),
-    required: false,
-    help: "The language of the words (default: from LC_ALL, LC_MESSAGES or LANG)",
-};
-
-static AUDIT_SHOW: Node = Node {
-    name: "show",
-    about: "The audit rows in words, newest last: time (UTC), the assistant's proposal, what \
-            happened (accepted and approved by which passkey's operator, executed, refused with \
-            the reason, sign-ins). Verifies the chain first and says so on the first line when \
-            it is broken. Opens the database read-only, so it can run while `serve` runs",
-    flags: &[&SINCE, &PROPOSAL, &JSON, &LANG, &CONFIG],
-    children: &[],
-    operand: None,
-};
-
-static AUDIT: Node = Node {
-    name: "audit",
-    about: "The executor's audit log",
-    flags: &[&CONFIG],
-    children: &[&AUDIT_VERIFY, &AUDIT_HEADS, &AUDIT_SHOW],
-    operand: None,
-};
-
-static KEYS_LIST: Node = Node {
-    name: "list",
-    about: "Print the ID of every key in the approver key file",
-    flags: &[&CONFIG],
-    children: &[],
-    operand: None,
-};
-
-static KEYS: Node = Node {
-    name: "keys",
-    about: "The installed approver public keys",
-    flags: &[&CONFIG],
-    children: &[&KEYS_LIST],
-    operand: None,
-};
-
-static APPROVERS_LIST: Node = Node {
-    name: "list",
-    about: "Show every approver in the approver file: the assistant keys, then each person \
-            with their passkeys (algorithm, fingerprint, synced or device-bound, the last \
-            signature counter the executor stored, when `approvers add` added it), and whether \
-            anything can be approved. Reads the executor's database without writing to it",
-    flags: &[&CONFIG],
-    children: &[],
-    operand: None,
-};
-
+static SERVE: Node = command(
+    "serve",
+    "Listen on the Unix socket and answer Describe, Execute and Status requests from the \
+     allowed uids, one request per connection, until SIGTERM or Ctrl-C. Exits 78 at start \
+     when the sandbox sign-in is dead (Epiphan refused to renew it), so systemd does not \
+     restart it into the same refusal",
+    &[&CONFIG],
+);
+static LOGIN: Node = command(
+    "login",
+    "Sign in to the sandbox team and keep the sign-in in the executor's 0600 token slot. By \
+     default this runs the OAuth sign-in: a browser opens (or the address is printed) and \
+     Epiphan answers on http://127.0.0.1:8765/callback (port: FLEETWATCH_OAUTH_CALLBACK_PORT; \
+     FLEETWATCH_OAUTH_NO_BROWSER=1 only prints the address). A static bearer token is the \
+     fallback: --token-file, or a token piped on standard input. The sign-in is kept only if \
+     the sandbox team lists at least one device and none of the devices the normal sign-in \
+     knows; otherwise it is deleted again",
+    &[&CONFIG, &SANDBOX_LOGIN, &TOKEN_FILE, &KNOWN_DEVICES],
+);
+static LOGOUT: Node = command(
+    "logout",
+    "Delete the stored sandbox sign-in (the sandbox slot only); nothing can be written until \
+     the next login",
+    &[&CONFIG, &SANDBOX_LOGOUT],
+);
+static DOCTOR: Node = command(
+    "doctor",
+    "Check the configuration, fence, sign-in, key file, policy, socket directory, whether a \
+     running executor answers, database and audit chain; one OK/WARN/FAIL line each. Exits 1 \
+     if any check fails",
+    &[&CONFIG],
+);
+static AUDIT_VERIFY: Node = command(
+    "verify",
+    "Verify the hash chain of executor.db's audit table. Exits non-zero naming the first row \
+     that was edited, removed or inserted behind the program's back",
+    &[&AGAINST, &CONFIG],
+);
+static AUDIT_HEADS: Node = command(
+    "heads",
+    "Print one `ROW HASH` line per audit row, oldest first, for the assistant's `fleetwatch \
+     audit verify --against`. Hashes only, no row content",
+    &[&CONFIG],
+);
+static AUDIT_SHOW: Node = command(
+    "show",
+    "The audit rows in words, newest last: time (UTC), the assistant's proposal, what \
+     happened (accepted and approved by which passkey's operator, executed, refused with the \
+     reason, sign-ins). Verifies the chain first and says so on the first line when it is \
+     broken. Opens the database read-only, so it can run while `serve` runs",
+    &[&SINCE, &PROPOSAL, &JSON, &LANG, &CONFIG],
+);
+static AUDIT: Node = group(
+    "audit",
+    "The executor's audit log",
+    &[&AUDIT_VERIFY, &AUDIT_HEADS, &AUDIT_SHOW],
+);
+static KEYS_LIST: Node = command(
+    "list",
+    "Print the ID of every key in the approver key file",
+    &[&CONFIG],
+);
+static KEYS: Node = group("keys", "The installed approver public keys", &[&KEYS_LIST]);
+static APPROVERS_LIST: Node = command(
+    "list",
+    "Show every approver in the approver file: the assistant keys, then each person with \
+     their passkeys (algorithm, fingerprint, synced or device-bound, the last signature \
+     counter the executor stored, when `approvers add` added it), and whether anything can be \
+     approved. Reads the executor's database without writing to it",
+    &[&CONFIG],
+);
 static APPROVERS_ADD: Node = Node {
-    name: "add",
-    about: "Add one approver line to the approver file, as root: a person's passkey line \
-            exactly as `fleetwatch-confirm enrol` prints it (pipe it in with `-`), or an \
-            assistant key line. Prints the fingerprint to compare with the one the enrolment \
-            printed. Refuses a malformed line, an unsupported algorithm, a credential ID or key \
-            already in the file, a display name another person uses and a second name for one \
-            person, leaving the file unchanged; otherwise replaces the file atomically (owner, \
-            group and mode kept; 0644 for a new file). The running executor uses it from the \
-            next request",
-    flags: &[&CONFIG],
-    children: &[],
     operand: Some((
         "LINE",
         "`approver <person> es256|ed25519 <credential ID> <SPKI base64> synced|device-bound \
          <name>` (or a `passkey …` line from before persons) or `ed25519 <base64 key> \
          [comment]`, quoted or as separate words; `-` reads one line from standard input",
     )),
+    ..command(
+        "add",
+        "Add one approver line to the approver file, as root: a person's passkey line exactly \
+         as `fleetwatch-confirm enrol` prints it (pipe it in with `-`), or an assistant key \
+         line. Prints the fingerprint to compare with the one the enrolment printed. Refuses a \
+         malformed line, an unsupported algorithm, a credential ID or key already in the file, \
+         a display name another person uses and a second name for one person, leaving the file \
+         unchanged; otherwise replaces the file atomically (owner, group and mode kept; 0644 \
+         for a new file). The running executor uses it from the next request",
+        &[&CONFIG],
+    )
 };
-
 static APPROVERS_REMOVE: Node = Node {
-    name: "remove",
-    about: "Remove approvers: a person by their ID (all their passkeys), one passkey or \
-            assistant key by its fingerprint (as `approvers list` shows it; spaces optional), or \
-            the person with a display name; say what was removed, and when the last person went \
-            that nothing is approved from now on. Refuses when nothing matches, when a name \
-            matches several persons, and the last assistant key. Atomic like `add`; what was \
-            removed approves nothing from the next request on",
-    flags: &[&CONFIG],
-    children: &[],
     operand: Some(("WHO", "A person ID, a fingerprint or a display name")),
+    ..command(
+        "remove",
+        "Remove approvers: a person by their ID (all their passkeys), one passkey or assistant \
+         key by its fingerprint (as `approvers list` shows it; spaces optional), or the person \
+         with a display name; say what was removed, and when the last person went that nothing \
+         is approved from now on. Refuses when nothing matches, when a name matches several \
+         persons, and the last assistant key. Atomic like `add`; what was removed approves \
+         nothing from the next request on",
+        &[&CONFIG],
+    )
 };
-
-static APPROVERS: Node = Node {
-    name: "approvers",
-    about: "Who may approve: the persons' passkeys and the assistant's key, in the approver \
-            file",
-    flags: &[&CONFIG],
-    children: &[&APPROVERS_LIST, &APPROVERS_ADD, &APPROVERS_REMOVE],
-    operand: None,
-};
-
-static TOP: Node = Node {
-    name: BIN,
-    about: "The Fleetwatch executor: the only process that holds the sandbox sign-in and can \
-            make a change. It runs one approved change per request, after checking the \
-            approval's signature, freshness and single use, its own policy, the write fence and \
-            the devices' live state",
-    flags: &[&CONFIG],
-    children: &[&SERVE, &LOGIN, &LOGOUT, &DOCTOR, &AUDIT, &KEYS, &APPROVERS],
-    operand: None,
-};
+static APPROVERS: Node = group(
+    "approvers",
+    "Who may approve: the persons' passkeys and the assistant's key, in the approver file",
+    &[&APPROVERS_LIST, &APPROVERS_ADD, &APPROVERS_REMOVE],
+);
+static TOP: Node = group(
+    BIN,
+    "The Fleetwatch executor: the only process that holds the sandbox sign-in and can make a \
+     change. It runs one approved change per request, after checking the approval's \
+     signature, freshness and single use, its own policy, the write fence and the devices' \
+     live state",
+    &[&SERVE, &LOGIN, &LOGOUT, &DOCTOR, &AUDIT, &KEYS, &APPROVERS],
+);
 
 const HELP_COMMAND: &str = "Print this message or the help of the given subcommand(s)";
 

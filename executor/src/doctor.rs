@@ -409,7 +409,7 @@ fn running(config: &Config) -> Line {
             format!(
                 "the executor on {} refused the status request: {}",
                 config.socket.display(),
-                refusal.message()
+                refused(&refusal)
             ),
         ),
         Ok(_) => line(
@@ -425,6 +425,19 @@ fn running(config: &Config) -> Line {
                 config.socket.display()
             ),
         ),
+    }
+}
+
+/// A refusal as `audit show` says it, with its code, and for the sign-in what to run.
+fn refused(refusal: &fleetwatch_protocol::Refusal) -> String {
+    use fleetwatch_protocol::Refusal;
+    let code = refusal.code();
+    let words = fleetwatch_protocol::refusal::code_words(code, false).unwrap_or(code);
+    match refusal {
+        Refusal::NoSignIn | Refusal::SignInExpired => {
+            format!("{words} ({code}); run `fleetwatch-executor login --sandbox` again")
+        }
+        _ => format!("{words} ({code})"),
     }
 }
 
@@ -458,7 +471,7 @@ async fn sign_in(config: &Config) -> Line {
             return line(
                 Level::Fail,
                 "sandbox sign-in",
-                format!("{now}; {}", r.message()),
+                format!("{now}; {}", refused(&r)),
             );
         }
     };
@@ -478,12 +491,12 @@ async fn sign_in(config: &Config) -> Line {
     let epiphan =
         match Epiphan::connect(&http, &config.epiphan_url, &token, config.read_timeout).await {
             Ok(e) => e,
-            Err(e) => return line(Level::Fail, "sandbox sign-in", reads::refusal(e).message()),
+            Err(e) => return line(Level::Fail, "sandbox sign-in", refused(&reads::refusal(e))),
         };
     let list = reads::device_list(&epiphan).await;
     epiphan.close().await;
     match list {
-        Err(r) => line(Level::Fail, "sandbox sign-in", r.message()),
+        Err(r) => line(Level::Fail, "sandbox sign-in", refused(&r)),
         Ok(list) => match (&config.fence.team_id, &list.team_id) {
             (Some(want), Some(got)) if want != got => line(
                 Level::Fail,

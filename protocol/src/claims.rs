@@ -8,7 +8,7 @@
 //!
 //! # Approver key file
 //!
-//! One public key per line, as [`key_line`] writes it:
+//! One public key per line, as `key_line` (the `assistant` feature) writes it:
 //!
 //! ```text
 //! # approvers for this executor
@@ -22,11 +22,18 @@
 //! (small-order) key, and the same key twice; a file with no key at all is refused too.
 
 use base64::Engine as _;
-use ed25519_dalek::{Signature, Signer as _, VerifyingKey};
+use ed25519_dalek::{Signature, VerifyingKey};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};
 
 use crate::passkey::PasskeyAssertion;
+
+// Signing claims and writing key lines, which only the assistant (and the demo and tests) do:
+// behind the `assistant` feature, which the executor does not enable, so it does not link them.
+#[cfg(feature = "assistant")]
+mod sign;
+#[cfg(feature = "assistant")]
+pub use sign::{key_line, sign};
 
 /// The only claims version this build speaks. It is the first field of the encoding, so an
 /// unknown version is recognised before the rest is decoded. Version 2 added [`SignedName`]s:
@@ -217,31 +224,8 @@ pub enum SignatureError {
     BadSignature,
 }
 
-/// Signs encoded claims bytes with the assistant's key. The approval carries no passkey
-/// assertion yet; the page adds those it collected ([`SignedApproval::with_passkeys`]).
-pub fn sign(claims_bytes: Vec<u8>, key: &ed25519_dalek::SigningKey) -> SignedApproval {
-    let signature = key.sign(&signed_message(&claims_bytes));
-    SignedApproval {
-        claims: claims_bytes,
-        signatures: vec![ApprovalSignature {
-            key_id: KeyId::of(&key.verifying_key()),
-            signature: signature.to_bytes().to_vec(),
-        }],
-        passkeys: Vec::new(),
-    }
-}
-
-impl SignedApproval {
-    /// The same approval with these passkey assertions beside the signatures. The claims
-    /// bytes are untouched, so the assertions' challenge still matches them.
-    pub fn with_passkeys(mut self, passkeys: Vec<PasskeyAssertion>) -> SignedApproval {
-        self.passkeys = passkeys;
-        self
-    }
-}
-
 /// The bytes a signature covers: the domain prefix, then the claims bytes untouched.
-fn signed_message(claims_bytes: &[u8]) -> Vec<u8> {
+pub(crate) fn signed_message(claims_bytes: &[u8]) -> Vec<u8> {
     let mut message = Vec::with_capacity(SIGNING_DOMAIN.len() + claims_bytes.len());
     message.extend_from_slice(SIGNING_DOMAIN);
     message.extend_from_slice(claims_bytes);
@@ -327,18 +311,6 @@ impl TrustedKeys {
         Ok(TrustedKeys { keys })
     }
 
-    /// A set holding the given keys (tests and the demo).
-    pub fn from_keys(keys: impl IntoIterator<Item = ed25519_dalek::VerifyingKey>) -> TrustedKeys {
-        let mut out: Vec<(KeyId, VerifyingKey)> = Vec::new();
-        for key in keys {
-            let id = KeyId::of(&key);
-            if !out.iter().any(|(known, _)| *known == id) {
-                out.push((id, key));
-            }
-        }
-        TrustedKeys { keys: out }
-    }
-
     /// The installed key IDs, in file order.
     pub fn key_ids(&self) -> Vec<KeyId> {
         self.keys.iter().map(|(id, _)| *id).collect()
@@ -372,17 +344,5 @@ impl TrustedKeys {
         } else {
             Err(SignatureError::UnknownKey)
         }
-    }
-}
-
-/// The line to install in the executor's approver key file for a public key.
-pub fn key_line(key: &ed25519_dalek::VerifyingKey, comment: &str) -> String {
-    let encoded = base64::engine::general_purpose::STANDARD.encode(key.as_bytes());
-    // A comment is one line of free text; line breaks would start a new (malformed) entry.
-    let comment = comment.split_whitespace().collect::<Vec<_>>().join(" ");
-    if comment.is_empty() {
-        format!("ed25519 {encoded}")
-    } else {
-        format!("ed25519 {encoded} {comment}")
     }
 }

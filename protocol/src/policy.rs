@@ -118,6 +118,12 @@ pub const MAX_LEAD_MINUTES: u32 = 1440;
 /// The only file version this build reads.
 pub const POLICY_VERSION: u64 = 1;
 
+// What only the assistant asks of a loaded registry: its read tools, the write list and every
+// listed entry. Behind the `assistant` feature, which the executor does not enable, so it does
+// not link them; the executor still loads and checks the whole file, read section included.
+#[cfg(feature = "assistant")]
+mod assistant;
+
 /// Why `tool_policy.yaml` was refused. The message names the entry and the problem.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("tool_policy.yaml: {entry}: {problem}")]
@@ -196,6 +202,9 @@ struct Compiled {
 
 /// A loaded, checked registry.
 #[derive(Debug)]
+// Without the `assistant` feature the read tools, the write list and the disruptive list are
+// loaded and checked (they are in the digest) but not asked for again.
+#[cfg_attr(not(feature = "assistant"), allow(dead_code))]
 pub struct Policy {
     read: BTreeMap<String, ReadTool>,
     write: Vec<String>,
@@ -481,20 +490,6 @@ impl Policy {
             whole,
         })
     }
-    /// A read tool, if listed.
-    pub fn read_tool(&self, name: &str) -> Option<&ReadTool> {
-        self.read.get(name)
-    }
-    /// All read tools, sorted by name.
-    pub fn read_tools(&self) -> impl Iterator<Item = &ReadTool> {
-        self.read.values()
-    }
-    /// True for a known write tool: the policy's `write` list or any Epiphan write tool name.
-    pub fn is_write_tool(&self, name: &str) -> bool {
-        self.write.iter().any(|w| w == name)
-            || EPIPHAN_WRITE_TOOLS.contains(&name)
-            || self.propose.contains_key(name)
-    }
     /// A proposable entry, if listed with a schema.
     pub fn propose_entry(&self, name: &str) -> Option<&ProposeEntry> {
         self.propose.get(name).filter(|e| e.schema.is_some())
@@ -502,15 +497,6 @@ impl Policy {
     /// All proposable entries, sorted by name.
     pub fn propose_entries(&self) -> impl Iterator<Item = &ProposeEntry> {
         self.propose.values().filter(|e| e.schema.is_some())
-    }
-    /// Every entry of the `propose` section, including `pending-live-run` ones, sorted by name.
-    pub fn listed_propose_entries(&self) -> impl Iterator<Item = &ProposeEntry> {
-        self.propose.values()
-    }
-    /// Whether a tool counts as disruptive by name: on the file's `disruptive` list or on
-    /// [`ALWAYS_DISRUPTIVE`].
-    pub fn on_disruptive_list(&self, name: &str) -> bool {
-        self.disruptive.contains(name)
     }
     /// Validates proposal arguments: fills schema defaults, checks the schema, canonicalises,
     /// resolves targets (channel → device), refuses duplicates and more than `max_targets`.
