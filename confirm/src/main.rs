@@ -14,9 +14,10 @@ loopback addresses only, keeps nothing, and holds no key, sign-in or database.
 Usage: fleetwatch-confirm <COMMAND>
 
 Commands:
-  enrol  Enrol a person's passkey on a one-shot page; the approver line is printed here only
-  serve  Serve the confirm page: shows a change from its signed claims alone and asks the
-         passkey for exactly those bytes
+  enrol   Enrol a person's passkey on a one-shot page; the approver line is printed here only
+  serve   Serve the confirm page: shows a change from its signed claims alone and asks the
+          passkey for exactly those bytes
+  verify  Check a change's receipt from public inputs alone and say the change in words
 
 Options:
   -h, --help  Print help
@@ -70,6 +71,28 @@ Options:
   -h, --help                Print help
 ";
 
+const VERIFY_HELP: &str = "\
+Check the receipt of one change (`fleetwatch-executor receipt N > FILE`) with public inputs
+alone, trusting neither the assistant nor the executor: the assistant's signature over the
+claims bytes, every passkey assertion over their challenge (from the approver file's lines),
+the quorum of distinct persons the executor required, the executor's statement signed with
+its receipt key, and the approval's audit rows against their chain hashes; with --policy, the
+policy entry the claims were approved under. Prints the change in words: the tool and its
+arguments, the rooms, the persons who approved and when, the outcome.
+
+Exit status: 0 when every check holds; 1 otherwise, each failed check said in its own sentence.
+
+Usage: fleetwatch-confirm verify RECEIPT --receipt-key KEY [--approvers PATH] [--policy PATH]
+
+Options:
+      --receipt-key KEY  The executor's public receipt key, base64, as `fleetwatch-executor
+                         receipt --key` prints it
+      --approvers PATH   The approver file that held the approvers [default:
+                         /etc/fleetwatch/approvers.pub]
+      --policy PATH      The tool policy, to check the entry the claims were approved under
+  -h, --help             Print help
+";
+
 fn fail(message: impl std::fmt::Display) -> ExitCode {
     eprintln!("fleetwatch-confirm: {message}\nRun `fleetwatch-confirm --help` for usage.");
     ExitCode::FAILURE
@@ -85,6 +108,48 @@ fn main() -> ExitCode {
             if enrol::run(&options) {
                 ExitCode::SUCCESS
             } else {
+                ExitCode::FAILURE
+            }
+        }
+        Ok(Parsed::Verify {
+            receipt,
+            key,
+            approvers,
+            policy,
+        }) => {
+            let read = |path: &PathBuf| {
+                std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))
+            };
+            let texts = (|| {
+                Ok::<_, String>((
+                    read(&receipt)?,
+                    read(&approvers)?,
+                    policy.as_ref().map(read).transpose()?,
+                ))
+            })();
+            let (receipt, approvers, policy) = match texts {
+                Ok(t) => t,
+                Err(e) => return fail(e),
+            };
+            let report = fleetwatch_confirm::verify::verify(&fleetwatch_confirm::verify::Inputs {
+                receipt: &receipt,
+                approvers: &approvers,
+                receipt_key: &key,
+                policy: policy.as_deref(),
+            });
+            for line in &report.words {
+                println!("{line}");
+            }
+            if report.failures.is_empty() {
+                println!(
+                    "Verified: the assistant's signature, every passkey over these claims, the \
+                     quorum, the executor's signed statement and the audit rows all hold."
+                );
+                ExitCode::SUCCESS
+            } else {
+                for failure in &report.failures {
+                    println!("FAILED: {failure}");
+                }
                 ExitCode::FAILURE
             }
         }
@@ -107,6 +172,17 @@ enum Parsed {
     Enrol(Options),
     /// Serve the confirm page.
     Serve(serve::Options),
+    /// Check a receipt.
+    Verify {
+        /// The receipt file.
+        receipt: PathBuf,
+        /// The public receipt key, base64.
+        key: String,
+        /// The approver file.
+        approvers: PathBuf,
+        /// The tool policy, when given.
+        policy: Option<PathBuf>,
+    },
 }
 
 fn parse() -> Result<Parsed, String> {
@@ -118,13 +194,16 @@ fn parse() -> Result<Parsed, String> {
     let mut approvers = PathBuf::from(enrol::DEFAULT_APPROVERS);
     let mut port = None;
     let mut page_origin = serve::DEFAULT_PAGE_ORIGIN.to_owned();
-    let mut policy = PathBuf::from(serve::DEFAULT_POLICY);
+    let mut policy: Option<PathBuf> = None;
+    let mut receipt_key: Option<String> = None;
+    let mut operand: Option<PathBuf> = None;
     while let Some(arg) = parser.next().map_err(|e| e.to_string())? {
         match arg {
             Short('h') | Long("help") => {
                 return Ok(Parsed::Help(match command.as_deref() {
                     Some("enrol") => ENROL_HELP,
                     Some("serve") => SERVE_HELP,
+                    Some("verify") => VERIFY_HELP,
                     _ => HELP,
                 }));
             }
@@ -134,7 +213,10 @@ fn parse() -> Result<Parsed, String> {
                 approvers = PathBuf::from(parser.value().map_err(|e| e.to_string())?)
             }
             Long("page-origin") => page_origin = string(parser.value())?,
-            Long("policy") => policy = PathBuf::from(parser.value().map_err(|e| e.to_string())?),
+            Long("policy") => {
+                policy = Some(PathBuf::from(parser.value().map_err(|e| e.to_string())?))
+            }
+            Long("receipt-key") => receipt_key = Some(string(parser.value())?),
             Long("port") => {
                 let text = string(parser.value())?;
                 let n: u16 =
@@ -144,6 +226,9 @@ fn parse() -> Result<Parsed, String> {
                 port = Some(n);
             }
             Value(v) if command.is_none() => command = Some(v.string().map_err(|e| e.to_string())?),
+            Value(v) if command.as_deref() == Some("verify") && operand.is_none() => {
+                operand = Some(PathBuf::from(v))
+            }
             other => return Err(other.unexpected().to_string()),
         }
     }
@@ -153,15 +238,27 @@ fn parse() -> Result<Parsed, String> {
             return Ok(Parsed::Serve(serve::Options {
                 port: port.unwrap_or(serve::DEFAULT_PORT),
                 page_origin,
-                policy,
+                policy: policy.unwrap_or_else(|| PathBuf::from(serve::DEFAULT_POLICY)),
             }));
+        }
+        Some("verify") => {
+            return Ok(Parsed::Verify {
+                receipt: operand.ok_or("verify needs the receipt file")?,
+                key: receipt_key.ok_or(
+                    "verify needs --receipt-key KEY (`fleetwatch-executor receipt --key` prints it)",
+                )?,
+                approvers,
+                policy,
+            });
         }
         Some(other) => {
             return Err(format!(
-                "unknown command {other:?} (the commands are `enrol` and `serve`)"
+                "unknown command {other:?} (the commands are `enrol`, `serve` and `verify`)"
             ));
         }
-        None => return Err("no command given (the commands are `enrol` and `serve`)".into()),
+        None => {
+            return Err("no command given (the commands are `enrol`, `serve` and `verify`)".into());
+        }
     }
     Ok(Parsed::Enrol(Options {
         person: person.ok_or("enrol needs --person ID")?,

@@ -192,6 +192,7 @@ pub fn fresh(claims: Claims, now: i64) -> Result<Fresh, Refusal> {
 pub struct Quorate {
     claims: ApprovalClaims,
     uses: Vec<CredentialUse>,
+    need: usize,
 }
 
 /// How many distinct passkeys this change needs, from the executor's own configuration and
@@ -216,6 +217,7 @@ pub fn quorum(fresh: Fresh, config: &PasskeyConfig, policy: &Policy) -> Result<Q
     Ok(Quorate {
         claims: c,
         uses: passkeys.uses(),
+        need,
     })
 }
 
@@ -237,8 +239,13 @@ pub fn nonce(
     quorate: Quorate,
     store: &Store,
     assistant_head: &[u8; 32],
+    approval: &SignedApproval,
 ) -> Result<NonceStored, Refusal> {
-    let Quorate { claims: c, uses } = quorate;
+    let Quorate {
+        claims: c,
+        uses,
+        need,
+    } = quorate;
     let targets = c.targets.join(",");
     let approved = Approved {
         proposal_id: c.proposal_id,
@@ -246,6 +253,8 @@ pub fn nonce(
         targets: &targets,
         assistant_head,
         passkeys: &uses,
+        approval,
+        quorum: u32::try_from(need).unwrap_or(u32::MAX),
     };
     match store.store_nonce(&c.approval_id, &approved) {
         Ok(()) => Ok(NonceStored(c)),

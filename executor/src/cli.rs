@@ -52,6 +52,11 @@ pub enum Command {
         /// The words of the line, joined by one space (`-`: read one line from standard input).
         line: String,
     },
+    /// `receipt N` or `receipt --key`
+    Receipt {
+        /// A proposal number or an approval ID; `None` with `--key`.
+        which: Option<String>,
+    },
     /// `approvers remove WHO…`
     ApproversRemove {
         /// A fingerprint or an operator name, its words joined by one space.
@@ -206,6 +211,23 @@ static LANG: Flag = with_value(
     "The language of the words (default: from LC_ALL, LC_MESSAGES or LANG)",
 );
 
+static KEY: Flag = switch(
+    "key",
+    false,
+    "Print the executor's public receipt key (base64) instead, for whoever verifies receipts",
+);
+static RECEIPT: Node = Node {
+    operand: Some(("N", "A proposal number or an approval ID (32 hex digits)")),
+    ..command(
+        "receipt",
+        "Print the receipt of one change as JSON (redirect it to a file): the exact signed \
+         approval (claims bytes, the assistant's signature, every passkey assertion), the \
+         approver lines that verified it, the executor's signed statement of the outcome and \
+         the approval's audit rows with their chain hashes. Check it anywhere with \
+         `fleetwatch-confirm verify`. A refused change has none, and this says why",
+        &[&KEY, &CONFIG],
+    )
+};
 static SERVE: Node = command(
     "serve",
     "Listen on the Unix socket and answer Describe, Execute and Status requests from the \
@@ -320,7 +342,9 @@ static TOP: Node = group(
      change. It runs one approved change per request, after checking the approval's \
      signature, freshness and single use, its own policy, the write fence and the devices' \
      live state",
-    &[&SERVE, &LOGIN, &LOGOUT, &DOCTOR, &AUDIT, &KEYS, &APPROVERS],
+    &[
+        &SERVE, &LOGIN, &LOGOUT, &DOCTOR, &AUDIT, &RECEIPT, &KEYS, &APPROVERS,
+    ],
 );
 
 const HELP_COMMAND: &str = "Print this message or the help of the given subcommand(s)";
@@ -525,8 +549,11 @@ fn finish(
         .filter(|f| f.required && !given.iter().any(|(l, _)| *l == f.long))
         .map(|f| format!("  {}", flag_spec(f)))
         .collect();
+    // `receipt --key` is the one form without an operand.
+    let keyed = given.iter().any(|(l, _)| *l == KEY.long);
     if let Some((name, _)) = node.operand
         && operands.iter().all(|w| w.trim().is_empty())
+        && !keyed
     {
         return usage_error(&format!("the argument <{name}> is required"), &path);
     }
@@ -583,6 +610,12 @@ fn finish(
                 lang: text(LANG.long),
             }
         }
+        ["receipt"] if keyed && !operands.is_empty() => {
+            return usage_error("give either a proposal or --key", &path);
+        }
+        ["receipt"] => Command::Receipt {
+            which: (!keyed).then(|| operands.join(" ")),
+        },
         ["keys", "list"] => Command::KeysList,
         ["approvers", "list"] => Command::ApproversList,
         ["approvers", "add"] => Command::ApproversAdd {

@@ -145,7 +145,16 @@ impl Context {
         // Before recovery: recovery marks in-flight executions unknown, which is right only
         // when no other executor is running them.
         let lock = os::lock_state(&config.state_dir)?;
-        let store = open_store(&config)?;
+        let mut store = open_store(&config)?;
+        let key = crate::receipt::key(&config).map_err(|problem| StartError::State {
+            path: config.state_dir.display().to_string(),
+            problem,
+        })?;
+        store.sign_receipts(crate::store::Receipts {
+            key,
+            rp_id: config.passkeys.rp_id.clone(),
+            origins: config.passkeys.origins.clone(),
+        });
         let recovered = store.recover().map_err(|e| StartError::State {
             path: config.state_dir.display().to_string(),
             problem: e.to_string(),

@@ -553,5 +553,66 @@ fn database(config: &Config) -> Vec<Line> {
         ),
         Err(e) => line(Level::Fail, "audit chain", e.to_string()),
     });
+    lines.push(receipt_key(config, &conn));
     lines
+}
+
+/// The receipt key: its public half, and whether it is the key that signed the newest
+/// receipt statement (a lost or replaced key is said; receipts given before still verify with
+/// the public key they were checked with).
+fn receipt_key(config: &Config, conn: &rusqlite::Connection) -> Line {
+    const CHECK: &str = "receipt key";
+    // An executor.db from before receipts has no evidence table: no statement yet.
+    let newest: Option<(String, Vec<u8>)> = conn
+        .query_row(
+            "SELECT statement, statement_signature FROM evidence WHERE statement IS NOT NULL \
+             ORDER BY rowid DESC LIMIT 1",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .ok();
+    let path = crate::receipt::key_path(config);
+    match (crate::receipt::read_key(config), newest) {
+        (Err(e), _) => line(Level::Fail, CHECK, e),
+        (Ok(None), None) => line(
+            Level::Ok,
+            CHECK,
+            format!(
+                "none yet; `serve` makes {} at its first start",
+                path.display()
+            ),
+        ),
+        (Ok(None), Some(_)) => line(
+            Level::Warn,
+            CHECK,
+            format!(
+                "{} is gone, though receipts were signed with it: receipts already given still                  verify with the public key they name; `serve` makes a new key, whose public                  half verifiers then need (`fleetwatch-executor receipt --key`)",
+                path.display()
+            ),
+        ),
+        (Ok(Some(key)), newest) => {
+            let public = crate::receipt::public(&key);
+            let signed_by_it = newest.is_none_or(|(text, signature)| {
+                fleetwatch_protocol::receipt::statement_signed_by(
+                    key.verifying_key().as_bytes(),
+                    &text,
+                    &signature,
+                )
+            });
+            if signed_by_it {
+                line(Level::Ok, CHECK, format!("public key {public}"))
+            } else {
+                line(
+                    Level::Warn,
+                    CHECK,
+                    format!(
+                        "public key {public}, but the newest receipt statement was signed by \
+                         another key: the key in {} was replaced; receipts signed before verify \
+                         only with the old public key",
+                        path.display()
+                    ),
+                )
+            }
+        }
+    }
 }

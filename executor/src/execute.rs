@@ -61,7 +61,12 @@ pub async fn execute(ctx: &Context, peer: PeerChecked, request: ExecuteRequest) 
         Ok(q) => q,
         Err(r) => return refused_early(ctx, r, Ok(&described), &request.assistant_chain_head),
     };
-    let stored = match checks::nonce(quorate, &ctx.store, &request.assistant_chain_head) {
+    let stored = match checks::nonce(
+        quorate,
+        &ctx.store,
+        &request.assistant_chain_head,
+        &request.approval,
+    ) {
         Ok(s) => s,
         Err(r) => return refused_early(ctx, r, Ok(&described), &request.assistant_chain_head),
     };
@@ -70,7 +75,10 @@ pub async fn execute(ctx: &Context, peer: PeerChecked, request: ExecuteRequest) 
     match checked_write(ctx, stored).await {
         Ok(answer) => finish(ctx, &id, answer),
         Err(refusal) => {
-            if let Err(e) = ctx.store.finish(&id, Final::Refused, refusal.code(), "") {
+            if let Err(e) =
+                ctx.store
+                    .finish(&id, Final::Refused, refusal.code(), "", &Default::default())
+            {
                 tracing::error!(error = %e, "could not record a refusal; the execution stays in flight until restart");
             }
             Response::Refused(refusal)
@@ -103,25 +111,24 @@ async fn checked_write(ctx: &Context, stored: checks::NonceStored) -> Result<Wri
 }
 
 fn finish(ctx: &Context, id: &[u8; 16], answer: WriteAnswer) -> Response {
+    let mut codes = std::collections::BTreeMap::new();
     let (state, kind, detail) = match answer {
         WriteAnswer::Done => (Final::Done, OutcomeKind::Done, ""),
         // Codes only: Epiphan's text never leaves Epiphan's answer (see `DeviceError`).
-        WriteAnswer::Errors(map) => (
-            Final::Error,
-            OutcomeKind::Error(
-                map.into_iter()
-                    .map(|(device, error)| (device, error.code().to_owned()))
-                    .collect(),
-            ),
-            "",
-        ),
+        WriteAnswer::Errors(map) => {
+            codes = map
+                .into_iter()
+                .map(|(device, error)| (device, error.code().to_owned()))
+                .collect();
+            (Final::Error, OutcomeKind::Error(codes.clone()), "")
+        }
         WriteAnswer::Unknown(why) => {
             let why = why.reason();
             tracing::warn!(why, "write outcome unknown; it will not be retried");
             (Final::Unknown, OutcomeKind::Unknown, why)
         }
     };
-    match ctx.store.finish(id, state, "", detail) {
+    match ctx.store.finish(id, state, "", detail, &codes) {
         Ok(chain_head) => Response::Executed(Outcome { kind, chain_head }),
         Err(e) => {
             // The write happened (or may have); the answer must still reach the operator. The

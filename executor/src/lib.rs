@@ -20,6 +20,7 @@ pub(crate) mod listener;
 pub mod login;
 pub(crate) mod os;
 pub(crate) mod reads;
+pub mod receipt;
 pub mod slot;
 pub(crate) mod state;
 pub mod store;

@@ -172,6 +172,10 @@ async fn main() -> ExitCode {
                 }
             }
         }
+        Command::Receipt { which: None } => fleetwatch_executor::receipt::public_key(&config),
+        Command::Receipt { which: Some(which) } => {
+            fleetwatch_executor::receipt::write(&config, &which)
+        }
         Command::KeysList => fleetwatch_executor::keys_list(&config),
         Command::ApproversList => fleetwatch_executor::approvers_list(&config),
         Command::ApproversAdd { line } => match one_line(line) {

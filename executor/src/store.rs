@@ -6,7 +6,10 @@ use std::path::Path;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use fleetwatch_protocol::claims::SignedApproval;
+use fleetwatch_protocol::hex;
 use fleetwatch_protocol::passkey::CredentialUse;
+use fleetwatch_protocol::receipt::Statement;
 use rusqlite::{Connection, ErrorCode, OptionalExtension as _, params};
 
 use crate::audit::{self, Entry};
@@ -36,6 +39,17 @@ CREATE TABLE IF NOT EXISTS execution_targets (
 );
 CREATE INDEX IF NOT EXISTS executions_started ON executions (started_at);
 CREATE INDEX IF NOT EXISTS execution_targets_device ON execution_targets (device_id, disruptive);
+CREATE TABLE IF NOT EXISTS evidence (
+    approval_id BLOB PRIMARY KEY REFERENCES nonces(approval_id),
+    proposal_id INTEGER NOT NULL,
+    claims BLOB NOT NULL,
+    approval TEXT NOT NULL,
+    quorum INTEGER NOT NULL,
+    codes TEXT NOT NULL DEFAULT '{}',
+    statement TEXT,
+    statement_signature BLOB
+);
+CREATE INDEX IF NOT EXISTS evidence_proposal ON evidence (proposal_id);
 CREATE TABLE IF NOT EXISTS passkey_counters (
     credential_id BLOB PRIMARY KEY,
     counter INTEGER NOT NULL CHECK (counter BETWEEN 0 AND 4294967295),
@@ -117,6 +131,22 @@ pub struct Approved<'a> {
     pub assistant_head: &'a [u8; 32],
     /// One entry per distinct passkey that verified.
     pub passkeys: &'a [CredentialUse],
+    /// The signed approval exactly as received (claims bytes, signatures, assertions): the
+    /// receipt's evidence.
+    pub approval: &'a SignedApproval,
+    /// How many distinct persons this change needed.
+    pub quorum: u32,
+}
+
+/// What signs each outcome's receipt statement (DESIGN §11): the receipt key and the passkey
+/// settings the assertions were checked against.
+pub struct Receipts {
+    /// The receipt key.
+    pub key: ed25519_dalek::SigningKey,
+    /// The passkey RP ID.
+    pub rp_id: String,
+    /// The origins assertions are accepted from.
+    pub origins: Vec<String>,
 }
 
 /// The open database. One connection behind a mutex: every statement is short and the
@@ -124,6 +154,7 @@ pub struct Approved<'a> {
 pub struct Store {
     conn: Mutex<Connection>,
     bursts: Mutex<HashMap<(&'static str, String, String), Burst>>,
+    receipts: Option<Receipts>,
 }
 
 /// How often one refusal that names no approval is written per kind, code and peer.
@@ -176,7 +207,14 @@ impl Store {
         Ok(Store {
             conn: Mutex::new(conn),
             bursts: Mutex::new(HashMap::new()),
+            receipts: None,
         })
+    }
+
+    /// From now on each outcome is stated and signed for its receipt; `serve` sets this
+    /// before recovery, so an interrupted execution's unknown outcome is signed too.
+    pub fn sign_receipts(&mut self, receipts: Receipts) {
+        self.receipts = Some(receipts);
     }
 
     /// Audits a refusal that names no approval (a bad frame, a peer not allowed, an approval
@@ -266,6 +304,7 @@ impl Store {
                         detail: String::new(),
                     },
                 )?;
+                state_outcome(&tx, self.receipts.as_ref(), id, "unknown", t)?;
             }
             tx.commit()?;
             Ok(stuck.len())
@@ -309,6 +348,11 @@ impl Store {
             tx.execute(
                 "INSERT INTO executions (approval_id, tool, targets, state, started_at) VALUES (?1, ?2, ?3, 'in_flight', ?4)",
                 params![approval_id.to_vec(), approved.tool, approved.targets, t],
+            )?;
+            let approval = serde_json::to_string(approved.approval).unwrap_or_default();
+            tx.execute(
+                "INSERT INTO evidence (approval_id, proposal_id, claims, approval, quorum) VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![approval_id.to_vec(), i64::try_from(approved.proposal_id).unwrap_or(i64::MAX), approved.approval.claims, approval, approved.quorum],
             )?;
             audit::append(
                 &tx,
@@ -445,13 +489,16 @@ impl Store {
         self.with(|conn| read_counters(conn))
     }
 
-    /// Records an execution's final state with its audit row; returns the new chain head.
+    /// Records an execution's final state with its audit row and, for a write that was made
+    /// (or may have been), the signed receipt statement, all in one transaction; `codes` are
+    /// the devices' error codes of a failed write. Returns the new chain head.
     pub fn finish(
         &self,
         approval_id: &[u8; 16],
         state: Final,
         reason: &str,
         detail: &str,
+        codes: &BTreeMap<String, String>,
     ) -> rusqlite::Result<[u8; 32]> {
         self.with(|conn| {
             let tx = conn.transaction()?;
@@ -472,6 +519,17 @@ impl Store {
                 t,
                 &Entry { kind, reason, approval_id: fleetwatch_protocol::hex::encode(approval_id), tool, targets, assistant_head: String::new(), detail: detail.to_string() },
             )?;
+            let outcome = match state {
+                Final::Done => "done",
+                Final::Error => "failed",
+                Final::Unknown => "unknown",
+                Final::Refused => "",
+            };
+            if !outcome.is_empty() {
+                let codes = serde_json::to_string(codes).unwrap_or_default();
+                tx.execute("UPDATE evidence SET codes = ?2 WHERE approval_id = ?1", params![approval_id.to_vec(), codes])?;
+                state_outcome(&tx, self.receipts.as_ref(), approval_id, outcome, t)?;
+            }
             tx.commit()?;
             Ok(head)
         })
@@ -504,6 +562,56 @@ impl Store {
             .optional()
         })
     }
+}
+
+/// Signs the receipt statement of an outcome whose audit row this transaction just wrote: the
+/// claims' hash, the outcome and the devices' codes, the time, that row and its chain hash, the
+/// quorum and the passkey settings. Nothing to sign without a receipt key, or for an approval
+/// accepted before evidence was kept.
+fn state_outcome(
+    tx: &rusqlite::Transaction<'_>,
+    receipts: Option<&Receipts>,
+    approval_id: &[u8],
+    outcome: &str,
+    time: i64,
+) -> rusqlite::Result<()> {
+    use ed25519_dalek::Signer as _;
+    let Some(receipts) = receipts else {
+        return Ok(());
+    };
+    let evidence: Option<(Vec<u8>, u32, String)> = tx
+        .query_row(
+            "SELECT claims, quorum, codes FROM evidence WHERE approval_id = ?1",
+            params![approval_id],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
+        .optional()?;
+    let Some((claims, quorum, codes)) = evidence else {
+        return Ok(());
+    };
+    let (audit_row, hash): (i64, Vec<u8>) = tx.query_row(
+        "SELECT seq, row_hash FROM audit ORDER BY seq DESC LIMIT 1",
+        [],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )?;
+    let statement = Statement {
+        claims_sha256: fleetwatch_protocol::receipt::claims_sha256(&claims),
+        outcome: outcome.to_owned(),
+        codes: serde_json::from_str(&codes).unwrap_or_default(),
+        time,
+        audit_row,
+        chain_hash: hex::encode(&hash),
+        quorum,
+        rp_id: receipts.rp_id.clone(),
+        origins: receipts.origins.clone(),
+    }
+    .to_text();
+    let signature = receipts.key.sign(&Statement::signed_message(&statement));
+    tx.execute(
+        "UPDATE evidence SET statement = ?2, statement_signature = ?3 WHERE approval_id = ?1",
+        params![approval_id, statement, signature.to_bytes().to_vec()],
+    )?;
+    Ok(())
 }
 
 /// The audit detail naming who approved: each passkey's operator name and fingerprint, from
@@ -617,17 +725,30 @@ mod tests {
         let path = dir.path().join("executor.db");
         let store = Store::open(&path).unwrap();
         let id = [7u8; 16];
+        let approval = SignedApproval {
+            claims: b"claims".to_vec(),
+            signatures: Vec::new(),
+            passkeys: Vec::new(),
+        };
         let approved = Approved {
             proposal_id: 3,
             tool: "batch_reboot",
             targets: "abcdef0123",
             assistant_head: &[1; 32],
             passkeys: &[],
+            approval: &approval,
+            quorum: 1,
         };
         store.store_nonce(&id, &approved).unwrap();
         assert_eq!(store.store_nonce(&id, &approved), Err(NonceError::Replayed));
         drop(store);
-        let store = Store::open(&path).unwrap();
+        let mut store = Store::open(&path).unwrap();
+        let key = ed25519_dalek::SigningKey::from_bytes(&[9; 32]);
+        store.sign_receipts(Receipts {
+            key: key.clone(),
+            rp_id: "localhost".into(),
+            origins: vec!["http://localhost:8768".into()],
+        });
         assert_eq!(store.recover().unwrap(), 1);
         assert_eq!(
             store.execution_state(&id).unwrap().as_deref(),
@@ -636,7 +757,24 @@ mod tests {
         assert_eq!(store.recover().unwrap(), 0);
         let conn = connect(&path).unwrap();
         assert_eq!(pragmas(&conn).unwrap(), ("wal".to_string(), 2));
-        let (rows, _) = audit::verify(&conn).unwrap();
+        let (rows, head) = audit::verify(&conn).unwrap();
         assert_eq!(rows, 2);
+        // The interrupted execution's unknown outcome is stated and signed for its receipt.
+        let (text, signature): (String, Vec<u8>) = conn
+            .query_row(
+                "SELECT statement, statement_signature FROM evidence WHERE approval_id = ?1",
+                [id.to_vec()],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .unwrap();
+        let statement: Statement = serde_json::from_str(&text).unwrap();
+        assert_eq!(statement.outcome, "unknown");
+        assert_eq!(statement.audit_row, 2);
+        assert_eq!(statement.chain_hash, hex::encode(&head));
+        assert_eq!(statement.quorum, 1);
+        let signature = ed25519_dalek::Signature::from_slice(&signature).unwrap();
+        key.verifying_key()
+            .verify_strict(&Statement::signed_message(&text), &signature)
+            .unwrap();
     }
 }

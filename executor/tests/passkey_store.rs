@@ -13,6 +13,7 @@ mod authenticator;
 
 use authenticator::{Ceremony, ORIGIN, RP_ID, SoftPasskey};
 use fleetwatch_executor::store::{Approved, NonceError, Store};
+use fleetwatch_protocol::claims::SignedApproval;
 use fleetwatch_protocol::passkey::{self, Approvers, CredentialUse, RelyingParty};
 
 const CLAIMS: &[u8] = b"\x01 some claims bytes";
@@ -45,6 +46,12 @@ fn store_nonce(store: &Store, id: u8, used: &[CredentialUse]) -> Result<(), Nonc
             targets: "abcdef0123",
             assistant_head: &[0; 32],
             passkeys: used,
+            approval: &SignedApproval {
+                claims: vec![id],
+                signatures: Vec::new(),
+                passkeys: Vec::new(),
+            },
+            quorum: 1,
         },
     )
 }

@@ -22,6 +22,7 @@ pub mod ids;
 pub mod lenient;
 pub mod passkey;
 pub mod policy;
+pub mod receipt;
 pub mod refusal;
 pub mod schema;
 pub mod secret;

@@ -923,7 +923,13 @@ fn in_process_checks(rig: &Rig, approvals: &[ApprovalClaims]) -> InProcess {
     };
     let rp = passkeys.relying_party();
     let policy = context::load_policy(&rig.policy).expect("policy");
-    let store = store::Store::open(&rig.state.join("bench-checks.db")).expect("store");
+    let mut store = store::Store::open(&rig.state.join("bench-checks.db")).expect("store");
+    // Each outcome's receipt statement is signed in the finish step, as in `serve`.
+    store.sign_receipts(store::Receipts {
+        key: ed25519_dalek::SigningKey::from_bytes(&[5; 32]),
+        rp_id: rp.rp_id().to_owned(),
+        origins: rp.origins().to_vec(),
+    });
     let fence = Fence {
         allowlist: Some(rig.allowlist.iter().cloned().collect()),
         team_id: None,
@@ -950,7 +956,7 @@ fn in_process_checks(rig: &Rig, approvals: &[ApprovalClaims]) -> InProcess {
         let quorate = checks::quorum(fresh, &passkeys, &policy).expect("quorum");
         out.claims.push(us(t.elapsed()));
         let t = Instant::now();
-        let stored = checks::nonce(quorate, &store, &[0xab; 32]).expect("nonce");
+        let stored = checks::nonce(quorate, &store, &[0xab; 32], &signed).expect("nonce");
         out.nonce.push(us(t.elapsed()));
         let id = stored.approval_id();
         let t = Instant::now();
@@ -959,7 +965,7 @@ fn in_process_checks(rig: &Rig, approvals: &[ApprovalClaims]) -> InProcess {
         out.policy.push(us(t.elapsed()));
         let t = Instant::now();
         store
-            .finish(&id, store::Final::Done, "", "")
+            .finish(&id, store::Final::Done, "", "", &Default::default())
             .expect("finish");
         out.finish.push(us(t.elapsed()));
     }
