@@ -413,9 +413,13 @@ pub const READING_ORDER: &[(&str, &str)] = &[
     ),
     (
         "executor/src/store.rs",
-        "the nonce, executions, limits and the burst rule for refusals, in executor.db",
+        "the nonce, executions, limits, the burst rule for refusals, and each approval's evidence and signed outcome statement, in executor.db",
     ),
     ("executor/src/audit.rs", "the executor's audit chain"),
+    (
+        "protocol/src/receipt.rs",
+        "the receipt's format and the statement the receipt key signs",
+    ),
     (
         "protocol/src/audit.rs",
         "the chain's row format and hashing, shared with the assistant",
@@ -512,13 +516,17 @@ pub const READING_ORDER: &[(&str, &str)] = &[
         "`audit show`: the chain in words",
     ),
     (
+        "executor/src/receipt.rs",
+        "the receipt key, and `receipt N`: one change's evidence as one file",
+    ),
+    (
         "executor/src/log.rs",
         "the log: one line per event, no request data",
     ),
     // The confirm page: where a person is bound.
     (
         "confirm/src/main.rs",
-        "the entry point: `enrol` and `serve` and their flags",
+        "the entry point: `enrol`, `serve` and `verify` and their flags",
     ),
     ("confirm/src/lib.rs", "the confirm crate's parts"),
     (
@@ -544,6 +552,10 @@ pub const READING_ORDER: &[(&str, &str)] = &[
     (
         "confirm/src/lang.rs",
         "English or Spanish, from the browser's language",
+    ),
+    (
+        "confirm/src/verify.rs",
+        "`verify`: a receipt checked from public inputs alone, trusting neither process",
     ),
 ];
 
