@@ -93,6 +93,30 @@ pub fn show(store: &Store, filter: &Filter, json: bool, lang: Lang) -> Result<St
         }
         out.push('\n');
     }
+    // A change that reached Epiphan has a receipt the executor writes; name the command.
+    let reached = |r: &AuditRow| {
+        r.kind == "page_result"
+            && serde_json::from_str::<Value>(&r.detail).is_ok_and(|d| {
+                matches!(
+                    d.get("outcome").and_then(Value::as_str),
+                    Some("done" | "epiphan_error" | "unknown")
+                )
+            })
+    };
+    if let Some(p) = filter.proposal
+        && !json
+        && rows.iter().any(|r| r.proposal_id == Some(p) && reached(r))
+    {
+        out.push_str(
+            &lang
+                .pick(
+                    "Its receipt, which anyone can check with `fleetwatch-confirm verify`: sudo fleetwatch-executor receipt {n} > receipt-{n}.json",
+                    "Su recibo, que cualquiera puede comprobar con `fleetwatch-confirm verify`: sudo fleetwatch-executor receipt {n} > receipt-{n}.json",
+                )
+                .replace("{n}", &p.to_string()),
+        );
+        out.push('\n');
+    }
     Ok(out)
 }
 

@@ -94,6 +94,17 @@ impl ExecutorClient {
 
     /// Runs one approved change. A lost answer after sending is the caller's "outcome
     /// unknown": this never retries.
+    /// The receipt of the change with this approval ID, `None` when the executor holds none.
+    pub async fn receipt(&self, approval_id: [u8; 16]) -> Result<Option<String>, ExecutorError> {
+        match self.exchange(&Request::Receipt(approval_id)).await? {
+            Response::Receipt(receipt) => Ok(receipt),
+            Response::Refused(refusal) => Err(ExecutorError::Refused(refusal)),
+            _ => Err(ExecutorError::Protocol(
+                "unexpected answer to Receipt".to_owned(),
+            )),
+        }
+    }
+
     pub async fn execute(
         &self,
         approval: SignedApproval,

@@ -227,6 +227,13 @@ async fn serve_executor(socket: &Path, world: Arc<Mutex<World>>, policy: Arc<Pol
                             }),
                             false,
                         ),
+                        Request::Receipt(id) => (
+                            Response::Receipt(Some(format!(
+                                "{{\"receipt_of\": \"{}\"}}",
+                                fleetwatch_protocol::hex::encode(&id)
+                            ))),
+                            false,
+                        ),
                         Request::Describe(d) => {
                             w.describes += 1;
                             (describe(&w, &policy, &d.tool, &d.arguments), false)
@@ -2004,6 +2011,20 @@ async fn a_calm_change_runs_once_with_the_claims_the_card_showed() {
     assert!(body.contains(">Done<"), "{body}");
     assert_eq!(e.approval_used(&approval), 1);
     assert_eq!(e.status(id), Status::Executed);
+    // The done page offers the change's receipt, which the executor gives by approval ID.
+    let receipt_form = form(&body, "/receipt");
+    assert_eq!(get_field(&receipt_form, "approval"), approval);
+    let (status, receipt) = e.post("/receipt", &cookie, &receipt_form).await;
+    assert_eq!(status, 200, "{receipt}");
+    assert_eq!(receipt, format!("{{\"receipt_of\": \"{approval}\"}}"));
+    // The cookie alone gets no receipt: the form must come from the tab that signed in.
+    let without_tab: Vec<(String, String)> = receipt_form
+        .into_iter()
+        .filter(|(n, _)| n != "tab")
+        .collect();
+    let (status, refused) = e.post("/receipt", &cookie, &without_tab).await;
+    assert_ne!(status, 200, "{refused}");
+    assert!(!refused.contains("receipt_of"), "{refused}");
     let claims = e.world.lock().unwrap().executes[0].clone();
     let stored = e.store.lock().unwrap().proposal(id).unwrap().unwrap();
     assert_eq!(claims.proposal_id, id);

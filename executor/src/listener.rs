@@ -166,6 +166,10 @@ async fn connection(ctx: &Context, limit: &Arc<Semaphore>, open: &Open, stream: 
             Err(r) => Response::Refused(r),
         },
         Request::Execute(execute) => crate::execute::execute(ctx, peer, execute).await,
+        // Read-only: the receipt `fleetwatch-executor receipt` writes, for the page to offer.
+        Request::Receipt(id) => Response::Receipt(
+            crate::receipt::write(&ctx.config, &fleetwatch_protocol::hex::encode(&id)).ok(),
+        ),
     };
     respond(ctx, &mut framed, response).await;
 }

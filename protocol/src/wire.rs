@@ -17,10 +17,11 @@ use crate::refusal::Refusal;
 /// [`StatusReport`]; version 4 added the limits; version 5 added the firmware, the stream
 /// destination's publisher state and the event's confirmation to [`Description`]; version 6
 /// added the enrolled persons' approver lines and the trial mode to [`StatusReport`]; version 7
-/// added the names the executor read to [`Description`], for the claims to sign. A peer of
+/// added the names the executor read to [`Description`], for the claims to sign; version 8
+/// added [`Request::Receipt`], a change's receipt for the page to offer. A peer of
 /// another version is told "unknown version", never "malformed",
 /// because the version is decoded alone before anything else.
-pub const WIRE_VERSION: u16 = 7;
+pub const WIRE_VERSION: u16 = 8;
 
 /// Largest frame either side accepts, in bytes (the length prefix excluded).
 pub const MAX_FRAME: usize = 64 * 1024;
@@ -56,6 +57,8 @@ pub enum Request {
     Execute(ExecuteRequest),
     /// Version and configuration facts.
     Status,
+    /// The receipt of the change with this approval ID (read-only).
+    Receipt([u8; 16]),
 }
 
 /// An approved change to run, with the assistant's audit chain head at the moment it sent
@@ -89,6 +92,9 @@ pub enum Response {
     Status(StatusReport),
     /// Nothing ran; the first failed check.
     Refused(Refusal),
+    /// A change's receipt as JSON (`fleetwatch-executor receipt`), or `None` when it has none
+    /// (refused, still running, or from before receipts).
+    Receipt(Option<String>),
 }
 
 /// Facts about a proposed change's targets, read fresh through the sandbox sign-in.

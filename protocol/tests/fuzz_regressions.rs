@@ -173,6 +173,11 @@ fn frame_seeds() -> Vec<(&'static str, Vec<u8>)> {
     };
     vec![
         ("request_status.bin", request(Request::Status)),
+        ("request_receipt.bin", request(Request::Receipt([0x5a; 16]))),
+        (
+            "response_receipt.bin",
+            response(Response::Receipt(Some(r#"{"format":1}"#.to_owned()))),
+        ),
         (
             "request_describe.bin",
             request(Request::Describe(DescribeRequest {

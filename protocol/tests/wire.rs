@@ -71,6 +71,7 @@ fn arb_request() -> impl Strategy<Value = Request> {
             })
         }),
         Just(Request::Status),
+        any::<[u8; 16]>().prop_map(Request::Receipt),
     ]
 }
 
@@ -301,6 +302,7 @@ fn arb_response() -> impl Strategy<Value = Response> {
                 }
             ),
         arb_refusal().prop_map(Response::Refused),
+        proptest::option::of(text()).prop_map(Response::Receipt),
     ]
 }
 

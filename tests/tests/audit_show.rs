@@ -188,6 +188,14 @@ async fn audit_show_tells_each_proposals_story_in_words_and_json() {
         }
     }
 
+    // A change that ran names the command for its receipt; a denied one does not.
+    let one = show(&path, &["--proposal", "1", "--lang", "en"]);
+    assert!(
+        one.contains("sudo fleetwatch-executor receipt 1 > receipt-1.json"),
+        "{one}"
+    );
+    let two = show(&path, &["--proposal", "2", "--lang", "en"]);
+    assert!(!two.contains("fleetwatch-executor receipt"), "{two}");
     let only_two = show(&path, &["--json", "--proposal", "2"]);
     let only_two: Vec<Value> = only_two
         .lines()

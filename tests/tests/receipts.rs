@@ -10,7 +10,7 @@ use fleetwatch_e2e::authenticator::SoftPasskey;
 use fleetwatch_e2e::{Harness, Setup, binary, sandbox_devices, shifted, sign, sign_with_passkeys};
 use fleetwatch_protocol::claims::ApprovalClaims;
 use fleetwatch_protocol::receipt::{Receipt, Statement, b64, unb64};
-use fleetwatch_protocol::wire::{OutcomeKind, Response};
+use fleetwatch_protocol::wire::{OutcomeKind, Request, Response};
 use serde_json::json;
 
 fn text(o: &Output) -> String {
@@ -121,6 +121,13 @@ async fn a_done_change_has_a_receipt_that_verifies_offline_and_each_tampering_is
         None,
     );
     assert_eq!(by_id.stdout, out.stdout);
+    // And over the socket, as the page asks for it: the same document.
+    let Some(Response::Receipt(Some(over_socket))) =
+        h.request(&Request::Receipt(c.approval_id)).await
+    else {
+        panic!("no receipt over the socket")
+    };
+    assert_eq!(format!("{over_socket}\n").as_bytes(), out.stdout.as_slice());
 
     let good = verify(&h, &receipt, &key, None);
     let said = text(&good);
@@ -273,6 +280,10 @@ async fn a_refused_change_has_no_receipt_and_the_command_says_why() {
     assert!(
         matches!(response, Some(Response::Refused(_))),
         "{response:?}"
+    );
+    assert_eq!(
+        h.request(&Request::Receipt(stale.approval_id)).await,
+        Some(Response::Receipt(None))
     );
     let out = h.cli(&["receipt", "7"], None);
     let said = text(&out);

@@ -64,6 +64,7 @@ fn message(
             heading,
             lines,
             details,
+            receipt: None,
         },
     )
 }
@@ -695,7 +696,8 @@ pub(super) fn refused_audit(app: &App, form: &ApproveFields, why: &str) {
 
 /// What the page tells the person after `Execute`.
 pub(super) enum Shown {
-    Done,
+    /// Done, with the proposal and approval ID whose receipt the page offers.
+    Done(Option<(u64, [u8; 16])>),
     /// Per-device errors: the device as shown, and the executor's code for what went wrong.
     Problem(Vec<(String, String)>),
     NothingRan(String),
@@ -727,7 +729,7 @@ pub(super) fn record(
     refusal: Option<&str>,
 ) {
     let (status, word) = match shown {
-        Shown::Done => (Status::Executed, "done"),
+        Shown::Done(_) => (Status::Executed, "done"),
         Shown::Problem(_) => (Status::Failed, "epiphan_error"),
         Shown::NothingRan(_) | Shown::Refused(_) => (Status::Refused, "nothing_ran"),
         Shown::Unknown => (Status::Unknown, "unknown"),
@@ -751,8 +753,12 @@ pub(super) fn record(
 }
 
 fn render_outcome(lang: Lang, shown: Shown) -> Response {
+    let receipt = match &shown {
+        Shown::Done(Some((proposal, id))) => Some((*proposal, hex(id))),
+        _ => None,
+    };
     let (class, key, lines, details) = match shown {
-        Shown::Done => ("done", "outcome.done", Vec::new(), Vec::new()),
+        Shown::Done(_) => ("done", "outcome.done", Vec::new(), Vec::new()),
         Shown::Problem(errors) => {
             let details = errors
                 .into_iter()
@@ -784,14 +790,74 @@ fn render_outcome(lang: Lang, shown: Shown) -> Response {
     };
     let mut all = vec![lang.t(&format!("{key}.text")).to_owned()];
     all.extend(lines);
-    message(
+    html(
         StatusCode::OK,
-        lang,
-        class,
-        lang.t(&format!("{key}.heading")).to_owned(),
-        all,
-        details,
+        &MessageView {
+            t: lang,
+            class,
+            heading: lang.t(&format!("{key}.heading")).to_owned(),
+            lines: all,
+            details,
+            receipt,
+        },
     )
+}
+
+#[derive(Debug, Deserialize)]
+pub struct ReceiptFields {
+    proposal: u64,
+    approval: String,
+}
+
+/// `POST /receipt`: the receipt of a change that ran, from the executor (a read-only
+/// request), as a JSON download. Read-only: nothing is written or decided.
+pub async fn receipt(
+    State(app): State<Arc<App>>,
+    headers: HeaderMap,
+    Form(form): Form<ReceiptFields>,
+) -> Response {
+    let lang = lang_of(&headers);
+    if app.session(&headers).is_none() {
+        return forbidden(lang);
+    }
+    let command = format!("sudo fleetwatch-executor receipt {}", form.proposal);
+    let Some(id) = fleetwatch_protocol::hex::decode_array::<16>(&form.approval) else {
+        return conflict(
+            lang,
+            vec![lang.f("receipt.none", &[("command", &command)])],
+            Vec::new(),
+        );
+    };
+    match app.deps.executor.receipt(id).await {
+        Ok(Some(json)) => (
+            StatusCode::OK,
+            [
+                (header::CONTENT_TYPE, "application/json".to_owned()),
+                (
+                    header::CONTENT_DISPOSITION,
+                    format!(
+                        "attachment; filename=\"fleetwatch-receipt-{}.json\"",
+                        form.proposal
+                    ),
+                ),
+            ],
+            json,
+        )
+            .into_response(),
+        Ok(None) => conflict(
+            lang,
+            vec![lang.f("receipt.none", &[("command", &command)])],
+            Vec::new(),
+        ),
+        Err(e) => conflict(
+            lang,
+            vec![
+                lang.f("receipt.none", &[("command", &command)]),
+                e.to_string(),
+            ],
+            Vec::new(),
+        ),
+    }
 }
 
 /// The session and the form token bound to `purpose` that both deny routes require.

@@ -302,6 +302,15 @@ pub const EN: &[(&str, &str)] = &[
         "confirm.text",
         "This change interrupts what is happening in {rooms}. Confirm only if nobody relies on it right now.",
     ),
+    ("btn.receipt", "Download the receipt"),
+    (
+        "receipt.hint",
+        "The receipt proves who approved this change and what the executor says came of it; anyone can check it with `fleetwatch-confirm verify`. On the executor's machine: `sudo fleetwatch-executor receipt {n}`.",
+    ),
+    (
+        "receipt.none",
+        "The executor holds no receipt for this change; `{command}` says why.",
+    ),
     ("outcome.done.heading", "Done"),
     (
         "outcome.done.text",
@@ -799,6 +808,15 @@ pub const ES: &[(&str, &str)] = &[
     (
         "confirm.text",
         "Este cambio interrumpe lo que ocurre en {rooms}. Confirme solo si nadie depende de ello ahora mismo.",
+    ),
+    ("btn.receipt", "Descargar el recibo"),
+    (
+        "receipt.hint",
+        "El recibo prueba quién aprobó este cambio y qué dice el ejecutor que resultó; cualquiera puede comprobarlo con `fleetwatch-confirm verify`. En la máquina del ejecutor: `sudo fleetwatch-executor receipt {n}`.",
+    ),
+    (
+        "receipt.none",
+        "El ejecutor no tiene recibo de este cambio; `{command}` dice por qué.",
     ),
     ("outcome.done.heading", "Hecho"),
     (

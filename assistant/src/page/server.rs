@@ -231,6 +231,7 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/confirmed", post(approve::confirmed))
         .route("/deny", post(approve::deny))
         .route("/deny-all", post(approve::deny_all))
+        .route("/receipt", post(approve::receipt))
         .route(
             "/passkeys",
             get(|s, h| shell(s, h, "/passkeys")).post(passkeys::show),

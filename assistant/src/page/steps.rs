@@ -532,6 +532,10 @@ pub(super) async fn execute(app: &Arc<App>, signed: Signed) -> Shown {
         Some(proposal_id),
         &json!({"approval_id": approval}),
     );
+    // The approval ID the executor keys this change's receipt by.
+    let receipt = fleetwatch_protocol::claims::ApprovalClaims::decode(&signed.claims)
+        .ok()
+        .map(|c| c.approval_id);
     let executor = app.deps.executor.clone();
     let worker_app = Arc::clone(app);
     let task = tokio::spawn(async move {
@@ -543,7 +547,7 @@ pub(super) async fn execute(app: &Arc<App>, signed: Signed) -> Shown {
         };
         let shown = match result {
             Ok(outcome) => match outcome.kind {
-                OutcomeKind::Done => Shown::Done,
+                OutcomeKind::Done => Shown::Done(receipt.map(|id| (proposal_id, id))),
                 OutcomeKind::Error(errors) => Shown::Problem(
                     errors
                         .iter()

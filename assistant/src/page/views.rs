@@ -179,4 +179,7 @@ pub struct MessageView {
     pub lines: Vec<String>,
     /// List items (per-device errors, reasons).
     pub details: Vec<String>,
+    /// After a change that ran: the proposal and the approval ID (hex) whose receipt the page
+    /// offers to download.
+    pub receipt: Option<(u64, String)>,
 }
