@@ -27,7 +27,7 @@ pub(crate) async fn scenario(running: &Running, leftovers: &Leftovers) -> i32 {
             return 1;
         }
     };
-    const STEPS: [&str; 11] = [
+    const STEPS: [&str; 12] = [
         "a question",
         "the same in Spanish",
         "a proposal",
@@ -39,6 +39,7 @@ pub(crate) async fn scenario(running: &Running, leftovers: &Leftovers) -> i32 {
         "a disruptive change needs a second person",
         "a refusal from the executor",
         "both audit chains",
+        "a receipt anyone can check",
     ];
     let total = STEPS.len();
     for (n, title) in STEPS.iter().enumerate() {
@@ -54,7 +55,8 @@ pub(crate) async fn scenario(running: &Running, leftovers: &Leftovers) -> i32 {
             7 => script.approve_again().await,
             8 => script.disruptive().await,
             9 => script.refusal().await,
-            _ => script.audit().await,
+            10 => script.audit().await,
+            _ => script.receipt().await,
         };
         match result {
             Ok(()) => println!("      ok\n"),
@@ -82,6 +84,8 @@ struct Script<'r> {
     stand_ins: Vec<StandIn>,
     /// The proposal approved in step 7, with the form used, for the second attempt.
     approved: Option<(u64, Vec<(String, String)>)>,
+    /// The proposal that ran in step 7, whose receipt the last step checks.
+    done: Option<u64>,
     writes: usize,
 }
 
@@ -124,6 +128,7 @@ impl<'r> Script<'r> {
             second: Browser::new(origin, running.confirm_origin.clone(), secret)?,
             stand_ins: Vec::new(),
             approved: None,
+            done: None,
             writes: 0,
         })
     }
@@ -406,6 +411,7 @@ impl<'r> Script<'r> {
         }
         println!("      proposal #{id}: executed");
         self.approved = Some((id, fields));
+        self.done = Some(id);
         Ok(())
     }
 
@@ -592,6 +598,76 @@ impl<'r> Script<'r> {
             "      fleetwatch-executor audit verify --against <assistant heads>: {}",
             text.replace('\n', "\n      ")
         );
+        Ok(())
+    }
+
+    /// The receipt of the change step 7 ran, written by the executor and checked by
+    /// `fleetwatch-confirm verify` from public inputs alone; then the same receipt with its
+    /// outcome changed, which the verifier refuses.
+    async fn receipt(&mut self) -> Result<(), String> {
+        let id = self.done.ok_or("no change ran, so there is no receipt")?;
+        let executor = |args: &[&str]| {
+            operator::executor_cli(
+                &self.running.executor_program,
+                &self.running.executor_config,
+                args,
+                "",
+            )
+        };
+        let key = executor(&["receipt", "--key"])?;
+        let receipt = executor(&["receipt", &id.to_string()])?;
+        let folder = self
+            .running
+            .executor_approvers
+            .parent()
+            .ok_or("the approver file has no folder")?;
+        let file = folder.join(format!("receipt-{id}.json"));
+        std::fs::write(&file, &receipt).map_err(|e| format!("{}: {e}", file.display()))?;
+        println!(
+            "      fleetwatch-executor receipt {id} > receipt-{id}.json ({} bytes); receipt --key: {key}",
+            receipt.len()
+        );
+        let verify = |file: &std::path::Path| {
+            std::process::Command::new(&self.running.confirm_program)
+                .arg("verify")
+                .arg(file)
+                .args(["--receipt-key", &key])
+                .arg("--approvers")
+                .arg(&self.running.executor_approvers)
+                .arg("--policy")
+                .arg(folder.join("tool_policy.yaml"))
+                .output()
+                .map_err(|e| format!("fleetwatch-confirm verify: {e}"))
+        };
+        let checked = verify(&file)?;
+        let said = String::from_utf8_lossy(&checked.stdout).trim().to_owned();
+        say("fleetwatch-confirm verify: ", &said);
+        if !checked.status.success() {
+            return Err("the receipt of a change that ran did not verify".to_owned());
+        }
+        let tampered = receipt.replacen(
+            "\\\"outcome\\\":\\\"done\\\"",
+            "\\\"outcome\\\":\\\"failed\\\"",
+            1,
+        );
+        if tampered == receipt {
+            return Err("the receipt's statement does not say done".to_owned());
+        }
+        let file = folder.join(format!("receipt-{id}-edited.json"));
+        std::fs::write(&file, &tampered).map_err(|e| format!("{}: {e}", file.display()))?;
+        let checked = verify(&file)?;
+        let failed = String::from_utf8_lossy(&checked.stdout)
+            .lines()
+            .find(|l| l.starts_with("FAILED"))
+            .unwrap_or_default()
+            .to_owned();
+        say(
+            "the same receipt with \"done\" edited to \"failed\": ",
+            &failed,
+        );
+        if checked.status.success() || failed.is_empty() {
+            return Err("an edited receipt verified".to_owned());
+        }
         Ok(())
     }
 

@@ -212,7 +212,11 @@ fn the_scripted_demo_passes_every_step_and_leaves_nothing_behind() {
         "fleetwatch audit verify --against <executor heads>: anchors intact",
         "fleetwatch-executor audit verify --against <assistant heads>: audit chain OK",
         "anchors OK: all",
-        "Result: all 11 steps happened as expected.",
+        "fleetwatch-executor receipt 1 > receipt-1.json",
+        "fleetwatch-confirm verify: Change: batch_recording",
+        "Verified: the assistant's signature, every passkey over these claims",
+        "the same receipt with \"done\" edited to \"failed\": FAILED: The executor's statement is not signed",
+        "Result: all 12 steps happened as expected.",
     ] {
         assert!(out.contains(line), "missing {line:?} in:\n{out}");
     }

@@ -820,7 +820,7 @@ pub async fn receipt(
     if app.session(&headers).is_none() {
         return forbidden(lang);
     }
-    let command = format!("sudo fleetwatch-executor receipt {}", form.proposal);
+    let command = format!("fleetwatch-executor receipt {}", form.proposal);
     let Some(id) = fleetwatch_protocol::hex::decode_array::<16>(&form.approval) else {
         return conflict(
             lang,

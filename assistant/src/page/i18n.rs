@@ -305,7 +305,7 @@ pub const EN: &[(&str, &str)] = &[
     ("btn.receipt", "Download the receipt"),
     (
         "receipt.hint",
-        "The receipt proves who approved this change and what the executor says came of it; anyone can check it with `fleetwatch-confirm verify`. On the executor's machine: `sudo fleetwatch-executor receipt {n}`.",
+        "The receipt proves who approved this change and what the executor says came of it; anyone can check it with `fleetwatch-confirm verify`. Its administrator can write it again on the executor's machine with `fleetwatch-executor receipt {n}`.",
     ),
     (
         "receipt.none",
@@ -812,7 +812,7 @@ pub const ES: &[(&str, &str)] = &[
     ("btn.receipt", "Descargar el recibo"),
     (
         "receipt.hint",
-        "El recibo prueba quién aprobó este cambio y qué dice el ejecutor que resultó; cualquiera puede comprobarlo con `fleetwatch-confirm verify`. En la máquina del ejecutor: `sudo fleetwatch-executor receipt {n}`.",
+        "El recibo prueba quién aprobó este cambio y qué dice el ejecutor que resultó; cualquiera puede comprobarlo con `fleetwatch-confirm verify`. Su administrador puede volver a escribirlo en la máquina del ejecutor con `fleetwatch-executor receipt {n}`.",
     ),
     (
         "receipt.none",
