@@ -586,7 +586,9 @@ fn receipt_key(config: &Config, conn: &rusqlite::Connection) -> Line {
             Level::Warn,
             CHECK,
             format!(
-                "{} is gone, though receipts were signed with it: receipts already given still                  verify with the public key they name; `serve` makes a new key, whose public                  half verifiers then need (`fleetwatch-executor receipt --key`)",
+                "{} is gone, though receipts were signed with it: receipts already given still \
+                 verify with the public key they name; `serve` makes a new key, whose public \
+                 half verifiers then need (`fleetwatch-executor receipt --key`)",
                 path.display()
             ),
         ),
