@@ -71,6 +71,7 @@ pub struct Parts {
 struct TurnHandler<'a> {
     assistant: &'a Assistant,
     grants: Grants,
+    asked_by: &'a str,
 }
 
 impl ToolHandler for TurnHandler<'_> {
@@ -87,7 +88,10 @@ impl ToolHandler for TurnHandler<'_> {
     }
 
     async fn propose(&self, tool: &str, args: Value, reason: &str) -> ProposeResult {
-        self.assistant.proposer.propose(tool, args, reason).await
+        self.assistant
+            .proposer
+            .propose_as(tool, args, reason, self.asked_by)
+            .await
     }
 }
 
@@ -145,6 +149,59 @@ impl Assistant {
 
     /// Answers one question. `no_ai` forces the keyword answer (which cannot propose).
     pub async fn ask(&self, question: &str, no_ai: bool) -> Reply {
+        self.ask_in_chat(question, no_ai, "").await
+    }
+
+    /// The proposal store this engine keeps proposals in.
+    pub fn store(&self) -> &Arc<Mutex<Store>> {
+        &self.store
+    }
+
+    /// The policy.
+    pub fn policy(&self) -> &Arc<Policy> {
+        &self.policy
+    }
+
+    /// The executor the proposer asks.
+    pub fn executor(&self) -> &ExecutorClient {
+        self.proposer.executor()
+    }
+
+    /// The chat's record for the model: who asks, and each denial of a proposal they raised
+    /// that no turn of theirs has seen yet ("the operator denied proposal 3: <reason>").
+    /// `None` when the asker is not known.
+    fn chat_context(&self, asked_by: &str) -> Option<Value> {
+        if asked_by.is_empty() {
+            return None;
+        }
+        let denials = match self.store.lock() {
+            Ok(mut store) => store.take_untold_denials(asked_by).unwrap_or_else(|e| {
+                tracing::warn!("denials: {e}");
+                Vec::new()
+            }),
+            Err(_) => Vec::new(),
+        };
+        let decisions: Vec<String> = denials
+            .into_iter()
+            .map(|(id, reason)| {
+                if reason.is_empty() {
+                    format!("the operator denied proposal {id} without giving a reason")
+                } else {
+                    format!("the operator denied proposal {id}: {reason}")
+                }
+            })
+            .collect();
+        let mut context = json!({"asked_by": asked_by});
+        if !decisions.is_empty() {
+            context["decisions"] = json!(decisions);
+        }
+        Some(context)
+    }
+
+    /// [`Assistant::ask`] for an operator of the chat: `asked_by` (their user name, empty when
+    /// not known) is kept with every proposal the turn stores and told to the model, with what
+    /// became of the proposals they raised before.
+    pub async fn ask_in_chat(&self, question: &str, no_ai: bool, asked_by: &str) -> Reply {
         let lang = lang::detect(question);
         let chars = question.chars().count();
         let Some(cfg) = self.model.as_ref().filter(|_| !no_ai) else {
@@ -175,8 +232,12 @@ impl Assistant {
         let handler = TurnHandler {
             assistant: self,
             grants,
+            asked_by,
         };
-        let outcome = model::run_turn(cfg, &tools, &visible, question, &handler).await;
+        let context = self.chat_context(asked_by);
+        let outcome =
+            model::run_turn_in_chat(cfg, &tools, &visible, question, context.as_ref(), &handler)
+                .await;
         let detail = |label: &str| {
             json!({
                 "chars": chars,

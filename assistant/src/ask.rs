@@ -127,8 +127,106 @@ pub async fn one_shot(source: &Source, question: &str, no_ai: bool) -> i32 {
     }
 }
 
+/// How often the prompt asks `serve` where the proposals it raised stand.
+const WATCH_EVERY: Duration = Duration::from_secs(2);
+
+/// A proposal this prompt raised and has not yet seen to its end.
+struct Watched {
+    /// The status last said (`pending` when raised).
+    said: String,
+    /// The half-lifetime reminder was printed.
+    reminded: bool,
+    /// The language of the question that raised it.
+    lang: Lang,
+    /// The approval page's address, for the reminder.
+    page: String,
+}
+
+/// The proposals the prompt watches, by number.
+type WatchList = Arc<Mutex<std::collections::BTreeMap<u64, Watched>>>;
+
+/// Statuses after which nothing more happens to a proposal.
+fn settled(status: &str) -> bool {
+    !matches!(status, "pending" | "approved")
+}
+
+/// One look at where the watched proposals stand: the lines to print, and the settled ones
+/// dropped from the list.
+async fn watch_once(socket: &std::path::Path, watched: &WatchList) -> Vec<String> {
+    let ids: Vec<u64> = match watched.lock() {
+        Ok(list) => list.keys().copied().take(chat::MAX_WATCHED).collect(),
+        Err(_) => return Vec::new(),
+    };
+    if ids.is_empty() {
+        return Vec::new();
+    }
+    let command = chat::ChatCommand::Standings { proposals: ids };
+    let Ok(chat::ChatResponse::Standings(standings)) = chat::command(socket, &command).await else {
+        // `serve` is away for a moment: ask again at the next tick.
+        return Vec::new();
+    };
+    let now = crate::store::now_secs();
+    let mut lines = Vec::new();
+    let Ok(mut list) = watched.lock() else {
+        return lines;
+    };
+    for standing in standings {
+        let Some(w) = list.get_mut(&standing.proposal) else {
+            continue;
+        };
+        if let Some(line) = crate::pending::outcome_line(&standing, Some(w.said.as_str()), w.lang) {
+            lines.push(line);
+        }
+        w.said.clone_from(&standing.status);
+        if !w.reminded
+            && let Some(line) = crate::pending::reminder_line(&standing, &w.page, now, w.lang)
+        {
+            w.reminded = true;
+            lines.push(line);
+        }
+        if settled(&standing.status) {
+            list.remove(&standing.proposal);
+        }
+    }
+    lines
+}
+
+/// Watches the proposals in `watched` until the prompt ends, printing a line above the prompt
+/// for each change (rustyline's external printer keeps the line being typed intact).
+fn spawn_watcher(
+    socket: PathBuf,
+    watched: WatchList,
+    mut printer: Option<impl rustyline::ExternalPrinter + Send + 'static>,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(WATCH_EVERY).await;
+            for line in watch_once(&socket, &watched).await {
+                let printed = printer
+                    .as_mut()
+                    .is_some_and(|p| p.print(format!("{line}\n")).is_ok());
+                if !printed {
+                    eprintln!("{line}");
+                }
+            }
+        }
+    })
+}
+
+/// Aborts the watcher when the prompt ends, however it ends.
+struct WatcherGuard(Option<tokio::task::JoinHandle<()>>);
+
+impl Drop for WatcherGuard {
+    fn drop(&mut self) {
+        if let Some(task) = self.0.take() {
+            task.abort();
+        }
+    }
+}
+
 /// The interactive prompt. Runs on the current runtime; line reading blocks a worker thread
-/// briefly, which is fine for a single-user terminal client.
+/// briefly, which is fine for a single-user terminal client. Against `serve` it also says,
+/// above the prompt, what becomes of each proposal it raised.
 pub async fn repl(source: &Source, no_ai: bool) -> i32 {
     let mut editor = match rustyline::DefaultEditor::new() {
         Ok(editor) => editor,
@@ -137,6 +235,15 @@ pub async fn repl(source: &Source, no_ai: bool) -> i32 {
             return 1;
         }
     };
+    let watched: WatchList = Arc::default();
+    let _watcher = WatcherGuard(match source {
+        Source::Socket(path) => Some(spawn_watcher(
+            path.clone(),
+            Arc::clone(&watched),
+            editor.create_external_printer().ok(),
+        )),
+        Source::Local(_) => None,
+    });
     eprintln!("Ask about the fleet (Ctrl-C cancels a question, Ctrl-D quits).");
     loop {
         let line = match tokio::task::block_in_place(|| editor.readline("fleetwatch> ")) {
@@ -155,7 +262,19 @@ pub async fn repl(source: &Source, no_ai: bool) -> i32 {
         let _ = editor.add_history_entry(question);
         tokio::select! {
             result = with_spinner(source.ask(question, no_ai)) => match result {
-                Ok(reply) => println!("{}\n", render(&reply, question)),
+                Ok(reply) => {
+                    if let Ok(mut list) = watched.lock() {
+                        for id in &reply.proposals {
+                            list.insert(*id, Watched {
+                                said: "pending".to_owned(),
+                                reminded: false,
+                                lang: fleetwatch_words::lang::detect(question),
+                                page: reply.page.clone().unwrap_or_default(),
+                            });
+                        }
+                    }
+                    println!("{}\n", render(&reply, question));
+                }
                 Err(e) => eprintln!("{}\n", failed(question, &e)),
             },
             // Dropping the question's future closes the socket, which cancels it server-side.

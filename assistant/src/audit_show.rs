@@ -132,7 +132,8 @@ type Target = (String, Option<String>);
 /// What earlier rows said about each proposal: its tool and targets, for the rows after.
 #[derive(Default)]
 struct Story {
-    proposals: BTreeMap<u64, (String, Vec<Target>)>,
+    /// Each proposal's tool, targets and the user who asked for it (empty when not recorded).
+    proposals: BTreeMap<u64, (String, Vec<Target>, String)>,
 }
 
 /// A text from a row made safe to show: redacted, hazards spelled, capped.
@@ -164,11 +165,12 @@ impl Story {
                 .map(|(i, id)| (id, names.get(i).cloned()))
                 .collect();
             let tool = get("tool").unwrap_or_default();
+            let asked_by = get("asked_by").unwrap_or_default();
             if let Some(p) = row.proposal_id {
-                self.proposals.insert(p, (tool, targets));
+                self.proposals.insert(p, (tool, targets, asked_by));
             }
         }
-        let (tool, targets) = row
+        let (tool, targets, asked_by) = row
             .proposal_id
             .and_then(|p| self.proposals.get(&p).cloned())
             .unwrap_or_default();
@@ -177,10 +179,19 @@ impl Story {
             "question" => lang
                 .pick("question asked ({n} characters)", "pregunta ({n} caracteres)")
                 .replace("{n}", &get("chars").unwrap_or_default()),
-            "proposed" => lang
-                .pick("proposed {tool} on {targets}", "propuesta: {tool} en {targets}")
-                .replace("{tool}", &tool)
-                .replace("{targets}", &targets_text(&targets, lang)),
+            "proposed" => {
+                let text = if asked_by.is_empty() {
+                    lang.pick("proposed {tool} on {targets}", "propuesta: {tool} en {targets}")
+                } else {
+                    lang.pick(
+                        "proposed {tool} on {targets}, asked by {who}",
+                        "propuesta: {tool} en {targets}, pedida por {who}",
+                    )
+                };
+                text.replace("{tool}", &tool)
+                    .replace("{targets}", &targets_text(&targets, lang))
+                    .replace("{who}", &asked_by)
+            }
             "page_card_shown" => {
                 let deny_only = get("deny_only").is_some_and(|n| n != "0");
                 let text = if deny_only {
@@ -252,9 +263,13 @@ impl Story {
                             .replace("{s}", s)
                     })
                     .unwrap_or_default();
-                lang.pick("denied: {reason}{by}", "denegada: {reason}{by}")
+                let because = get("operator_reason")
+                    .map(|r| format!(": “{r}”"))
+                    .unwrap_or_default();
+                lang.pick("denied: {reason}{by}{because}", "denegada: {reason}{by}{because}")
                     .replace("{reason}", &get("reason").unwrap_or_default())
                     .replace("{by}", &by)
+                    .replace("{because}", &because)
             }
             "expired" => lang
                 .pick("expired: {reason}", "caducada: {reason}")
@@ -353,6 +368,7 @@ impl Story {
                 .iter()
                 .map(|(id, name)| json!({"id": id, "name": name}))
                 .collect::<Vec<_>>(),
+            "asked_by": (!asked_by.is_empty()).then_some(asked_by),
             "decided_by": decided_by,
             "outcome": outcome,
             "refusal": refusal,

@@ -48,6 +48,28 @@ pub enum Command {
         #[command(flatten)]
         replay: ReplayArgs,
     },
+    /// List the proposals waiting for approval: number, the change, rooms, who asked, age,
+    /// when it expires and how many persons it still needs. Read from `fleetwatch serve` over
+    /// the chat socket.
+    Pending {
+        /// One JSON array: proposal, tool, arguments, targets, rooms, asked_by, created_at,
+        /// expires_at (Unix seconds), approved_by, persons_needed.
+        #[arg(long)]
+        json: bool,
+        /// The language of the words: en or es (default: from LC_ALL, LC_MESSAGES or LANG).
+        #[arg(long, value_name = "en|es")]
+        lang: Option<String>,
+    },
+    /// Deny a waiting proposal; nothing runs. The reason is kept in the audit (secrets masked,
+    /// at most 300 characters) and the model of the chat that asked for it sees it with the
+    /// next question. Approving is done on the approval page only.
+    Deny {
+        /// The proposal number, as `fleetwatch pending` shows it.
+        proposal: u64,
+        /// Why, in your own words.
+        #[arg(long, value_name = "TEXT")]
+        reason: Option<String>,
+    },
     /// Run the assistant: holds the sign-in and keys, answers on the chat socket.
     Serve,
     /// Sign in to Epiphan for reads (the normal sign-in). Runs the OAuth sign-in: a browser
@@ -143,7 +165,7 @@ pub enum AuditAction {
         #[arg(long, value_name = "N")]
         proposal: Option<u64>,
         /// One JSON object a line for a log shipper: row, time, unix, kind, proposal, tool,
-        /// targets ({id, name}), decided_by, outcome, refusal, words, chain.
+        /// targets ({id, name}), asked_by, decided_by, outcome, refusal, words, chain.
         #[arg(long)]
         json: bool,
         /// The language of the words: en or es (default: from LC_ALL, LC_MESSAGES or LANG).
@@ -159,6 +181,72 @@ pub enum KeysAction {
     Show,
 }
 
+/// `--lang`, or the terminal's language.
+fn lang_arg(lang: Option<&str>) -> Result<fleetwatch_words::Lang, String> {
+    match lang.map(str::to_ascii_lowercase).as_deref() {
+        None => Ok(crate::doctor::env_lang()),
+        Some("en") => Ok(fleetwatch_words::Lang::En),
+        Some("es") => Ok(fleetwatch_words::Lang::Es),
+        Some(other) => Err(format!("--lang {other:?}: give en or es")),
+    }
+}
+
+/// `fleetwatch pending`: what waits, from `serve`.
+async fn pending(json: bool, lang: Option<&str>) -> i32 {
+    let lang = match lang_arg(lang) {
+        Ok(lang) => lang,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return 2;
+        }
+    };
+    let socket = crate::config::chat_socket_from_env();
+    match crate::chat::command(&socket, &crate::chat::ChatCommand::Pending).await {
+        Ok(crate::chat::ChatResponse::Pending(list)) => {
+            if json {
+                match serde_json::to_string_pretty(&list) {
+                    Ok(text) => println!("{text}"),
+                    Err(e) => return fail(e),
+                }
+            } else {
+                println!(
+                    "{}",
+                    crate::pending::render(&list, lang, crate::store::now_secs())
+                );
+            }
+            0
+        }
+        Ok(_) => fail("fleetwatch serve answered something other than the list"),
+        Err(e) => fail(e),
+    }
+}
+
+/// `fleetwatch deny N`: a denial with a reason, through `serve`.
+async fn deny(proposal: u64, reason: &str) -> i32 {
+    let lang = crate::doctor::env_lang();
+    let socket = crate::config::chat_socket_from_env();
+    let command = crate::chat::ChatCommand::Deny {
+        proposal,
+        reason: reason.to_owned(),
+    };
+    match crate::chat::command(&socket, &command).await {
+        Ok(crate::chat::ChatResponse::Denied(n)) => {
+            println!(
+                "{}",
+                match lang {
+                    fleetwatch_words::Lang::En => format!("Proposal #{n} denied. Nothing ran."),
+                    fleetwatch_words::Lang::Es => {
+                        format!("Propuesta n.º {n} denegada. No se ejecutó nada.")
+                    }
+                }
+            );
+            0
+        }
+        Ok(_) => fail("fleetwatch serve answered something other than the denial"),
+        Err(e) => fail(e),
+    }
+}
+
 /// `--since` against this machine's clock.
 fn since_from_now(text: &str) -> Result<i64, String> {
     fleetwatch_protocol::audit::parse_since(text, crate::store::now_secs())
@@ -172,12 +260,10 @@ fn audit_show(
     json: bool,
     lang: Option<&str>,
 ) -> i32 {
-    let lang = match lang.map(str::to_ascii_lowercase).as_deref() {
-        None => crate::doctor::env_lang(),
-        Some("en") => fleetwatch_words::Lang::En,
-        Some("es") => fleetwatch_words::Lang::Es,
-        Some(other) => {
-            eprintln!("error: --lang {other:?}: give en or es");
+    let lang = match lang_arg(lang) {
+        Ok(lang) => lang,
+        Err(e) => {
+            eprintln!("error: {e}");
             return 2;
         }
     };
@@ -299,11 +385,23 @@ pub async fn run(cli: Cli) -> i32 {
             None => ask::repl(&source, *no_ai).await,
         };
     }
+    match &cli.command {
+        Command::Pending { json, lang } => return pending(*json, lang.as_deref()).await,
+        Command::Deny { proposal, reason } => {
+            return deny(*proposal, reason.as_deref().unwrap_or_default()).await;
+        }
+        _ => {}
+    }
     let config = match Config::from_env() {
         Ok(config) => config,
         Err(e) => return fail(e),
     };
     match cli.command {
+        // Answered above without the configuration; the same calls, for completeness.
+        Command::Pending { json, lang } => pending(json, lang.as_deref()).await,
+        Command::Deny { proposal, reason } => {
+            deny(proposal, reason.as_deref().unwrap_or_default()).await
+        }
         Command::Demo { script } => demo(script),
         Command::Ask {
             question,

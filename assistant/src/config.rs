@@ -145,6 +145,9 @@ pub struct Config {
     pub chat_socket: PathBuf,
     /// Bound on each read.
     pub read_timeout: Duration,
+    /// How long a proposal waits for a person before it expires, in seconds
+    /// (`FLEETWATCH_PROPOSAL_LIFETIME_SECS`, 10 to 86,400; default 1,800).
+    pub proposal_lifetime: i64,
     /// Approval page port (the page itself is served elsewhere).
     pub approve_port: u16,
     /// The confirm page's origin (`FLEETWATCH_CONFIRM_ORIGIN`).
@@ -216,6 +219,20 @@ impl Config {
                 .filter(|n| (1..=600).contains(n))
                 .ok_or_else(|| bad("FLEETWATCH_READ_TIMEOUT_SECS", "must be 1 to 600 seconds"))?,
         };
+        let proposal_lifetime = match get("FLEETWATCH_PROPOSAL_LIFETIME_SECS") {
+            None => crate::store::PROPOSAL_LIFETIME_SECS,
+            Some(v) => v
+                .trim()
+                .parse::<i64>()
+                .ok()
+                .filter(|n| (10..=86_400).contains(n))
+                .ok_or_else(|| {
+                    bad(
+                        "FLEETWATCH_PROPOSAL_LIFETIME_SECS",
+                        "must be 10 to 86400 seconds",
+                    )
+                })?,
+        };
         let approve_port = match get("FLEETWATCH_APPROVE_PORT") {
             None => DEFAULT_APPROVE_PORT,
             Some(v) => v
@@ -263,6 +280,7 @@ impl Config {
             state_dir,
             chat_socket,
             read_timeout: Duration::from_secs(read_timeout),
+            proposal_lifetime,
             approve_port,
             confirm_origin,
             settings,
@@ -408,6 +426,16 @@ mod tests {
             Duration::from_secs(3)
         );
         assert!(config(&[("FLEETWATCH_ALLOW_LOOPBACK_HTTP", "yes")]).is_err());
+        for bad in ["9", "86401", "-5", "soon"] {
+            assert!(config(&[("FLEETWATCH_PROPOSAL_LIFETIME_SECS", bad)]).is_err());
+        }
+        assert_eq!(config(&[]).unwrap().proposal_lifetime, 1800);
+        assert_eq!(
+            config(&[("FLEETWATCH_PROPOSAL_LIFETIME_SECS", "120")])
+                .unwrap()
+                .proposal_lifetime,
+            120
+        );
     }
 
     #[test]

@@ -25,6 +25,7 @@ pub mod executor_client;
 pub mod keys;
 pub mod login;
 pub mod page;
+pub mod pending;
 pub mod proposals;
 pub mod reads;
 pub mod serve;

@@ -586,6 +586,23 @@ pub async fn run_turn<H: ToolHandler>(
     question: &str,
     handler: &H,
 ) -> TurnOutcome {
+    run_turn_in_chat(cfg, tools, visible, question, None, handler).await
+}
+
+/// The name of the data block that carries the chat's own record to the model.
+pub const CHAT_CONTEXT: &str = "chat_context";
+
+/// [`run_turn`] with the chat's own record (who asks, what became of the proposals they raised,
+/// such as a denial and its reason) given to the model as a data block before the question:
+/// escaped and capped like every read result, never as an instruction.
+pub async fn run_turn_in_chat<H: ToolHandler>(
+    cfg: &ModelConfig,
+    tools: &[Value],
+    visible: &(dyn Fn(&str) -> bool + Send + Sync),
+    question: &str,
+    context: Option<&Value>,
+    handler: &H,
+) -> TurnOutcome {
     let lang = lang::detect(question);
     let deadline = Instant::now() + cfg.wall_clock;
     let mut tally = Tally {
@@ -602,7 +619,14 @@ pub async fn run_turn<H: ToolHandler>(
         Ok(client) => client,
         Err(e) => return tally.finish(String::new(), TurnEnd::Failed(e.reason()), None),
     };
-    let mut messages = vec![json!({"role": "user", "content": question})];
+    let first = match context {
+        None => json!(question),
+        Some(context) => json!([
+            {"type": "text", "text": data_block(CHAT_CONTEXT, context)},
+            {"type": "text", "text": question},
+        ]),
+    };
+    let mut messages = vec![json!({"role": "user", "content": first})];
     // Consecutive invalid calls per tool name; a valid call of that tool resets its count.
     let mut invalid_streak: HashMap<String, u32> = HashMap::new();
 

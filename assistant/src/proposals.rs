@@ -66,8 +66,24 @@ impl Proposer {
         }
     }
 
-    /// Checks and stores one proposal.
+    /// The executor this proposer asks (the chat's `pending` asks it for the quorum).
+    pub fn executor(&self) -> &ExecutorClient {
+        &self.executor
+    }
+
+    /// Checks and stores one proposal, asked for by nobody known (see [`Proposer::propose_as`]).
     pub async fn propose(&self, tool: &str, arguments: Value, reason: &str) -> ProposeResult {
+        self.propose_as(tool, arguments, reason, "").await
+    }
+
+    /// Checks and stores one proposal; `asked_by` is the chat peer's user name, kept with it.
+    pub async fn propose_as(
+        &self,
+        tool: &str,
+        arguments: Value,
+        reason: &str,
+        asked_by: &str,
+    ) -> ProposeResult {
         if !self.proposing {
             return refused(
                 "proposing is switched off (the operator's settings say read-only). Answer the \
@@ -202,7 +218,7 @@ impl Proposer {
             if let Err(why) = limits(&store, tool, &new.targets) {
                 return refused(why, false);
             }
-            store.insert_proposal_named(&new, &names, store::now_secs())
+            store.insert_proposal_named(&new, &names, asked_by, store::now_secs())
         };
         match stored {
             Ok(id) => ProposeResult {

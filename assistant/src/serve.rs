@@ -13,10 +13,11 @@ use tokio::sync::{Semaphore, watch};
 use tokio_util::codec::Framed;
 
 use crate::answer::Assistant;
-use crate::chat::{self, ChatRequest, ChatResponse};
+use crate::chat::{self, ChatCommand, ChatFrame, ChatResponse};
 use crate::config::Config;
 use crate::keys::ApproverKey;
 use crate::model::ModelConfig;
+use crate::pending;
 use crate::reads::{Reader, Token};
 use crate::store::{self, Store};
 
@@ -69,6 +70,7 @@ pub async fn run(
     std::fs::create_dir_all(&config.state_dir)
         .map_err(|e| format!("state folder {}: {e}", config.state_dir.display()))?;
     let mut store = Store::open(&config.state_dir).map_err(|e| e.to_string())?;
+    store.set_proposal_lifetime(config.proposal_lifetime);
     // Nothing from an earlier run may be approved against a fleet that has moved on.
     let expired = store
         .expire_all_pending("the assistant restarted", store::now_secs())
@@ -200,19 +202,20 @@ pub async fn serve(
             () = &mut shutdown => break,
         };
         // The credential check happens before any byte is read from the peer.
-        let allowed = stream
+        let peer = stream
             .peer_cred()
-            .map(|cred| operators.allows(cred.uid(), cred.gid()))
-            .unwrap_or(false);
-        if !allowed {
+            .ok()
+            .filter(|cred| operators.allows(cred.uid(), cred.gid()));
+        let Some(peer) = peer else {
             tracing::warn!("chat: peer not on the operator list; connection closed");
             drop(stream);
             continue;
-        }
+        };
+        let asker = user_name(peer.uid());
         let assistant = Arc::clone(&assistant);
         let stop = stop_rx.clone();
         tokio::spawn(async move {
-            connection(stream, assistant, stop).await;
+            connection(stream, assistant, stop, &asker).await;
             // Released only when the connection is fully done.
             drop(permit);
         });
@@ -224,10 +227,81 @@ pub async fn serve(
         .await;
 }
 
+/// The user name of a uid, from the system's user list (`/etc/passwd`): who asked, as the
+/// card, `pending` and the audit show it. A uid with no entry is shown as `uid N`.
+pub fn user_name(uid: u32) -> String {
+    let listed = std::fs::read_to_string("/etc/passwd")
+        .ok()
+        .and_then(|text| {
+            text.lines().find_map(|line| {
+                let mut fields = line.split(':');
+                let name = fields.next()?;
+                let id = fields.nth(1)?;
+                (id.parse::<u32>().ok()? == uid && !name.is_empty()).then(|| name.to_owned())
+            })
+        });
+    listed.unwrap_or_else(|| format!("uid {uid}"))
+}
+
+/// A command from the chat: `pending`, `deny`, or where the asker's proposals stand.
+async fn command(assistant: &Assistant, command: ChatCommand, asker: &str) -> ChatResponse {
+    let now = store::now_secs();
+    let trouble = |e: store::StoreError| ChatResponse::Error(format!("the proposal store: {e}"));
+    match command {
+        ChatCommand::Pending => {
+            // Asked before the store is locked: the executor may take a moment to answer.
+            let status = assistant.executor().status().await.ok();
+            let Ok(mut store) = assistant.store().lock() else {
+                return ChatResponse::Error("the proposal store is unavailable".to_owned());
+            };
+            match pending::waiting(&mut store, assistant.policy(), status.as_ref(), now) {
+                Ok(list) => ChatResponse::Pending(list),
+                Err(e) => trouble(e),
+            }
+        }
+        ChatCommand::Deny { proposal, reason } => {
+            let Ok(mut store) = assistant.store().lock() else {
+                return ChatResponse::Error("the proposal store is unavailable".to_owned());
+            };
+            if let Err(e) = store.expire_due(now) {
+                return trouble(e);
+            }
+            let how = format!("denied from the terminal by {asker}");
+            match store.deny(proposal, &how, &reason, None, now) {
+                Ok(true) => ChatResponse::Denied(proposal),
+                Ok(false) => ChatResponse::Error(match store.proposal(proposal) {
+                    Ok(Some(p)) => format!(
+                        "proposal #{proposal} is not waiting (it is {}), so it cannot be denied",
+                        p.status.as_str()
+                    ),
+                    _ => format!("there is no proposal #{proposal}"),
+                }),
+                Err(e) => trouble(e),
+            }
+        }
+        ChatCommand::Standings { proposals } => {
+            if proposals.len() > chat::MAX_WATCHED {
+                return ChatResponse::Error(format!(
+                    "at most {} proposals can be asked about at once",
+                    chat::MAX_WATCHED
+                ));
+            }
+            let Ok(mut store) = assistant.store().lock() else {
+                return ChatResponse::Error("the proposal store is unavailable".to_owned());
+            };
+            match pending::standings(&mut store, &proposals, now) {
+                Ok(list) => ChatResponse::Standings(list),
+                Err(e) => trouble(e),
+            }
+        }
+    }
+}
+
 async fn connection(
     stream: UnixStream,
     assistant: Arc<Assistant>,
     mut stop: watch::Receiver<bool>,
+    asker: &str,
 ) {
     let (mut sink, mut source) = Framed::new(stream, chat::codec()).split();
     loop {
@@ -238,22 +312,36 @@ async fn connection(
         let Some(Ok(frame)) = frame else {
             return;
         };
-        let response = match serde_json::from_slice::<ChatRequest>(&frame) {
-            Err(_) => ChatResponse::Error("the question could not be read".to_owned()),
-            Ok(request) if request.question.chars().count() > chat::MAX_QUESTION_CHARS => {
+        let request = match serde_json::from_slice::<ChatFrame>(&frame) {
+            Err(_) => None,
+            Ok(ChatFrame::Question(request)) => Some(request),
+            Ok(ChatFrame::Command(c)) => {
+                let response = tokio::select! {
+                    response = command(&assistant, c, asker) => response,
+                    _ = stop.changed() => return,
+                };
+                if send(&mut sink, &response).await.is_err() {
+                    return;
+                }
+                continue;
+            }
+        };
+        let response = match request {
+            None => ChatResponse::Error("the question could not be read".to_owned()),
+            Some(request) if request.question.chars().count() > chat::MAX_QUESTION_CHARS => {
                 ChatResponse::Error(format!(
                     "questions are limited to {} characters",
                     chat::MAX_QUESTION_CHARS
                 ))
             }
-            Ok(request) if request.question.trim().is_empty() => {
+            Some(request) if request.question.trim().is_empty() => {
                 ChatResponse::Error("the question is empty".to_owned())
             }
-            Ok(request) => {
+            Some(request) => {
                 // The client closing its end (Ctrl-C) or sending anything mid-question
                 // cancels the question: the future is dropped at its next await point.
                 tokio::select! {
-                    reply = assistant.ask(&request.question, request.no_ai) => {
+                    reply = assistant.ask_in_chat(&request.question, request.no_ai, asker) => {
                         ChatResponse::Reply(reply)
                     }
                     _ = source.next() => return,
@@ -261,17 +349,21 @@ async fn connection(
                 }
             }
         };
-        let Ok(body) = serde_json::to_vec(&response) else {
-            return;
-        };
-        if sink
-            .send(tokio_util::bytes::Bytes::from(body))
-            .await
-            .is_err()
-        {
+        if send(&mut sink, &response).await.is_err() {
             return;
         }
     }
+}
+
+/// Writes one answer frame.
+async fn send(
+    sink: &mut (impl futures_util::Sink<tokio_util::bytes::Bytes> + Unpin),
+    response: &ChatResponse,
+) -> Result<(), ()> {
+    let body = serde_json::to_vec(response).map_err(|_| ())?;
+    sink.send(tokio_util::bytes::Bytes::from(body))
+        .await
+        .map_err(|_| ())
 }
 
 #[cfg(test)]

@@ -149,7 +149,18 @@ pub struct Proposal {
     pub created_at: i64,
     /// Unix seconds.
     pub expires_at: i64,
+    /// The operator's user who asked for it in the chat (empty when not known).
+    pub asked_by: String,
+    /// The targets' names as the executor described them (redacted), in `targets` order.
+    pub names: Vec<String>,
+    /// A person's reason for denying it (redacted, capped; empty when none was given).
+    pub deny_reason: String,
+    /// The executor's refusal code, when it refused the change at run time.
+    pub refusal: String,
 }
+
+/// The longest reason a person may give for a denial, in characters.
+pub const MAX_DENY_REASON_CHARS: usize = 300;
 
 /// The result of checking the executor heads recorded here against the executor's chain.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -326,6 +337,8 @@ CREATE INDEX IF NOT EXISTS audit_at ON audit(at);
 /// The open database.
 pub struct Store {
     conn: Connection,
+    /// How long a new proposal waits before it expires, in seconds.
+    lifetime: i64,
 }
 
 /// The hashed fields of an assistant row, in the table's fixed order: kind, proposal ID
@@ -360,6 +373,52 @@ fn migrate_audit_format(conn: &mut Connection) -> Result<(), StoreError> {
     Ok(())
 }
 
+/// Columns added to `proposals` after its first release, each with a default that reads an
+/// older row as "not known": who asked, the targets' names, a denial's reason, the executor's
+/// refusal code, and whether the chat's model was told of the denial.
+const PROPOSAL_COLUMNS: [(&str, &str); 5] = [
+    ("asked_by", "TEXT NOT NULL DEFAULT ''"),
+    ("names", "TEXT NOT NULL DEFAULT '[]'"),
+    ("deny_reason", "TEXT NOT NULL DEFAULT ''"),
+    ("refusal", "TEXT NOT NULL DEFAULT ''"),
+    ("told_model", "INTEGER NOT NULL DEFAULT 0"),
+];
+
+fn migrate_proposal_columns(conn: &Connection) -> Result<(), StoreError> {
+    for (name, kind) in PROPOSAL_COLUMNS {
+        let present: bool = conn.query_row(
+            "SELECT count(*) > 0 FROM pragma_table_info('proposals') WHERE name = ?1",
+            [name],
+            |r| r.get(0),
+        )?;
+        if !present {
+            conn.execute_batch(&format!("ALTER TABLE proposals ADD COLUMN {name} {kind}"))?;
+        }
+    }
+    Ok(())
+}
+
+/// A person's reason for a denial as it is kept: secrets masked, control characters and
+/// surrounding space removed, cut to [`MAX_DENY_REASON_CHARS`].
+pub fn clean_deny_reason(text: &str) -> String {
+    let masked = fleetwatch_redact::redact_text(text);
+    let flat: String = masked
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    let trimmed = flat.trim();
+    let mut out: String = trimmed.chars().take(MAX_DENY_REASON_CHARS).collect();
+    if trimmed.chars().count() > MAX_DENY_REASON_CHARS {
+        out.push('…');
+    }
+    out
+}
+
+/// The columns [`raw_proposal`] reads, in its order.
+const PROPOSAL_SELECT: &str = "SELECT id, tool, arguments, targets, fingerprint, schema_version,
+        policy_digest, slot, reason, status, created_at, expires_at, asked_by, names,
+        deny_reason, refusal FROM proposals";
+
 /// Current Unix seconds.
 pub fn now_secs() -> i64 {
     jiff::Timestamp::now().as_second()
@@ -386,7 +445,10 @@ impl Store {
             | rusqlite::OpenFlags::SQLITE_OPEN_URI;
         let conn = Connection::open_with_flags(&path, flags)?;
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
-        Ok(Store { conn })
+        Ok(Store {
+            conn,
+            lifetime: PROPOSAL_LIFETIME_SECS,
+        })
     }
 
     /// Opens a database file.
@@ -407,7 +469,17 @@ impl Store {
         conn.execute_batch("PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;")?;
         conn.execute_batch(SCHEMA)?;
         migrate_audit_format(&mut conn)?;
-        Ok(Store { conn })
+        migrate_proposal_columns(&conn)?;
+        Ok(Store {
+            conn,
+            lifetime: PROPOSAL_LIFETIME_SECS,
+        })
+    }
+
+    /// How long proposals stored from now on wait before they expire (the configuration's
+    /// `FLEETWATCH_PROPOSAL_LIFETIME_SECS`).
+    pub fn set_proposal_lifetime(&mut self, seconds: i64) {
+        self.lifetime = seconds;
     }
 
     /// Appends an audit row linked to the previous one.
@@ -493,25 +565,29 @@ impl Store {
 
     /// Inserts a pending proposal and its audit row in one transaction.
     pub fn insert_proposal(&mut self, proposal: &NewProposal, now: i64) -> Result<u64, StoreError> {
-        self.insert_proposal_named(proposal, &[], now)
+        self.insert_proposal_named(proposal, &[], "", now)
     }
 
     /// [`Store::insert_proposal`], with the targets' names as the executor described them
     /// (redacted, in `targets` order) kept in the audit row, so `audit show` can say which
     /// rooms a change was for after the fleet has moved on.
+    /// `asked_by` is the chat peer's user name (empty when not known).
     pub fn insert_proposal_named(
         &mut self,
         proposal: &NewProposal,
         names: &[String],
+        asked_by: &str,
         now: i64,
     ) -> Result<u64, StoreError> {
         let targets = serde_json::to_string(&proposal.targets)
             .map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        let names_json =
+            serde_json::to_string(names).map_err(|e| StoreError::Corrupt(e.to_string()))?;
         let tx = self.conn.transaction()?;
         tx.execute(
             "INSERT INTO proposals (tool, arguments, targets, fingerprint, schema_version,
-                 policy_digest, slot, reason, status, created_at, expires_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'pending', ?9, ?10)",
+                 policy_digest, slot, reason, status, created_at, expires_at, asked_by, names)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'pending', ?9, ?10, ?11, ?12)",
             params![
                 proposal.tool,
                 proposal.arguments,
@@ -522,22 +598,23 @@ impl Store {
                 proposal.slot,
                 proposal.reason,
                 now,
-                now + PROPOSAL_LIFETIME_SECS,
+                now + self.lifetime,
+                asked_by,
+                names_json,
             ],
         )?;
         let id = u64::try_from(tx.last_insert_rowid())
             .map_err(|_| StoreError::Corrupt("negative row id".to_owned()))?;
-        append_audit(
-            &tx,
-            now,
-            "proposed",
-            Some(id),
-            &if names.is_empty() {
-                json!({"tool": proposal.tool, "targets": proposal.targets})
-            } else {
-                json!({"tool": proposal.tool, "targets": proposal.targets, "names": names})
-            },
-        )?;
+        append_audit(&tx, now, "proposed", Some(id), &{
+            let mut detail = json!({"tool": proposal.tool, "targets": proposal.targets});
+            if !names.is_empty() {
+                detail["names"] = json!(names);
+            }
+            if !asked_by.is_empty() {
+                detail["asked_by"] = json!(asked_by);
+            }
+            detail
+        })?;
         tx.commit()?;
         Ok(id)
     }
@@ -549,9 +626,7 @@ impl Store {
         let row = self
             .conn
             .query_row(
-                "SELECT id, tool, arguments, targets, fingerprint, schema_version, policy_digest,
-                        slot, reason, status, created_at, expires_at
-                 FROM proposals WHERE id = ?1",
+                &format!("{PROPOSAL_SELECT} WHERE id = ?1"),
                 [id],
                 raw_proposal,
             )
@@ -561,11 +636,9 @@ impl Store {
 
     /// Pending proposals, oldest first.
     pub fn pending(&self) -> Result<Vec<Proposal>, StoreError> {
-        let mut stmt = self.conn.prepare(
-            "SELECT id, tool, arguments, targets, fingerprint, schema_version, policy_digest,
-                    slot, reason, status, created_at, expires_at
-             FROM proposals WHERE status = 'pending' ORDER BY id",
-        )?;
+        let mut stmt = self.conn.prepare(&format!(
+            "{PROPOSAL_SELECT} WHERE status = 'pending' ORDER BY id"
+        ))?;
         let rows = stmt.query_map([], raw_proposal)?;
         let raw = rows.collect::<Result<Vec<_>, _>>()?;
         raw.into_iter().map(RawProposal::decode).collect()
@@ -608,6 +681,67 @@ impl Store {
         }
         tx.commit()?;
         Ok(changed == 1)
+    }
+
+    /// A person denies a pending proposal, saying why (`how`: where it was denied, for the
+    /// audit; `because`: the person's own words, cleaned by [`clean_deny_reason`], empty when
+    /// none). The reason is kept for the chat that asked, whose next model turn sees it as
+    /// data. False when it was not pending.
+    pub fn deny(
+        &mut self,
+        id: u64,
+        how: &str,
+        because: &str,
+        page_session: Option<&str>,
+        now: i64,
+    ) -> Result<bool, StoreError> {
+        let sql_id =
+            i64::try_from(id).map_err(|_| StoreError::Corrupt("id out of range".to_owned()))?;
+        let because = clean_deny_reason(because);
+        let tx = self.conn.transaction()?;
+        let changed = tx.execute(
+            "UPDATE proposals SET status = 'denied', decided_at = ?1, deny_reason = ?2
+             WHERE id = ?3 AND status = 'pending'",
+            params![now, because, sql_id],
+        )?;
+        if changed == 1 {
+            let mut detail = json!({"reason": how});
+            if let Some(tag) = page_session {
+                detail["page_session"] = json!(tag);
+            }
+            if !because.is_empty() {
+                detail["operator_reason"] = json!(because);
+            }
+            append_audit(&tx, now, Status::Denied.as_str(), Some(id), &detail)?;
+        }
+        tx.commit()?;
+        Ok(changed == 1)
+    }
+
+    /// Denials of proposals `asked_by` raised whose reasons no model turn of theirs has seen
+    /// yet, oldest first, marked seen in the same transaction: `(proposal, reason)`.
+    pub fn take_untold_denials(
+        &mut self,
+        asked_by: &str,
+    ) -> Result<Vec<(u64, String)>, StoreError> {
+        let tx = self.conn.transaction()?;
+        let rows: Vec<(i64, String)> = {
+            let mut stmt = tx.prepare(
+                "SELECT id, deny_reason FROM proposals
+                 WHERE status = 'denied' AND told_model = 0 AND asked_by = ?1 AND asked_by != ''
+                 ORDER BY id",
+            )?;
+            let rows = stmt.query_map([asked_by], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            rows.collect::<Result<Vec<_>, _>>()?
+        };
+        for (id, _) in &rows {
+            tx.execute("UPDATE proposals SET told_model = 1 WHERE id = ?1", [id])?;
+        }
+        tx.commit()?;
+        Ok(rows
+            .into_iter()
+            .filter_map(|(id, reason)| Some((u64::try_from(id).ok()?, reason)))
+            .collect())
     }
 
     /// Expires every pending proposal (at start, so nothing from an earlier run can be
@@ -789,8 +923,12 @@ impl Store {
         let tx = self.conn.transaction()?;
         append_audit(&tx, now, "page_result", Some(outcome.proposal_id), &detail)?;
         tx.execute(
-            "UPDATE proposals SET status = ?1 WHERE id = ?2 AND status = 'approved'",
-            params![outcome.status.as_str(), sql_id],
+            "UPDATE proposals SET status = ?1, refusal = ?2 WHERE id = ?3 AND status = 'approved'",
+            params![
+                outcome.status.as_str(),
+                outcome.refusal.unwrap_or_default(),
+                sql_id
+            ],
         )?;
         tx.commit()?;
         Ok(())
@@ -921,6 +1059,10 @@ struct RawProposal {
     status: String,
     created_at: i64,
     expires_at: i64,
+    asked_by: String,
+    names: String,
+    deny_reason: String,
+    refusal: String,
 }
 
 fn raw_proposal(row: &rusqlite::Row<'_>) -> rusqlite::Result<RawProposal> {
@@ -937,6 +1079,10 @@ fn raw_proposal(row: &rusqlite::Row<'_>) -> rusqlite::Result<RawProposal> {
         status: row.get(9)?,
         created_at: row.get(10)?,
         expires_at: row.get(11)?,
+        asked_by: row.get(12)?,
+        names: row.get(13)?,
+        deny_reason: row.get(14)?,
+        refusal: row.get(15)?,
     })
 }
 
@@ -958,6 +1104,10 @@ impl RawProposal {
             reason: self.reason,
             created_at: self.created_at,
             expires_at: self.expires_at,
+            names: serde_json::from_str(&self.names).map_err(|_| corrupt("names"))?,
+            asked_by: self.asked_by,
+            deny_reason: self.deny_reason,
+            refusal: self.refusal,
         })
     }
 }

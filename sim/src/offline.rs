@@ -306,7 +306,18 @@ fn question_text(message: &Value) -> Option<String> {
             let has_result = blocks
                 .iter()
                 .any(|b| b.get("type").and_then(Value::as_str) == Some("tool_result"));
-            let text = text_of_content(&Value::Array(blocks.clone()));
+            // The operator's words, not the data blocks Fleetwatch puts before them (the
+            // chat's record): a model reads those as data, and so does this stand-in.
+            let words: Vec<Value> = blocks
+                .iter()
+                .filter(|b| {
+                    !b.get("text")
+                        .and_then(Value::as_str)
+                        .is_some_and(|t| t.starts_with("<fleet_data"))
+                })
+                .cloned()
+                .collect();
+            let text = text_of_content(&Value::Array(words));
             (!has_result && !text.trim().is_empty()).then_some(text)
         }
         _ => None,

@@ -114,22 +114,7 @@ async fn executor_status(app: &App) -> Option<StatusReport> {
     app.deps.executor.status().await.ok()
 }
 
-/// How many persons' passkeys the executor reported a change of `tool` needs (0: none). An
-/// executor that lists no quorum for the tool needs one person unless it runs in trial mode.
-fn passkeys_needed(status: Option<&StatusReport>, tool: &str, disruptive: bool) -> usize {
-    let Some(status) = status else {
-        return 0;
-    };
-    let listed = status
-        .quorums
-        .iter()
-        .find(|q| q.tool == tool)
-        .map(|q| if disruptive { q.disruptive } else { q.calm });
-    match listed {
-        Some(n) => usize::try_from(n).unwrap_or(usize::MAX),
-        None => usize::from(!status.trial),
-    }
-}
+use crate::pending::passkeys_needed;
 
 /// The assertion request for fixed claims, or `None` when they cannot be built.
 fn passkey_ask(binding: &card::Binding, fixed: &store::Fixed) -> Option<PasskeyAsk> {
@@ -339,7 +324,9 @@ pub async fn show(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
         t: lang,
         notices,
         pace,
+        title: lang.f("title.waiting", &[("n", &pending.len().to_string())]),
         heading: lang.f("card.heading", &[("id", &first.id.to_string())]),
+        asked: asked_line(lang, &first),
         more: (more > 0).then(|| lang.f("card.more", &[("n", &more.to_string())])),
         deny_token: app.tokens.make(Purpose::Deny, &session, first.id, ""),
         deny_all_token: app.tokens.make(Purpose::DenyAll, &session, first.id, ""),
@@ -350,6 +337,25 @@ pub async fn show(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
         card,
     };
     html(StatusCode::OK, &view)
+}
+
+/// Who asked for the proposal and when it expires if nobody decides (its whole lifetime,
+/// not the five minutes an approval lasts).
+fn asked_line(lang: Lang, p: &store::Proposal) -> String {
+    let now = jiff::Timestamp::now();
+    let expires = jiff::Timestamp::from_second(p.expires_at).unwrap_or(now);
+    let words = match lang {
+        Lang::Es => fleetwatch_words::Lang::Es,
+        Lang::En => fleetwatch_words::Lang::En,
+    };
+    lang.f(
+        "card.asked",
+        &[
+            ("who", &crate::pending::asker_text(&p.asked_by, words)),
+            ("at", &fleetwatch_words::time::clock(expires, now)),
+            ("in", &fleetwatch_words::time::relative(expires, now, words)),
+        ],
+    )
 }
 
 /// The approve and confirm forms.
@@ -404,6 +410,10 @@ impl ApproveFields {
 pub struct DenyFields {
     proposal: u64,
     token: String,
+    /// The person's reason, optional; kept redacted and capped, and told to the chat that
+    /// asked (as data for its model's next turn).
+    #[serde(default)]
+    reason: String,
 }
 
 /// `POST /approve`: a calm change runs; a disruptive one asks for confirmation first.
@@ -883,10 +893,10 @@ pub async fn deny(
             return store_trouble(lang);
         };
         let tag = app.session(&headers).map(|s| hex(&sessions::tag(&s)));
-        store.decide_in_session(
+        store.deny(
             form.proposal,
-            Status::Denied,
             "denied on the approval page",
+            &form.reason,
             tag.as_deref(),
             store::now_secs(),
         )

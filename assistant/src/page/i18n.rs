@@ -207,6 +207,11 @@ pub const EN: &[(&str, &str)] = &[
     ),
     ("empty.heading", "Nothing is waiting for approval."),
     ("card.heading", "Proposal #{id}"),
+    (
+        "card.asked",
+        "Asked by {who} · expires at {at} ({in}) if nobody decides",
+    ),
+    ("title.waiting", "({n}) Fleetwatch — approve one change"),
     ("card.more", "{n} more waiting after this one."),
     ("card.tool", "Tool"),
     ("card.what", "What it is"),
@@ -303,6 +308,10 @@ pub const EN: &[(&str, &str)] = &[
         "This change interrupts what is happening in {rooms}. Confirm only if nobody relies on it right now.",
     ),
     ("btn.receipt", "Download the receipt"),
+    (
+        "deny.reason",
+        "Why not? (optional; the assistant is told, so it does not ask again for the same)",
+    ),
     (
         "receipt.hint",
         "The receipt proves who approved this change and what the executor says came of it; anyone can check it with `fleetwatch-confirm verify`. Its administrator can write it again on the executor's machine with `fleetwatch-executor receipt {n}`.",
@@ -711,6 +720,11 @@ pub const ES: &[(&str, &str)] = &[
     ),
     ("empty.heading", "No hay nada pendiente de aprobación."),
     ("card.heading", "Propuesta n.º {id}"),
+    (
+        "card.asked",
+        "Pedido por {who} · caduca a las {at} ({in}) si nadie decide",
+    ),
+    ("title.waiting", "({n}) Fleetwatch — aprobar un cambio"),
     ("card.more", "{n} más en espera después de esta."),
     ("card.tool", "Herramienta"),
     ("card.what", "Qué es"),
@@ -810,6 +824,10 @@ pub const ES: &[(&str, &str)] = &[
         "Este cambio interrumpe lo que ocurre en {rooms}. Confirme solo si nadie depende de ello ahora mismo.",
     ),
     ("btn.receipt", "Descargar el recibo"),
+    (
+        "deny.reason",
+        "¿Por qué no? (opcional; se le dice al asistente, para que no vuelva a pedir lo mismo)",
+    ),
     (
         "receipt.hint",
         "El recibo prueba quién aprobó este cambio y qué dice el ejecutor que resultó; cualquiera puede comprobarlo con `fleetwatch-confirm verify`. Su administrador puede volver a escribirlo en la máquina del ejecutor con `fleetwatch-executor receipt {n}`.",

@@ -64,8 +64,12 @@ pub struct CardView {
     pub notices: Vec<String>,
     /// The operator's own pace in the last hour (the header line).
     pub pace: String,
+    /// The tab's title, with the count of waiting cards.
+    pub title: String,
     /// "Proposal #N".
     pub heading: String,
+    /// "Asked by ana · expires at 10:32 UTC (in 28 min) if nobody decides".
+    pub asked: String,
     /// "N more waiting".
     pub more: Option<String>,
     /// The card.
