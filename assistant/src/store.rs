@@ -1129,6 +1129,43 @@ mod tests {
         }
     }
 
+    /// A denial's reason is kept cleaned, reaches the asking operator's next turn once, and
+    /// never another operator's.
+    #[test]
+    fn a_denial_reason_is_kept_and_told_once_to_the_asker() {
+        let mut store = Store::in_memory().unwrap();
+        let names = vec!["Lab Bench 2".to_owned()];
+        let id = store
+            .insert_proposal_named(&sample("batch_reboot", "1"), &names, "ana", 1000)
+            .unwrap();
+        let p = store.proposal(id).unwrap().unwrap();
+        assert_eq!((p.asked_by.as_str(), p.names.clone()), ("ana", names));
+        let long = format!("exam\u{7}in progress {}", "x".repeat(400));
+        assert!(
+            store
+                .deny(id, "denied from the terminal by ana", &long, None, 1001)
+                .unwrap()
+        );
+        assert!(
+            !store.deny(id, "again", "", None, 1002).unwrap(),
+            "denied once only"
+        );
+        let kept = store.proposal(id).unwrap().unwrap().deny_reason;
+        assert!(kept.starts_with("exam in progress"), "{kept}");
+        assert_eq!(
+            kept.chars().count(),
+            MAX_DENY_REASON_CHARS + 1,
+            "cut, with an ellipsis"
+        );
+        assert!(store.take_untold_denials("bob").unwrap().is_empty());
+        let told = store.take_untold_denials("ana").unwrap();
+        assert_eq!(told, vec![(id, kept)]);
+        assert!(
+            store.take_untold_denials("ana").unwrap().is_empty(),
+            "told once"
+        );
+    }
+
     #[test]
     fn proposals_round_trip_and_expire() {
         let mut store = Store::in_memory().unwrap();
