@@ -32,6 +32,9 @@ pub struct AssistantState {
     pub dir: tempfile::TempDir,
     /// `ed25519 …`, to install in the executor's key file.
     pub key_line: String,
+    /// More environment for every command run for this folder, as an operator's service
+    /// file sets it for `serve` (such as a short proposal lifetime).
+    pub env: Vec<(String, String)>,
 }
 
 impl AssistantState {
@@ -48,6 +51,7 @@ impl AssistantState {
         let state = AssistantState {
             dir,
             key_line: String::new(),
+            env: Vec::new(),
         };
         open_every_proposing_category(state.path());
         let shown = state.run(&["keys", "show"], "");
@@ -74,7 +78,8 @@ impl AssistantState {
             .env(
                 "FLEETWATCH_POLICY",
                 workspace_root().join("tool_policy.yaml"),
-            );
+            )
+            .envs(self.env.iter().map(|(k, v)| (k, v)));
         cmd
     }
 
@@ -399,20 +404,31 @@ impl PagePath {
 
     /// [`PagePath::start`] with more executor configuration, given the page's port.
     pub async fn start_with(config_extra: impl Fn(u16) -> String) -> PagePath {
-        PagePath::start_full(config_extra, None).await
+        PagePath::start_full(config_extra, None, &[]).await
     }
 
     /// [`PagePath::start`] with `serve` asking `model` (scripted replies), so a test can
     /// propose through the model loop with `fleetwatch ask`.
     pub async fn start_with_model(model: ModelHandle) -> PagePath {
-        PagePath::start_full(|_| String::new(), Some(model)).await
+        PagePath::start_with_model_env(model, &[]).await
+    }
+
+    /// [`PagePath::start_with_model`] with `env` set for `serve` and every other command of
+    /// the assistant's folder.
+    pub async fn start_with_model_env(model: ModelHandle, env: &[(&str, &str)]) -> PagePath {
+        PagePath::start_full(|_| String::new(), Some(model), env).await
     }
 
     async fn start_full(
         config_extra: impl Fn(u16) -> String,
         model: Option<ModelHandle>,
+        env: &[(&str, &str)],
     ) -> PagePath {
-        let state = AssistantState::new();
+        let mut state = AssistantState::new();
+        state.env = env
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
         let mut h = Harness::prepare(Setup {
             extra_key_lines: vec![state.key_line.clone()],
             ..Setup::default()
