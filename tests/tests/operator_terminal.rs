@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use fleetwatch_e2e::page::PagePath;
+use fleetwatch_e2e::page::{PagePath, form, form_body};
 use fleetwatch_e2e::sandbox_devices;
 use fleetwatch_sim::model::{text_reply, tool_use_reply};
 use rexpect::process::wait::WaitStatus;
@@ -253,4 +253,41 @@ async fn pending_and_deny_with_a_reason_reach_the_askers_next_turn_as_data_once(
         .find(|l| l["kind"] == json!("proposed"))
         .expect("the proposed line");
     assert_eq!(proposed["asked_by"], json!(who), "{lines}");
+
+    // The page's Deny carries a reason too, into the audit in words.
+    let arguments = json!({"action": "start", "device_ids": [channel]});
+    let second = path
+        .state
+        .propose(&path.h, "batch_recording", &arguments)
+        .await;
+    let card = path.page.front().await;
+    let fields: Vec<(String, String)> = form(&card, "/deny")
+        .into_iter()
+        .map(|(name, value)| match name.as_str() {
+            "reason" => (name, "the stage crew asked to wait".to_owned()),
+            _ => (name, value),
+        })
+        .collect();
+    assert!(fields.iter().any(|(n, _)| n == "reason"), "{card}");
+    let (status, page) = path.page.post_text("/deny", &form_body(&fields)).await;
+    assert!(status == 303 || status == 200, "{status}: {page}");
+    let story = printed(
+        path.state.run(
+            &[
+                "audit",
+                "show",
+                "--proposal",
+                &second.to_string(),
+                "--lang",
+                "en",
+            ],
+            "",
+        ),
+        "audit show",
+    );
+    let denial = story
+        .lines()
+        .find(|l| l.contains("denied: "))
+        .unwrap_or_default();
+    assert!(denial.contains("the stage crew asked to wait"), "{story}");
 }
