@@ -143,6 +143,11 @@ pub(crate) struct Running {
 }
 
 impl Running {
+    /// The chat socket, where `fleetwatch ask`, `pending` and `deny` reach the assistant.
+    pub(crate) fn chat_socket(&self) -> PathBuf {
+        self.config.chat_socket()
+    }
+
     /// Stops the page (its secret file goes with it) and the chat socket.
     pub(crate) async fn stop(self) {
         let _ = self.chat_stop.send(());

@@ -27,7 +27,7 @@ pub(crate) async fn scenario(running: &Running, leftovers: &Leftovers) -> i32 {
             return 1;
         }
     };
-    const STEPS: [&str; 12] = [
+    const STEPS: [&str; 13] = [
         "a question",
         "the same in Spanish",
         "a proposal",
@@ -40,6 +40,7 @@ pub(crate) async fn scenario(running: &Running, leftovers: &Leftovers) -> i32 {
         "a refusal from the executor",
         "both audit chains",
         "a receipt anyone can check",
+        "the operator's terminal",
     ];
     let total = STEPS.len();
     for (n, title) in STEPS.iter().enumerate() {
@@ -56,7 +57,8 @@ pub(crate) async fn scenario(running: &Running, leftovers: &Leftovers) -> i32 {
             8 => script.disruptive().await,
             9 => script.refusal().await,
             10 => script.audit().await,
-            _ => script.receipt().await,
+            11 => script.receipt().await,
+            _ => script.terminal().await,
         };
         match result {
             Ok(()) => println!("      ok\n"),
@@ -668,6 +670,81 @@ impl<'r> Script<'r> {
         if checked.status.success() || failed.is_empty() {
             return Err("an edited receipt verified".to_owned());
         }
+        Ok(())
+    }
+
+    /// A change asked over the chat socket as `fleetwatch ask` asks it, so the assistant knows
+    /// who asked; listed by the real `fleetwatch pending`, denied with a reason by the real
+    /// `fleetwatch deny`, and the line the asking prompt prints for it.
+    async fn terminal(&mut self) -> Result<(), String> {
+        use fleetwatch::chat::{self, ChatCommand, ChatRequest, ChatResponse};
+        let socket = self.running.chat_socket();
+        let question = format!("stop recording in {CALM_ROOM}");
+        println!("      operator> {question}");
+        let request = ChatRequest {
+            question: question.clone(),
+            no_ai: false,
+        };
+        let reply = chat::ask(&socket, &request).await?;
+        say("", &ask::render(&reply, &question));
+        let [id] = reply.proposals.as_slice() else {
+            return Err(format!("expected one proposal, got {:?}", reply.proposals));
+        };
+        let fleetwatch = crate::pieces::sibling("fleetwatch")?;
+        let run = |args: &[&str]| {
+            let out = std::process::Command::new(&fleetwatch)
+                .args(args)
+                .env("FLEETWATCH_CHAT_SOCKET", &socket)
+                // The scenario speaks English whatever this terminal's language.
+                .env("LC_ALL", "C.UTF-8")
+                .output()
+                .map_err(|e| format!("fleetwatch {}: {e}", args.join(" ")))?;
+            let text = String::from_utf8_lossy(&out.stdout).trim_end().to_owned();
+            if !out.status.success() {
+                return Err(format!(
+                    "fleetwatch {} failed: {text}{}",
+                    args.join(" "),
+                    String::from_utf8_lossy(&out.stderr)
+                ));
+            }
+            Ok(text)
+        };
+        let listed = run(&["pending"])?;
+        println!("      $ fleetwatch pending");
+        say("  ", &listed);
+        if !listed.contains(&format!("#{id}  stop recording in “{CALM_ROOM}”"))
+            || !listed.contains("asked by ")
+        {
+            return Err(format!(
+                "pending does not list proposal #{id} and who asked"
+            ));
+        }
+        let reason = "the keynote runs until 11:00; ask again after it";
+        let denied = run(&["deny", &id.to_string(), "--reason", reason])?;
+        println!("      $ fleetwatch deny {id} --reason \"{reason}\"");
+        say("  ", &denied);
+        if self.status(*id)? != Status::Denied {
+            return Err(format!("proposal #{id} is not denied"));
+        }
+        // What the asking prompt's watcher asks and prints.
+        let standings = ChatCommand::Standings {
+            proposals: vec![*id],
+        };
+        let line = match chat::command(&socket, &standings).await? {
+            ChatResponse::Standings(list) => list.iter().find_map(|s| {
+                fleetwatch::pending::outcome_line(s, Some("pending"), fleetwatch::lang::Lang::En)
+            }),
+            _ => None,
+        }
+        .ok_or("the chat socket did not say where the proposal stands")?;
+        say("the asking prompt prints: ", &line);
+        if !line.contains(reason) {
+            return Err("the prompt's line does not carry the reason".to_owned());
+        }
+        if !self.new_writes().await?.is_empty() {
+            return Err("a denied change was written".to_owned());
+        }
+        println!("      simulator: no new write");
         Ok(())
     }
 

@@ -216,7 +216,17 @@ fn the_scripted_demo_passes_every_step_and_leaves_nothing_behind() {
         "fleetwatch-confirm verify: Change: batch_recording",
         "Verified: the assistant's signature, every passkey over these claims",
         "the same receipt with \"done\" edited to \"failed\": FAILED: The executor's statement is not signed",
-        "Result: all 12 steps happened as expected.",
+        "operator> stop recording in Test Room A",
+        "Proposal #4 is waiting for a person to approve it at http://localhost:",
+        "$ fleetwatch pending",
+        "#4  stop recording in “Test Room A”",
+        "asked by ",
+        "; expires ",
+        "$ fleetwatch deny 4 --reason \"the keynote runs until 11:00; ask again after it\"",
+        "Proposal #4 denied. Nothing ran.",
+        "the asking prompt prints: #4 was denied: “the keynote runs until 11:00; ask again after it”. Nothing changed.",
+        "simulator: no new write",
+        "Result: all 13 steps happened as expected.",
     ] {
         assert!(out.contains(line), "missing {line:?} in:\n{out}");
     }
