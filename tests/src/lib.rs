@@ -30,6 +30,29 @@ use futures_util::{SinkExt, StreamExt};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_util::codec::{Framed, LengthDelimitedCodec};
 
+/// The standard output of a command that must have succeeded (`what` names it when not).
+pub fn printed(out: std::process::Output, what: impl std::fmt::Debug) -> String {
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{what:?}: {text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    text
+}
+
+/// Leaves a prompt in a pseudo-terminal the way a person does, with Ctrl-D, and checks it
+/// ended with status 0.
+pub fn leave_prompt(prompt: &mut rexpect::session::PtySession) {
+    prompt.send_control('d').expect("Ctrl-D");
+    prompt.exp_eof().expect("the prompt ends");
+    let status = prompt.process.wait().expect("exit status");
+    assert!(
+        matches!(status, rexpect::process::wait::WaitStatus::Exited(_, 0)),
+        "{status:?}"
+    );
+}
+
 /// The workspace root.
 pub fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -5,22 +5,11 @@
 //! filter, `--lang es` speaks Spanish, and the secret never shows.
 
 use fleetwatch_e2e::page::{PagePath, form, form_body};
-use fleetwatch_e2e::{sandbox_devices, sign};
+use fleetwatch_e2e::{printed, sandbox_devices, sign};
 use fleetwatch_protocol::refusal::Refusal;
 use fleetwatch_protocol::wire::Response;
 use fleetwatch_sim::model::{text_reply, tool_use_reply};
 use serde_json::{Value, json};
-
-/// The standard output of a command that must succeed.
-fn printed(out: std::process::Output, args: &[&str]) -> String {
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "{args:?}: {text}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    text
-}
 
 /// `fleetwatch audit show ARGS`.
 fn show(path: &PagePath, args: &[&str]) -> String {

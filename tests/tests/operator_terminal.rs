@@ -7,9 +7,8 @@
 use std::sync::Arc;
 
 use fleetwatch_e2e::page::{PagePath, form, form_body};
-use fleetwatch_e2e::sandbox_devices;
+use fleetwatch_e2e::{leave_prompt, printed, sandbox_devices};
 use fleetwatch_sim::model::{text_reply, tool_use_reply};
-use rexpect::process::wait::WaitStatus;
 use serde_json::{Value, json};
 
 /// The user name `serve` gives the chat's peer (this test's own user), found here without the
@@ -40,17 +39,6 @@ fn propose_start(channel: &str) -> Vec<Value> {
         ),
         text_reply("Proposed."),
     ]
-}
-
-/// The standard output of a `fleetwatch` command that must succeed.
-fn printed(out: std::process::Output, what: &str) -> String {
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "{what}: {text}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    text
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -113,10 +101,7 @@ async fn the_prompt_says_when_its_proposal_is_done_half_way_to_expiry_and_expire
             .exp_string("#2 expired before anyone decided. Nothing changed.")
             .expect("the expiry line");
 
-        prompt.send_control('d').expect("Ctrl-D");
-        prompt.exp_eof().expect("the prompt ends");
-        let status = prompt.process.wait().expect("exit status");
-        assert!(matches!(status, WaitStatus::Exited(_, 0)), "{status:?}");
+        leave_prompt(&mut prompt);
     })
     .await
     .expect("the terminal session");

@@ -8,7 +8,6 @@ use std::time::{Duration, Instant};
 use fleetwatch_e2e::KillOnDrop;
 use fleetwatch_e2e::page::AssistantState;
 use fleetwatch_sim::Fault;
-use rexpect::process::wait::WaitStatus;
 
 /// The reads one keyword answer about the fleet makes start with the device list.
 const LIST: &str = "get_devices_in_my_team";
@@ -98,10 +97,7 @@ async fn the_prompt_recalls_history_cancels_with_ctrl_c_and_leaves_with_ctrl_d()
         prompt.exp_string("fleetwatch> ").expect("prompt again");
 
         // Ctrl-D leaves, with status 0.
-        prompt.send_control('d').expect("Ctrl-D");
-        prompt.exp_eof().expect("the prompt ends");
-        let status = prompt.process.wait().expect("exit status");
-        assert!(matches!(status, WaitStatus::Exited(_, 0)), "{status:?}");
+        fleetwatch_e2e::leave_prompt(&mut prompt);
     })
     .await
     .expect("the terminal session");
