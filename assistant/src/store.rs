@@ -665,22 +665,7 @@ impl Store {
         page_session: Option<&str>,
         now: i64,
     ) -> Result<bool, StoreError> {
-        let sql_id =
-            i64::try_from(id).map_err(|_| StoreError::Corrupt("id out of range".to_owned()))?;
-        let tx = self.conn.transaction()?;
-        let changed = tx.execute(
-            "UPDATE proposals SET status = ?1, decided_at = ?2 WHERE id = ?3 AND status = 'pending'",
-            params![status.as_str(), now, sql_id],
-        )?;
-        if changed == 1 {
-            let detail = match page_session {
-                Some(tag) => json!({"reason": reason, "page_session": tag}),
-                None => json!({"reason": reason}),
-            };
-            append_audit(&tx, now, status.as_str(), Some(id), &detail)?;
-        }
-        tx.commit()?;
-        Ok(changed == 1)
+        self.settle(id, status, reason, "", page_session, now)
     }
 
     /// A person denies a pending proposal, saying why (`how`: where it was denied, for the
@@ -695,14 +680,29 @@ impl Store {
         page_session: Option<&str>,
         now: i64,
     ) -> Result<bool, StoreError> {
+        let because = clean_deny_reason(because);
+        self.settle(id, Status::Denied, how, &because, page_session, now)
+    }
+
+    /// Moves a pending proposal to `status` and audits it in one transaction: `how` is the
+    /// audit's reason, `because` a person's own words (kept with the proposal and audited
+    /// when not empty). False when it was not pending.
+    fn settle(
+        &mut self,
+        id: u64,
+        status: Status,
+        how: &str,
+        because: &str,
+        page_session: Option<&str>,
+        now: i64,
+    ) -> Result<bool, StoreError> {
         let sql_id =
             i64::try_from(id).map_err(|_| StoreError::Corrupt("id out of range".to_owned()))?;
-        let because = clean_deny_reason(because);
         let tx = self.conn.transaction()?;
         let changed = tx.execute(
-            "UPDATE proposals SET status = 'denied', decided_at = ?1, deny_reason = ?2
-             WHERE id = ?3 AND status = 'pending'",
-            params![now, because, sql_id],
+            "UPDATE proposals SET status = ?1, decided_at = ?2, deny_reason = ?3
+             WHERE id = ?4 AND status = 'pending'",
+            params![status.as_str(), now, because, sql_id],
         )?;
         if changed == 1 {
             let mut detail = json!({"reason": how});
@@ -712,7 +712,7 @@ impl Store {
             if !because.is_empty() {
                 detail["operator_reason"] = json!(because);
             }
-            append_audit(&tx, now, Status::Denied.as_str(), Some(id), &detail)?;
+            append_audit(&tx, now, status.as_str(), Some(id), &detail)?;
         }
         tx.commit()?;
         Ok(changed == 1)
