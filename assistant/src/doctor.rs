@@ -114,25 +114,7 @@ pub async fn run(config: &Config) -> Vec<Check> {
         check(Level::Ok, "autonomy", "read-only: the assistant cannot propose (set `autonomy: propose` in settings.yaml to change)")
     });
     out.extend(executor(config).await);
-    out.push(match ModelConfig::from_env() {
-        Err(problem) => check(Level::Fail, "model", problem),
-        Ok(Some(cfg)) => match cfg.base_url_problem() {
-            Some(problem) => check(Level::Fail, "model", problem),
-            None => check(
-                Level::Warn,
-                "model",
-                format!(
-                    "on ({}): questions and redacted fleet data are sent to Anthropic at {}",
-                    cfg.model, cfg.base_url
-                ),
-            ),
-        },
-        Ok(None) => check(
-            Level::Ok,
-            "model",
-            "off: keyword answers only (read-only, cannot propose); nothing leaves the machine",
-        ),
-    });
+    out.extend(model().await);
     out.push(queue(config));
     if let Some(policy) = &policy {
         out.push(grants(config, policy));
@@ -340,6 +322,69 @@ async fn executor(config: &Config) -> Vec<Check> {
         if !status.trial {
             out.push(confirm_page(&config.confirm_origin).await);
         }
+    }
+    out
+}
+
+/// Where the model is and what leaves the machine; for a Chat Completions server, whether it
+/// answers and serves the model named. (Anthropic's service is not asked: a doctor run should
+/// not need the internet, and its key is checked by the first question.)
+async fn model() -> Vec<Check> {
+    let cfg = match ModelConfig::from_env() {
+        Err(problem) => return vec![check(Level::Fail, "model", problem)],
+        Ok(None) => {
+            return vec![check(
+                Level::Ok,
+                "model",
+                "off: keyword answers only (read-only, cannot propose); nothing leaves the machine",
+            )];
+        }
+        Ok(Some(cfg)) => cfg,
+    };
+    if let Some(problem) = cfg.base_url_problem() {
+        return vec![check(Level::Fail, "model", problem)];
+    }
+    let local = reqwest::Url::parse(&cfg.base_url)
+        .is_ok_and(|url| fleetwatch_epiphan::url_policy::is_loopback(&url));
+    let mut out = vec![check(
+        if local { Level::Ok } else { Level::Warn },
+        "model",
+        format!(
+            "on ({}, {} API): questions and redacted fleet data are sent to {}{}",
+            cfg.model,
+            cfg.api.label(),
+            cfg.recipient(),
+            if local {
+                "; they do not leave the machine"
+            } else {
+                ""
+            }
+        ),
+    )];
+    if cfg.api == crate::model::ModelApi::OpenAi {
+        out.push(match crate::model::list_models(&cfg).await {
+            Err(why) => check(Level::Fail, "model server", why),
+            Ok(models) if models.contains(&cfg.model) => check(
+                Level::Ok,
+                "model server",
+                format!("answers at {} and serves {}", cfg.base_url, cfg.model),
+            ),
+            Ok(models) => check(
+                Level::Fail,
+                "model server",
+                format!(
+                    "answers at {}, but does not list {}; it lists: {} (set FLEETWATCH_AI_MODEL \
+                     to one of them)",
+                    cfg.base_url,
+                    cfg.model,
+                    match models.len() {
+                        0 => "nothing".to_owned(),
+                        n if n > 20 => format!("{}, and {} more", models[..20].join(", "), n - 20),
+                        _ => models.join(", "),
+                    }
+                ),
+            ),
+        });
     }
     out
 }

@@ -1,5 +1,8 @@
-//! The model loop: one operator question, a bounded conversation with the Anthropic Messages
-//! API, and tool calls answered by guarded code.
+//! The model loop: one operator question, a bounded conversation with a model, and tool calls
+//! answered by guarded code. The loop knows nothing of the provider: an adapter turns the
+//! conversation into a request and the answer into text and tool calls ([`anthropic`] for
+//! Anthropic's Messages API, [`openai`] for the Chat Completions API that OpenAI and the servers
+//! a team may run itself speak: Ollama, llama.cpp, vLLM, LM Studio).
 //!
 //! Hazards this module is shaped around:
 //! * The model is not trusted. Every tool call is checked again here against what is visible
@@ -22,25 +25,39 @@ use tokio::time::Instant;
 
 use crate::datablock::data_block;
 use crate::lang::{self, Lang};
-use crate::prompt::SYSTEM_PROMPT;
 use crate::toolspec::{PROPOSE_TOOL, REASON_MAX_CHARS};
 
-/// Environment variable holding the API key; empty or unset means keyword answers only.
+pub mod anthropic;
+pub mod openai;
+
+/// Environment variable choosing the API the model speaks: `anthropic` (the default) or
+/// `openai` (the Chat Completions API).
+pub const ENV_API: &str = "FLEETWATCH_MODEL_API";
+/// Environment variable holding the API key (either API).
+pub const ENV_KEY: &str = "FLEETWATCH_MODEL_API_KEY";
+/// Environment variable naming a file that holds the API key (either API).
+pub const ENV_KEY_FILE: &str = "FLEETWATCH_MODEL_API_KEY_FILE";
+/// Environment variable overriding the API base URL (either API).
+pub const ENV_URL: &str = "FLEETWATCH_MODEL_BASE_URL";
+/// The Anthropic API key, by its older name (still read for `anthropic`, never for `openai`:
+/// an Anthropic key must not travel to another provider).
 pub const ENV_API_KEY: &str = "FLEETWATCH_ANTHROPIC_API_KEY";
-/// Environment variable naming a file that holds the API key (the systemd unit points it at
-/// its credential); read only when [`ENV_API_KEY`] is unset or empty. An empty file means
-/// keyword answers only.
+/// A file holding the Anthropic API key, by its older name (the systemd unit points it at its
+/// credential). Keys in variables win over keys in files; an empty file means keyword answers
+/// only.
 pub const ENV_API_KEY_FILE: &str = "FLEETWATCH_ANTHROPIC_API_KEY_FILE";
 /// Longest key file read; a key is about a hundred bytes.
 const MAX_KEY_FILE_BYTES: u64 = 4096;
-/// Environment variable overriding the API base URL (tests and the demo).
+/// The Anthropic base URL, by its older name (tests and the demo).
 pub const ENV_BASE_URL: &str = "FLEETWATCH_ANTHROPIC_BASE_URL";
 /// Environment variable choosing the model.
 pub const ENV_MODEL: &str = "FLEETWATCH_AI_MODEL";
 
-/// Default API base URL.
+/// Default Anthropic API base URL.
 pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
-/// Default model.
+/// Default Chat Completions base URL (OpenAI's own).
+pub const DEFAULT_OPENAI_BASE_URL: &str = "https://api.openai.com";
+/// Default Anthropic model.
 pub const DEFAULT_MODEL: &str = "claude-sonnet-4-5";
 /// API version header value.
 pub const ANTHROPIC_VERSION: &str = "2023-06-01";
@@ -48,6 +65,35 @@ pub const ANTHROPIC_VERSION: &str = "2023-06-01";
 /// The text every unavailable tool call gets back. It never names the tool: an echoed name is
 /// one more place for injected text to reach the model as if it were ours.
 pub const TOOL_NOT_AVAILABLE: &str = "That tool is not available.";
+
+/// The API a model speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ModelApi {
+    /// Anthropic's Messages API (`POST /v1/messages`).
+    Anthropic,
+    /// The Chat Completions API (`POST /v1/chat/completions`): OpenAI, Ollama, llama.cpp's
+    /// server, vLLM, LM Studio.
+    OpenAi,
+}
+
+impl ModelApi {
+    /// From `FLEETWATCH_MODEL_API`'s value.
+    pub fn parse(text: &str) -> Option<ModelApi> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "anthropic" => Some(ModelApi::Anthropic),
+            "openai" => Some(ModelApi::OpenAi),
+            _ => None,
+        }
+    }
+
+    /// The value `FLEETWATCH_MODEL_API` takes for it.
+    pub fn label(self) -> &'static str {
+        match self {
+            ModelApi::Anthropic => "anthropic",
+            ModelApi::OpenAi => "openai",
+        }
+    }
+}
 
 /// Reads a key file, refusing one larger than a key could be (a wrong path pointed at a big
 /// file must not be sent as a header).
@@ -65,23 +111,26 @@ fn read_key_file(path: &std::path::Path) -> std::io::Result<String> {
     Ok(text)
 }
 
-/// The Anthropic API key: the protocol's one secret wrapper, which has neither `Debug` nor
+/// The model API key: the protocol's one secret wrapper, which has neither `Debug` nor
 /// `Display`, so the key cannot slip into a log line, an error or an audit row by formatting.
 pub type ApiKey = fleetwatch_protocol::secret::Secret;
 
-/// The key as a header value marked sensitive (so HTTP tooling never prints it).
-fn header_value(key: &ApiKey) -> Option<reqwest::header::HeaderValue> {
-    let mut value = reqwest::header::HeaderValue::from_str(key.expose()).ok()?;
+/// A header value carrying the key, marked sensitive (so HTTP tooling never prints it).
+fn header_value(text: &str) -> Option<reqwest::header::HeaderValue> {
+    let mut value = reqwest::header::HeaderValue::from_str(text).ok()?;
     value.set_sensitive(true);
     Some(value)
 }
 
 /// How to reach the model and how far one question may go.
 pub struct ModelConfig {
-    /// API base URL (`FLEETWATCH_ANTHROPIC_BASE_URL`), without the `/v1/messages` path.
+    /// The API the model speaks.
+    pub api: ModelApi,
+    /// API base URL (`FLEETWATCH_MODEL_BASE_URL`), without the `/v1/…` path.
     pub base_url: String,
-    /// The API key.
-    pub api_key: ApiKey,
+    /// The API key; `None` for a Chat Completions server on the team's own machine that asks
+    /// for none.
+    pub api_key: Option<ApiKey>,
     /// Model name (`FLEETWATCH_AI_MODEL`).
     pub model: String,
     /// Most model calls per question.
@@ -100,6 +149,7 @@ impl std::fmt::Debug for ModelConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // The key is left out on purpose.
         f.debug_struct("ModelConfig")
+            .field("api", &self.api)
             .field("base_url", &self.base_url)
             .field("model", &self.model)
             .field("max_calls", &self.max_calls)
@@ -112,9 +162,20 @@ impl std::fmt::Debug for ModelConfig {
 }
 
 impl ModelConfig {
-    /// A configuration with the default bounds.
+    /// An Anthropic configuration with the default bounds.
     pub fn new(base_url: impl Into<String>, api_key: ApiKey, model: impl Into<String>) -> Self {
+        ModelConfig::with_api(ModelApi::Anthropic, base_url, Some(api_key), model)
+    }
+
+    /// A configuration for `api` with the default bounds.
+    pub fn with_api(
+        api: ModelApi,
+        base_url: impl Into<String>,
+        api_key: Option<ApiKey>,
+        model: impl Into<String>,
+    ) -> Self {
         ModelConfig {
+            api,
             base_url: base_url.into(),
             api_key,
             model: model.into(),
@@ -126,38 +187,100 @@ impl ModelConfig {
         }
     }
 
-    /// Reads the environment (and the key file it names); `Ok(None)` when there is no key
-    /// (keyword answers only), an error naming the file when a key file cannot be read.
+    /// Reads the environment (and the key file it names); `Ok(None)` when no model is
+    /// configured (keyword answers only), an error naming the variable or file otherwise.
     pub fn from_env() -> Result<Option<ModelConfig>, String> {
         Self::from_lookup(|name| std::env::var(name).ok(), read_key_file)
     }
 
     /// Like [`ModelConfig::from_env`] over any lookup and file reader, so it can be tested
     /// without touching the process environment.
+    ///
+    /// `anthropic` needs a key (`FLEETWATCH_MODEL_API_KEY`, or the older
+    /// `FLEETWATCH_ANTHROPIC_API_KEY`, or a file named by either `…_FILE`). `openai` is on when
+    /// a key or `FLEETWATCH_MODEL_BASE_URL` is given (a server on the team's own machine may
+    /// ask for no key) and needs `FLEETWATCH_AI_MODEL`: there is no model every such server
+    /// serves.
     pub fn from_lookup(
         lookup: impl Fn(&str) -> Option<String>,
         read_file: impl Fn(&std::path::Path) -> std::io::Result<String>,
     ) -> Result<Option<ModelConfig>, String> {
-        let key = match lookup(ENV_API_KEY).filter(|k| !k.trim().is_empty()) {
-            Some(key) => key,
-            None => match lookup(ENV_API_KEY_FILE).filter(|p| !p.trim().is_empty()) {
-                Some(path) => read_file(std::path::Path::new(&path))
-                    .map_err(|e| format!("{ENV_API_KEY_FILE}={path}: cannot read it: {e}"))?,
-                None => return Ok(None),
+        let non_empty = |name: &str| {
+            lookup(name)
+                .map(|v| v.trim().to_owned())
+                .filter(|v| !v.is_empty())
+        };
+        let api = match non_empty(ENV_API) {
+            None => ModelApi::Anthropic,
+            Some(v) => ModelApi::parse(&v)
+                .ok_or_else(|| format!("{ENV_API}={v}: give anthropic or openai"))?,
+        };
+        // The older Anthropic names are read for Anthropic only.
+        let (key_vars, file_vars, url_vars): (&[&str], &[&str], &[&str]) = match api {
+            ModelApi::Anthropic => (
+                &[ENV_KEY, ENV_API_KEY],
+                &[ENV_KEY_FILE, ENV_API_KEY_FILE],
+                &[ENV_URL, ENV_BASE_URL],
+            ),
+            ModelApi::OpenAi => (&[ENV_KEY], &[ENV_KEY_FILE], &[ENV_URL]),
+        };
+        let key = match key_vars
+            .iter()
+            .find_map(|name| non_empty(name).map(|v| (*name, v)))
+        {
+            Some(found) => Some(found),
+            None => match file_vars
+                .iter()
+                .find_map(|name| non_empty(name).map(|p| (*name, p)))
+            {
+                Some((name, path)) => Some((
+                    name,
+                    read_file(std::path::Path::new(&path))
+                        .map_err(|e| format!("{name}={path}: cannot read it: {e}"))?,
+                )),
+                None => None,
             },
         };
-        if key.trim().is_empty() {
-            return Ok(None);
-        }
+        let key = key.filter(|(_, k)| !k.trim().is_empty());
         // A key a header cannot carry is a mistake to report, not a reason to fall back to
         // keyword answers without saying so. The message never quotes the key.
-        let key = ApiKey::new(&key).ok_or_else(|| {
-            format!("{ENV_API_KEY}: the key holds spaces, control characters or non-ASCII text")
-        })?;
-        let non_empty = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
-        let base = non_empty(ENV_BASE_URL).unwrap_or_else(|| DEFAULT_BASE_URL.to_owned());
-        let model = non_empty(ENV_MODEL).unwrap_or_else(|| DEFAULT_MODEL.to_owned());
-        Ok(Some(ModelConfig::new(base.trim(), key, model.trim())))
+        let key = match key {
+            Some((name, text)) => Some(ApiKey::new(&text).ok_or_else(|| {
+                format!("{name}: the key holds spaces, control characters or non-ASCII text")
+            })?),
+            None => None,
+        };
+        let base = url_vars.iter().find_map(|name| non_empty(name));
+        let model = non_empty(ENV_MODEL);
+        match api {
+            ModelApi::Anthropic => Ok(key.map(|key| {
+                ModelConfig::new(
+                    base.unwrap_or_else(|| DEFAULT_BASE_URL.to_owned()),
+                    key,
+                    model.unwrap_or_else(|| DEFAULT_MODEL.to_owned()),
+                )
+            })),
+            ModelApi::OpenAi => {
+                if key.is_none() && base.is_none() {
+                    return Err(format!(
+                        "{ENV_API}=openai: set {ENV_URL} to your server (for example \
+                         http://127.0.0.1:11434 for Ollama), or {ENV_KEY} for OpenAI's own"
+                    ));
+                }
+                let model = model.ok_or_else(|| {
+                    format!(
+                        "{ENV_API}=openai: set {ENV_MODEL} to the model your server serves \
+                         (`fleetwatch doctor` lists them)"
+                    )
+                })?;
+                Ok(Some(ModelConfig::with_api(
+                    ModelApi::OpenAi,
+                    base.unwrap_or_else(|| DEFAULT_OPENAI_BASE_URL.to_owned()),
+                    key,
+                    model,
+                )))
+            }
+        }
     }
 
     /// Why the base URL cannot be used, if it cannot: the key would travel in the clear to
@@ -184,8 +307,55 @@ impl ModelConfig {
         }
     }
 
+    /// The base URL with any trailing `/` and `/v1` taken off (LM Studio and others print
+    /// their address with `/v1`), so the API paths are appended once.
+    fn root(&self) -> &str {
+        let base = self.base_url.trim_end_matches('/');
+        base.strip_suffix("/v1").unwrap_or(base)
+    }
+
+    /// Where each turn's request goes.
     fn endpoint(&self) -> String {
-        format!("{}/v1/messages", self.base_url.trim_end_matches('/'))
+        match self.api {
+            ModelApi::Anthropic => format!("{}/v1/messages", self.root()),
+            ModelApi::OpenAi => format!("{}/v1/chat/completions", self.root()),
+        }
+    }
+
+    /// The headers that carry the key (and Anthropic's version), the key marked sensitive.
+    fn auth_headers(&self) -> Result<reqwest::header::HeaderMap, CallError> {
+        use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue};
+        let mut headers = HeaderMap::new();
+        let unusable = CallError::Failed("the model API key is not usable", None);
+        match (self.api, &self.api_key) {
+            (ModelApi::Anthropic, Some(key)) => {
+                headers.insert("x-api-key", header_value(key.expose()).ok_or(unusable)?);
+                headers.insert(
+                    "anthropic-version",
+                    HeaderValue::from_static(ANTHROPIC_VERSION),
+                );
+            }
+            (ModelApi::Anthropic, None) => return Err(unusable),
+            (ModelApi::OpenAi, Some(key)) => {
+                let bearer = format!("Bearer {}", key.expose());
+                headers.insert(AUTHORIZATION, header_value(&bearer).ok_or(unusable)?);
+            }
+            (ModelApi::OpenAi, None) => {}
+        }
+        Ok(headers)
+    }
+
+    /// Who receives the questions and the redacted fleet data, in words.
+    pub fn recipient(&self) -> String {
+        let local = reqwest::Url::parse(&self.base_url)
+            .is_ok_and(|url| fleetwatch_epiphan::url_policy::is_loopback(&url));
+        match (self.api, local) {
+            (_, true) => format!("the model server on this machine at {}", self.base_url),
+            (ModelApi::Anthropic, false) => format!("Anthropic at {}", self.base_url),
+            (ModelApi::OpenAi, false) => {
+                format!("the Chat Completions server at {}", self.base_url)
+            }
+        }
     }
 }
 
@@ -277,27 +447,94 @@ pub struct TurnOutcome {
     pub stopped_by: Option<LoopBound>,
 }
 
-/// The request body for one call. The system prompt and tools come first and never change
-/// within a process, so the cached prefix stays byte-identical from turn to turn.
-pub fn request_body(cfg: &ModelConfig, tools: &[Value], messages: &[Value]) -> Value {
-    let mut body = json!({
-        "model": cfg.model,
-        "max_tokens": cfg.max_tokens_per_call,
-        "system": [{
-            "type": "text",
-            "text": SYSTEM_PROMPT,
-            "cache_control": {"type": "ephemeral"},
-        }],
-        "messages": messages,
-    });
-    if !tools.is_empty() {
-        body["tools"] = Value::Array(tools.to_vec());
+/// One message of the conversation, as the loop keeps it, whatever the API.
+#[derive(Debug, Clone)]
+pub enum Turn {
+    /// The operator's question, after the chat's data block when there is one.
+    Question {
+        /// The chat's record as a data block ([`data_block`]), if any.
+        context: Option<String>,
+        /// The question.
+        text: String,
+    },
+    /// What the model answered, as its API must be sent it back (opaque to the loop).
+    Model(Value),
+    /// The answers to the previous answer's tool calls, in order.
+    Results(Vec<CallResult>),
+}
+
+/// One tool call the model made.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Call {
+    /// The call's ID, to answer it by.
+    pub id: String,
+    /// The tool's name as the model gave it.
+    pub name: String,
+    /// The arguments; a string when the model sent arguments that are not JSON (answered
+    /// with an error, as any other invalid call).
+    pub input: Value,
+}
+
+/// The answer to one tool call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallResult {
+    /// The call's ID.
+    pub id: String,
+    /// What the model reads: a data block, a store message or an error text.
+    pub content: String,
+    /// The call failed or was refused.
+    pub is_error: bool,
+}
+
+/// Why the model stopped, in the loop's words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
+    /// It asked for tool calls.
+    ToolUse,
+    /// It declined (Anthropic's `refusal`, a content filter).
+    Refusal,
+    /// Anything else: an answer, or a length limit.
+    Other,
+}
+
+/// One answer of the model, whatever the API.
+#[derive(Debug, Clone)]
+pub struct Reply {
+    /// Its text parts, in order.
+    pub text: Vec<String>,
+    /// Its tool calls, in order.
+    pub calls: Vec<Call>,
+    /// Why it stopped.
+    pub stop: Stop,
+    /// Input tokens reported (cache reads and writes included).
+    pub input_tokens: u64,
+    /// Output tokens reported.
+    pub output_tokens: u64,
+    /// The answer as the API must be sent it back in the next request.
+    pub echo: Value,
+}
+
+/// The request body for one call, in `cfg`'s API. The system prompt and tools come first and
+/// never change within a process, so a cached prefix stays byte-identical from turn to turn.
+pub fn request_body(cfg: &ModelConfig, tools: &[Value], turns: &[Turn]) -> Value {
+    match cfg.api {
+        ModelApi::Anthropic => anthropic::request_body(cfg, tools, turns),
+        ModelApi::OpenAi => openai::request_body(cfg, tools, turns),
     }
-    body
+}
+
+/// The model's answer read from a response body in `api`'s shape.
+fn parse_reply(api: ModelApi, bytes: &[u8]) -> Result<Reply, CallError> {
+    let value: Value = serde_json::from_slice(bytes).map_err(|_| CallError::unreadable())?;
+    match api {
+        ModelApi::Anthropic => anthropic::parse_reply(&value),
+        ModelApi::OpenAi => openai::parse_reply(&value),
+    }
 }
 
 /// Why a model call did not give a usable reply.
-enum CallError {
+#[derive(Debug)]
+pub enum CallError {
     /// A fixed reason safe to show the operator.
     Failed(&'static str, Option<u16>),
     /// The turn's wall clock ran out during the call.
@@ -305,6 +542,11 @@ enum CallError {
 }
 
 impl CallError {
+    /// The reply did not have the shape its API gives.
+    fn unreadable() -> CallError {
+        CallError::Failed("the model's reply could not be read", None)
+    }
+
     fn reason(&self) -> String {
         match self {
             CallError::Failed(text, Some(status)) => format!("{text} (HTTP {status})"),
@@ -312,13 +554,6 @@ impl CallError {
             CallError::OutOfTime => String::from("out of time"),
         }
     }
-}
-
-struct Reply {
-    content: Vec<Value>,
-    stop_reason: String,
-    input_tokens: u64,
-    output_tokens: u64,
 }
 
 fn build_client(cfg: &ModelConfig) -> Result<reqwest::Client, CallError> {
@@ -342,8 +577,7 @@ async fn call_model(
     body: &Value,
     deadline: Instant,
 ) -> Result<Reply, CallError> {
-    let key = header_value(&cfg.api_key)
-        .ok_or(CallError::Failed("the model API key is not usable", None))?;
+    let headers = cfg.auth_headers()?;
     let now = Instant::now();
     if now >= deadline {
         return Err(CallError::OutOfTime);
@@ -354,8 +588,7 @@ async fn call_model(
     let request = async {
         let response = client
             .post(cfg.endpoint())
-            .header("x-api-key", key)
-            .header("anthropic-version", ANTHROPIC_VERSION)
+            .headers(headers)
             .header("content-type", "application/json")
             .json(body)
             .send()
@@ -391,7 +624,48 @@ async fn call_model(
         };
         return Err(CallError::Failed(text, code));
     }
-    parse_reply(&bytes)
+    parse_reply(cfg.api, &bytes)
+}
+
+/// The models the server lists (`GET /v1/models`, `{"data": [{"id": …}]}` in both APIs), or
+/// why it did not answer, in words. For `fleetwatch doctor`.
+pub async fn list_models(cfg: &ModelConfig) -> Result<Vec<String>, String> {
+    if let Some(problem) = cfg.base_url_problem() {
+        return Err(problem.to_owned());
+    }
+    let client = build_client(cfg).map_err(|e| e.reason())?;
+    let headers = cfg.auth_headers().map_err(|e| e.reason())?;
+    let url = format!("{}/v1/models", cfg.root());
+    let response = tokio::time::timeout(
+        cfg.request_timeout.min(Duration::from_secs(10)),
+        client.get(&url).headers(headers).send(),
+    )
+    .await
+    .map_err(|_| format!("{url} did not answer in time"))?
+    .map_err(|_| format!("could not reach {url}"))?;
+    let status = response.status();
+    if !status.is_success() {
+        return Err(match status.as_u16() {
+            401 | 403 => format!("{url} refused the API key (HTTP {status})"),
+            404 => format!(
+                "{url} is not there (HTTP 404): is this a Chat Completions server, and is the \
+                 base URL its root?"
+            ),
+            _ => format!("{url} answered HTTP {status}"),
+        });
+    }
+    let bytes = read_bounded(response).await.map_err(|e| e.reason())?;
+    let value: Value = serde_json::from_slice(&bytes)
+        .map_err(|_| format!("{url} answered something other than JSON"))?;
+    let list = value
+        .get("data")
+        .and_then(Value::as_array)
+        .ok_or_else(|| format!("{url} answered without a list of models"))?;
+    Ok(list
+        .iter()
+        .filter_map(|m| m.get("id").and_then(Value::as_str))
+        .map(|id| crate::page::card::show_text(id, 120))
+        .collect())
 }
 
 /// Largest reply body read; a real reply is a few kilobytes, and a broken or hostile endpoint
@@ -431,43 +705,6 @@ pub fn clean_answer(text: &str) -> String {
                     || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}'))
         })
         .collect()
-}
-
-fn parse_reply(bytes: &[u8]) -> Result<Reply, CallError> {
-    let unreadable = CallError::Failed("the model's reply could not be read", None);
-    let value: Value = serde_json::from_slice(bytes).map_err(|_| unreadable)?;
-    let unreadable = || CallError::Failed("the model's reply could not be read", None);
-    if value.get("type").and_then(Value::as_str) == Some("error") {
-        return Err(CallError::Failed("the model service had an error", None));
-    }
-    let content = value
-        .get("content")
-        .and_then(Value::as_array)
-        .ok_or_else(unreadable)?
-        .clone();
-    if content.iter().any(|block| !block.is_object()) {
-        return Err(unreadable());
-    }
-    let stop_reason = value
-        .get("stop_reason")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_owned();
-    let usage = value.get("usage");
-    let count = |field: &str| {
-        usage
-            .and_then(|u| u.get(field))
-            .and_then(Value::as_u64)
-            .unwrap_or(0)
-    };
-    Ok(Reply {
-        content,
-        stop_reason,
-        input_tokens: count("input_tokens")
-            .saturating_add(count("cache_creation_input_tokens"))
-            .saturating_add(count("cache_read_input_tokens")),
-        output_tokens: count("output_tokens"),
-    })
 }
 
 /// The apology a bounded turn ends with, in the operator's language.
@@ -619,14 +856,10 @@ pub async fn run_turn_in_chat<H: ToolHandler>(
         Ok(client) => client,
         Err(e) => return tally.finish(String::new(), TurnEnd::Failed(e.reason()), None),
     };
-    let first = match context {
-        None => json!(question),
-        Some(context) => json!([
-            {"type": "text", "text": data_block(CHAT_CONTEXT, context)},
-            {"type": "text", "text": question},
-        ]),
-    };
-    let mut messages = vec![json!({"role": "user", "content": first})];
+    let mut turns = vec![Turn::Question {
+        context: context.map(|c| data_block(CHAT_CONTEXT, c)),
+        text: question.to_owned(),
+    }];
     // Consecutive invalid calls per tool name; a valid call of that tool resets its count.
     let mut invalid_streak: HashMap<String, u32> = HashMap::new();
 
@@ -640,7 +873,7 @@ pub async fn run_turn_in_chat<H: ToolHandler>(
         if Instant::now() >= deadline {
             return tally.apologise(LoopBound::WallClock, lang);
         }
-        let body = request_body(cfg, tools, &messages);
+        let body = request_body(cfg, tools, &turns);
         tally.model_calls += 1;
         let reply = match call_model(&client, cfg, &body, deadline).await {
             Ok(reply) => reply,
@@ -649,7 +882,7 @@ pub async fn run_turn_in_chat<H: ToolHandler>(
         };
         tally.input_tokens = tally.input_tokens.saturating_add(reply.input_tokens);
         tally.output_tokens = tally.output_tokens.saturating_add(reply.output_tokens);
-        if reply.stop_reason == "refusal" {
+        if reply.stop == Stop::Refusal {
             return tally.finish(
                 String::new(),
                 TurnEnd::Failed(String::from("the model declined to answer")),
@@ -657,27 +890,15 @@ pub async fn run_turn_in_chat<H: ToolHandler>(
             );
         }
 
-        let uses: Vec<&Value> = reply
-            .content
-            .iter()
-            .filter(|b| b.get("type").and_then(Value::as_str) == Some("tool_use"))
-            .collect();
-        if uses.is_empty() {
-            if reply.stop_reason == "tool_use" {
+        if reply.calls.is_empty() {
+            if reply.stop == Stop::ToolUse {
                 return tally.finish(
                     String::new(),
-                    TurnEnd::Failed(String::from("the model's reply could not be read")),
+                    TurnEnd::Failed(CallError::unreadable().reason()),
                     None,
                 );
             }
-            let answer = reply
-                .content
-                .iter()
-                .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
-                .filter_map(|b| b.get("text").and_then(Value::as_str))
-                .collect::<Vec<_>>()
-                .join("\n");
-            let answer = clean_answer(&answer).trim().to_owned();
+            let answer = clean_answer(&reply.text.join("\n")).trim().to_owned();
             if answer.is_empty() {
                 return tally.finish(
                     String::new(),
@@ -688,21 +909,12 @@ pub async fn run_turn_in_chat<H: ToolHandler>(
             return tally.finish(answer, TurnEnd::Answered, None);
         }
 
-        let mut results = Vec::with_capacity(uses.len());
-        for block in uses {
-            let Some(id) = block.get("id").and_then(Value::as_str) else {
-                return tally.finish(
-                    String::new(),
-                    TurnEnd::Failed(String::from("the model's reply could not be read")),
-                    None,
-                );
-            };
-            let name = block.get("name").and_then(Value::as_str).unwrap_or("");
-            let input = block.get("input").cloned().unwrap_or(Value::Null);
+        let mut results = Vec::with_capacity(reply.calls.len());
+        for call in reply.calls {
             tally.tools_called += 1;
             let Some(answer) = answer_call(
-                name,
-                input,
+                &call.name,
+                call.input,
                 visible,
                 handler,
                 &mut tally.proposals,
@@ -713,7 +925,7 @@ pub async fn run_turn_in_chat<H: ToolHandler>(
                 return tally.apologise(LoopBound::WallClock, lang);
             };
             // The streak key is bounded so an invented name cannot grow the map's keys.
-            let key: String = name.chars().take(64).collect();
+            let key: String = call.name.chars().take(64).collect();
             if answer.invalid {
                 let streak = invalid_streak.entry(key).or_insert(0);
                 *streak += 1;
@@ -723,18 +935,14 @@ pub async fn run_turn_in_chat<H: ToolHandler>(
             } else {
                 invalid_streak.remove(&key);
             }
-            let mut result = json!({
-                "type": "tool_result",
-                "tool_use_id": id,
-                "content": answer.content,
+            results.push(CallResult {
+                id: call.id,
+                content: answer.content,
+                is_error: answer.is_error,
             });
-            if answer.is_error {
-                result["is_error"] = Value::Bool(true);
-            }
-            results.push(result);
         }
-        messages.push(json!({"role": "assistant", "content": reply.content}));
-        messages.push(json!({"role": "user", "content": results}));
+        turns.push(Turn::Model(reply.echo));
+        turns.push(Turn::Results(results));
     }
 }
 
@@ -845,7 +1053,7 @@ mod tests {
         assert!(ApiKey::new("   ").is_none());
         assert!(ApiKey::new("sk-ant-x").is_some());
         assert!(ApiKey::new("bad\nkey").is_none());
-        assert!(header_value(&ApiKey::new("sk-ant-x").unwrap()).is_some());
+        assert!(header_value(ApiKey::new("sk-ant-x").unwrap().expose()).is_some());
     }
 
     #[test]
@@ -889,6 +1097,66 @@ mod tests {
     }
 
     #[test]
+    fn the_chat_completions_api_is_chosen_by_name_and_never_takes_the_anthropic_key() {
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |name: &str| {
+                pairs
+                    .iter()
+                    .find(|(k, _)| *k == name)
+                    .map(|(_, v)| (*v).to_owned())
+            }
+        };
+        let no_file = |_: &std::path::Path| -> std::io::Result<String> { panic!("no file") };
+        let cfg = |pairs| ModelConfig::from_lookup(env(pairs), no_file);
+        // A local server: no key, a base URL, a model.
+        let c = cfg(&[
+            (ENV_API, "OpenAI"),
+            (ENV_URL, "http://127.0.0.1:11434/v1/"),
+            (ENV_MODEL, "qwen2.5:7b"),
+            (ENV_API_KEY, "sk-ant-secret"),
+        ])
+        .unwrap()
+        .unwrap();
+        assert_eq!(c.api, ModelApi::OpenAi);
+        assert!(
+            c.api_key.is_none(),
+            "the Anthropic key is not sent to another provider"
+        );
+        assert_eq!(c.endpoint(), "http://127.0.0.1:11434/v1/chat/completions");
+        assert!(c.auth_headers().unwrap().is_empty());
+        assert_eq!(c.model, "qwen2.5:7b");
+        // OpenAI's own: a key, the default base URL, the key as a bearer token.
+        let c = cfg(&[(ENV_API, "openai"), (ENV_KEY, "sk-o"), (ENV_MODEL, "m")])
+            .unwrap()
+            .unwrap();
+        assert_eq!(c.endpoint(), "https://api.openai.com/v1/chat/completions");
+        let headers = c.auth_headers().unwrap();
+        assert_eq!(headers["authorization"], "Bearer sk-o");
+        assert!(headers["authorization"].is_sensitive());
+        // Missing pieces are said, not guessed.
+        let err = cfg(&[(ENV_API, "openai"), (ENV_MODEL, "m")]).err().unwrap();
+        assert!(err.contains(ENV_URL), "{err}");
+        let err = cfg(&[(ENV_API, "openai"), (ENV_URL, "http://127.0.0.1:8080")])
+            .err()
+            .unwrap();
+        assert!(err.contains(ENV_MODEL), "{err}");
+        let err = cfg(&[(ENV_API, "gemini")]).err().unwrap();
+        assert!(err.contains("anthropic or openai"), "{err}");
+        // The new names serve Anthropic too, and win over the older ones.
+        let c = cfg(&[
+            (ENV_KEY, "sk-new"),
+            (ENV_API_KEY, "sk-old"),
+            (ENV_URL, "http://[::1]:9"),
+        ])
+        .unwrap()
+        .unwrap();
+        assert_eq!(c.api, ModelApi::Anthropic);
+        assert_eq!(c.api_key.as_ref().unwrap().expose(), "sk-new");
+        assert_eq!(c.endpoint(), "http://[::1]:9/v1/messages");
+        assert_eq!(c.auth_headers().unwrap()["x-api-key"], "sk-new");
+    }
+
+    #[test]
     fn the_key_file_is_read_when_the_variable_is_unset_and_a_bad_one_is_an_error() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("anthropic-api-key");
@@ -904,12 +1172,12 @@ mod tests {
         let c = ModelConfig::from_lookup(lookup(None, path.clone()), read_key_file)
             .unwrap()
             .unwrap();
-        assert_eq!(c.api_key.expose(), "sk-ant-from-file");
+        assert_eq!(c.api_key.unwrap().expose(), "sk-ant-from-file");
         // The variable, when set, wins over the file.
         let c = ModelConfig::from_lookup(lookup(Some("sk-ant-env"), path.clone()), read_key_file)
             .unwrap()
             .unwrap();
-        assert_eq!(c.api_key.expose(), "sk-ant-env");
+        assert_eq!(c.api_key.unwrap().expose(), "sk-ant-env");
         // An empty file (as the installer creates it) means keyword answers only.
         std::fs::write(&file, "\n").unwrap();
         assert!(
