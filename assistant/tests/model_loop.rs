@@ -1,5 +1,8 @@
-//! The model loop against the scripted Messages API stand-in: real HTTP on loopback, the real
-//! policy and grants files, and a test double for the read client and the proposal store.
+//! The model loop against the scripted model stand-in: real HTTP on loopback, the real policy
+//! and grants files, and a test double for the read client and the proposal store. Every test
+//! that is not about one API's own wire runs twice, once against the Messages API stand-in and
+//! once against the Chat Completions one (`both_apis!` at the end), and reads the requests the
+//! stand-in recorded in one shape ([`ModelHandle::requests_as_messages`]).
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -7,13 +10,13 @@ use std::time::Duration;
 
 use fleetwatch::grants::{self, Grants};
 use fleetwatch::model::{
-    ApiKey, LoopBound, ModelConfig, ProposeResult, TOOL_NOT_AVAILABLE, ToolHandler, TurnEnd,
-    TurnOutcome, run_turn,
+    ApiKey, LoopBound, ModelApi, ModelConfig, ProposeResult, TOOL_NOT_AVAILABLE, ToolHandler,
+    TurnEnd, TurnOutcome, run_turn,
 };
 use fleetwatch::prompt::SYSTEM_PROMPT;
 use fleetwatch::toolspec;
 use fleetwatch_protocol::policy::Policy;
-use fleetwatch_sim::model::{self as sim, ModelHandle, text_reply, tool_use_reply};
+use fleetwatch_sim::model::{self as sim, Api, ModelHandle, text_reply, tool_use_reply};
 use serde_json::{Value, json};
 
 const KEY: &str = "sk-ant-api03-TESTKEY-do-not-leak-7c1f9a";
@@ -31,8 +34,12 @@ fn state_with(policy: &Policy, open: &[&str]) -> tempfile::TempDir {
     dir
 }
 
-fn config(url: &str) -> ModelConfig {
-    ModelConfig::new(url, ApiKey::new(KEY).unwrap(), "claude-test")
+fn config(api: Api, url: &str) -> ModelConfig {
+    let api = match api {
+        Api::Anthropic => ModelApi::Anthropic,
+        Api::OpenAi => ModelApi::OpenAi,
+    };
+    ModelConfig::with_api(api, url, Some(ApiKey::new(KEY).unwrap()), "claude-test")
 }
 
 /// Stands in for the read client and the proposal store, recording what it was asked.
@@ -121,8 +128,25 @@ fn fleet() -> Value {
     ]})
 }
 
-async fn model(script: Vec<Value>) -> ModelHandle {
-    sim::start(script).await.expect("model stand-in starts")
+async fn model(api: Api, script: Vec<Value>) -> ModelHandle {
+    sim::start_api(api, script, 0)
+        .await
+        .expect("model stand-in starts")
+}
+
+/// A tool result that reports a failure: marked so in the Messages API; in Chat Completions,
+/// which has no such mark, it is at least not a data block.
+fn assert_is_error(result: &Value, api: Api) {
+    match api {
+        Api::Anthropic => assert_eq!(result["is_error"], true, "{result}"),
+        Api::OpenAi => assert!(
+            !result["content"]
+                .as_str()
+                .unwrap_or_default()
+                .starts_with("<fleet_data"),
+            "{result}"
+        ),
+    }
 }
 
 /// The `messages` array of the n-th recorded request.
@@ -152,17 +176,16 @@ fn read_tool_use(id: &str) -> Value {
     tool_use_reply(id, "get_devices_in_my_team", json!({}))
 }
 
-#[tokio::test]
-async fn text_answer() {
+async fn text_answer(api: Api) {
     let policy = policy();
     let state = state_with(&policy, &["fleet"]);
     let g = Grants::load(state.path()).unwrap();
     let tools = toolspec::tools(&policy, &g, false, false);
-    let m = model(vec![text_reply("Every room is online.")]).await;
+    let m = model(api, vec![text_reply("Every room is online.")]).await;
     let handler = Double::new(fleet());
     let visible = |name: &str| toolspec::is_shown(&policy, &g, false, false, name);
     let out = run_turn(
-        &config(&m.url()),
+        &config(m.api(), &m.url()),
         &tools,
         &visible,
         "what's offline?",
@@ -176,7 +199,7 @@ async fn text_answer() {
     assert_eq!(out.input_tokens, 100);
     assert!(out.output_tokens > 0);
     assert!(out.proposals.is_empty());
-    let requests = m.requests();
+    let requests = m.requests_as_messages();
     assert_eq!(requests.len(), 1);
     let req = &requests[0];
     assert_eq!(req["model"], "claude-test");
@@ -194,25 +217,27 @@ async fn text_answer() {
     m.shutdown().await;
 }
 
-#[tokio::test]
-async fn read_result_goes_back_as_one_escaped_data_block() {
+async fn read_result_goes_back_as_one_escaped_data_block(api: Api) {
     let policy = policy();
     let state = state_with(&policy, &["fleet"]);
     let g = Grants::load(state.path()).unwrap();
     let tools = toolspec::tools(&policy, &g, false, false);
-    let m = model(vec![
-        tool_use_reply(
-            "toolu_1",
-            "get_recorder_status_for_devices",
-            json!({"device_ids": ["19012341234"]}),
-        ),
-        text_reply("Sala 2 is offline."),
-    ])
+    let m = model(
+        api,
+        vec![
+            tool_use_reply(
+                "toolu_1",
+                "get_recorder_status_for_devices",
+                json!({"device_ids": ["19012341234"]}),
+            ),
+            text_reply("Sala 2 is offline."),
+        ],
+    )
     .await;
     let handler = Double::new(fleet());
     let visible = |name: &str| toolspec::is_shown(&policy, &g, false, false, name);
     let out = run_turn(
-        &config(&m.url()),
+        &config(m.api(), &m.url()),
         &tools,
         &visible,
         "what's offline?",
@@ -230,7 +255,7 @@ async fn read_result_goes_back_as_one_escaped_data_block() {
             json!({"device_ids": ["19012341234"]})
         )]
     );
-    let requests = m.requests();
+    let requests = m.requests_as_messages();
     assert_eq!(requests.len(), 2);
     let msgs = messages(&requests, 1);
     assert_eq!(msgs.len(), 3);
@@ -250,15 +275,14 @@ async fn read_result_goes_back_as_one_escaped_data_block() {
     m.shutdown().await;
 }
 
-#[tokio::test]
-async fn propose_change_returns_the_store_message() {
+async fn propose_change_returns_the_store_message(api: Api) {
     let policy = policy();
     let state = state_with(&policy, &["fleet", "recording"]);
     let g = Grants::load(state.path()).unwrap();
     let tools = toolspec::tools(&policy, &g, true, true);
     assert!(tools.iter().any(|t| t["name"] == "propose_change"));
     let args = json!({"action": "start", "device_ids": ["19012341234-1"]});
-    let m = model(vec![
+    let m = model(api, vec![
         tool_use_reply(
             "toolu_p",
             "propose_change",
@@ -270,7 +294,7 @@ async fn propose_change_returns_the_store_message() {
     let handler = Double::new(fleet());
     let visible = |name: &str| toolspec::is_shown(&policy, &g, true, true, name);
     let out = run_turn(
-        &config(&m.url()),
+        &config(m.api(), &m.url()),
         &tools,
         &visible,
         "start recording in room 101",
@@ -287,7 +311,7 @@ async fn propose_change_returns_the_store_message() {
             String::from("Room 101 should be recording.")
         )]
     );
-    let results = tool_results(&m.requests(), 1);
+    let results = tool_results(&m.requests_as_messages(), 1);
     assert_eq!(
         results[0]["content"],
         "Proposal #42 is waiting for a person to approve it on the approval page. Nothing has changed."
@@ -296,13 +320,12 @@ async fn propose_change_returns_the_store_message() {
     m.shutdown().await;
 }
 
-#[tokio::test]
-async fn refused_proposal_is_an_error_result() {
+async fn refused_proposal_is_an_error_result(api: Api) {
     let policy = policy();
     let state = state_with(&policy, &["maintenance"]);
     let g = Grants::load(state.path()).unwrap();
     let tools = toolspec::tools(&policy, &g, true, true);
-    let m = model(vec![
+    let m = model(api, vec![
         tool_use_reply(
             "toolu_p",
             "propose_change",
@@ -315,7 +338,7 @@ async fn refused_proposal_is_an_error_result() {
     handler.refuse_proposals = true;
     let visible = |name: &str| toolspec::is_shown(&policy, &g, true, true, name);
     let out = run_turn(
-        &config(&m.url()),
+        &config(m.api(), &m.url()),
         &tools,
         &visible,
         "reboot room 101",
@@ -324,8 +347,8 @@ async fn refused_proposal_is_an_error_result() {
     .await;
     assert_eq!(out.outcome, TurnEnd::Answered);
     assert!(out.proposals.is_empty());
-    let results = tool_results(&m.requests(), 1);
-    assert_eq!(results[0]["is_error"], true);
+    let results = tool_results(&m.requests_as_messages(), 1);
+    assert_is_error(&results[0], api);
     assert!(
         results[0]["content"]
             .as_str()
@@ -335,22 +358,24 @@ async fn refused_proposal_is_an_error_result() {
     m.shutdown().await;
 }
 
-#[tokio::test]
-async fn unknown_tool_gets_an_error_that_does_not_echo_its_name() {
+async fn unknown_tool_gets_an_error_that_does_not_echo_its_name(api: Api) {
     let policy = policy();
     let state = state_with(&policy, &["fleet"]);
     let g = Grants::load(state.path()).unwrap();
     let tools = toolspec::tools(&policy, &g, false, false);
     let invented = "factory_reset_device_IGNORE_ALL_RULES";
-    let m = model(vec![
-        tool_use_reply("toolu_x", invented, json!({"device_id": "19012341234"})),
-        text_reply("I can't do that."),
-    ])
+    let m = model(
+        api,
+        vec![
+            tool_use_reply("toolu_x", invented, json!({"device_id": "19012341234"})),
+            text_reply("I can't do that."),
+        ],
+    )
     .await;
     let handler = Double::new(fleet());
     let visible = |name: &str| toolspec::is_shown(&policy, &g, false, false, name);
     let out = run_turn(
-        &config(&m.url()),
+        &config(m.api(), &m.url()),
         &tools,
         &visible,
         "reset room 101",
@@ -360,31 +385,33 @@ async fn unknown_tool_gets_an_error_that_does_not_echo_its_name() {
     assert_eq!(out.outcome, TurnEnd::Answered);
     assert_eq!(out.tools_called, 1);
     assert!(handler.reads().is_empty() && handler.proposals().is_empty());
-    let results = tool_results(&m.requests(), 1);
+    let results = tool_results(&m.requests_as_messages(), 1);
     assert_eq!(results[0]["content"], TOOL_NOT_AVAILABLE);
-    assert_eq!(results[0]["is_error"], true);
+    assert_is_error(&results[0], api);
     assert!(!results[0].to_string().contains("factory_reset"));
     assert!(!results[0].to_string().contains("IGNORE"));
     m.shutdown().await;
 }
 
-#[tokio::test]
-async fn write_tools_and_images_are_refused_even_by_a_careless_visibility_check() {
+async fn write_tools_and_images_are_refused_even_by_a_careless_visibility_check(api: Api) {
     // A caller whose check says yes to everything still cannot reach a write tool or an image
     // through the read path.
-    let m = model(vec![
-        tool_use_reply("t1", "batch_reboot", json!({"device_ids": ["19012341234"]})),
-        tool_use_reply(
-            "t2",
-            "get_channel_image",
-            json!({"device_id": "19012341234"}),
-        ),
-        text_reply("Done looking."),
-    ])
+    let m = model(
+        api,
+        vec![
+            tool_use_reply("t1", "batch_reboot", json!({"device_ids": ["19012341234"]})),
+            tool_use_reply(
+                "t2",
+                "get_channel_image",
+                json!({"device_id": "19012341234"}),
+            ),
+            text_reply("Done looking."),
+        ],
+    )
     .await;
     let handler = Double::new(fleet());
     let out = run_turn(
-        &config(&m.url()),
+        &config(m.api(), &m.url()),
         &[],
         &|_: &str| true,
         "reboot it",
@@ -393,20 +420,19 @@ async fn write_tools_and_images_are_refused_even_by_a_careless_visibility_check(
     .await;
     assert_eq!(out.outcome, TurnEnd::Answered);
     assert!(handler.reads().is_empty() && handler.proposals().is_empty());
-    let requests = m.requests();
+    let requests = m.requests_as_messages();
     assert_eq!(tool_results(&requests, 1)[0]["content"], TOOL_NOT_AVAILABLE);
     assert_eq!(tool_results(&requests, 2)[0]["content"], TOOL_NOT_AVAILABLE);
     m.shutdown().await;
 }
 
-#[tokio::test]
-async fn at_most_eight_model_calls() {
+async fn at_most_eight_model_calls(api: Api) {
     let script: Vec<Value> = (0..12).map(|i| read_tool_use(&format!("t{i}"))).collect();
-    let m = model(script).await;
+    let m = model(api, script).await;
     let handler = Double::new(json!({"devices": []}));
     let visible = |name: &str| name == "get_devices_in_my_team";
     let out = run_turn(
-        &config(&m.url()),
+        &config(m.api(), &m.url()),
         &[],
         &visible,
         "what's offline?",
@@ -416,29 +442,31 @@ async fn at_most_eight_model_calls() {
     assert_eq!(out.outcome, TurnEnd::Apologised);
     assert_eq!(out.stopped_by, Some(LoopBound::CallLimit));
     assert_eq!(out.model_calls, 8);
-    assert_eq!(m.requests().len(), 8);
+    assert_eq!(m.requests_as_messages().len(), 8);
     assert_eq!(handler.reads().len(), 8);
     assert!(out.answer.starts_with("Sorry"));
     assert!(out.answer.contains("Nothing has been changed"));
     m.shutdown().await;
 }
 
-#[tokio::test]
-async fn two_consecutive_invalid_calls_end_the_turn_with_an_apology() {
-    let m = model(vec![
-        tool_use_reply("t1", "propose_change", json!({"tool": "batch_reboot"})),
-        tool_use_reply(
-            "t2",
-            "propose_change",
-            json!({"tool": "batch_reboot", "arguments": {}}),
-        ),
-        text_reply("never reached"),
-    ])
+async fn two_consecutive_invalid_calls_end_the_turn_with_an_apology(api: Api) {
+    let m = model(
+        api,
+        vec![
+            tool_use_reply("t1", "propose_change", json!({"tool": "batch_reboot"})),
+            tool_use_reply(
+                "t2",
+                "propose_change",
+                json!({"tool": "batch_reboot", "arguments": {}}),
+            ),
+            text_reply("never reached"),
+        ],
+    )
     .await;
     let handler = Double::new(fleet());
     let visible = |name: &str| name == "propose_change";
     let out = run_turn(
-        &config(&m.url()),
+        &config(m.api(), &m.url()),
         &[],
         &visible,
         "¿puedes reiniciar la sala 2?",
@@ -448,13 +476,13 @@ async fn two_consecutive_invalid_calls_end_the_turn_with_an_apology() {
     assert_eq!(out.outcome, TurnEnd::Apologised);
     assert_eq!(out.stopped_by, Some(LoopBound::InvalidCalls));
     assert_eq!(out.model_calls, 2);
-    assert_eq!(m.requests().len(), 2);
+    assert_eq!(m.requests_as_messages().len(), 2);
     assert!(
         handler.proposals().is_empty(),
         "malformed calls never reach the store"
     );
     assert!(out.answer.starts_with("Lo siento"), "{}", out.answer);
-    let first = tool_results(&m.requests(), 1);
+    let first = tool_results(&m.requests_as_messages(), 1);
     assert!(
         first[0]["content"]
             .as_str()
@@ -464,30 +492,37 @@ async fn two_consecutive_invalid_calls_end_the_turn_with_an_apology() {
     m.shutdown().await;
 }
 
-#[tokio::test]
-async fn invalid_calls_separated_by_a_valid_one_are_not_consecutive() {
-    let m = model(vec![
-        tool_use_reply("t1", "get_devices_in_my_team", json!("not an object")),
-        read_tool_use("t2"),
-        tool_use_reply("t3", "get_devices_in_my_team", json!(["still not"])),
-        text_reply("Here is the list."),
-    ])
+async fn invalid_calls_separated_by_a_valid_one_are_not_consecutive(api: Api) {
+    let m = model(
+        api,
+        vec![
+            tool_use_reply("t1", "get_devices_in_my_team", json!("not an object")),
+            read_tool_use("t2"),
+            tool_use_reply("t3", "get_devices_in_my_team", json!(["still not"])),
+            text_reply("Here is the list."),
+        ],
+    )
     .await;
     let handler = Double::new(fleet());
     let visible = |name: &str| name == "get_devices_in_my_team";
-    let out = run_turn(&config(&m.url()), &[], &visible, "list rooms", &handler).await;
+    let out = run_turn(
+        &config(m.api(), &m.url()),
+        &[],
+        &visible,
+        "list rooms",
+        &handler,
+    )
+    .await;
     assert_eq!(out.outcome, TurnEnd::Answered);
     assert_eq!(out.model_calls, 4);
     assert_eq!(handler.reads().len(), 1);
 }
 
-#[tokio::test]
-async fn failing_reads_count_as_invalid() {
-    let m = model(vec![
-        read_tool_use("t1"),
-        read_tool_use("t2"),
-        text_reply("x"),
-    ])
+async fn failing_reads_count_as_invalid(api: Api) {
+    let m = model(
+        api,
+        vec![read_tool_use("t1"), read_tool_use("t2"), text_reply("x")],
+    )
     .await;
     let mut handler = Double::new(fleet());
     handler.read_error = Some(String::from(
@@ -495,7 +530,7 @@ async fn failing_reads_count_as_invalid() {
     ));
     let visible = |name: &str| name == "get_devices_in_my_team";
     let out = run_turn(
-        &config(&m.url()),
+        &config(m.api(), &m.url()),
         &[],
         &visible,
         "what's offline?",
@@ -503,17 +538,16 @@ async fn failing_reads_count_as_invalid() {
     )
     .await;
     assert_eq!(out.stopped_by, Some(LoopBound::InvalidCalls));
-    let first = tool_results(&m.requests(), 1);
-    assert_eq!(first[0]["is_error"], true);
+    let first = tool_results(&m.requests_as_messages(), 1);
+    assert_is_error(&first[0], api);
     let text = first[0]["content"].as_str().unwrap();
     assert!(text.starts_with("The read failed: Epiphan sign-in expired"));
     assert!(!text.contains('<'));
 }
 
-#[tokio::test]
-async fn server_error_fails_the_turn_and_reports_its_proposals() {
+async fn server_error_fails_the_turn_and_reports_its_proposals(api: Api) {
     // After one stored proposal the script runs dry and the stand-in answers HTTP 500.
-    let m = model(vec![tool_use_reply(
+    let m = model(api, vec![tool_use_reply(
         "toolu_p",
         "propose_change",
         json!({"tool": "batch_reboot", "arguments": {"device_ids": ["19012341234"]}, "reason": "stuck"}),
@@ -522,7 +556,7 @@ async fn server_error_fails_the_turn_and_reports_its_proposals() {
     let handler = Double::new(fleet());
     let visible = |name: &str| name == "propose_change";
     let out = run_turn(
-        &config(&m.url()),
+        &config(m.api(), &m.url()),
         &[],
         &visible,
         "reboot room 101",
@@ -540,17 +574,23 @@ async fn server_error_fails_the_turn_and_reports_its_proposals() {
     m.shutdown().await;
 }
 
-#[tokio::test]
-async fn refusal_stop_reason_fails_the_turn() {
+async fn refusal_stop_reason_fails_the_turn(api: Api) {
     let refusal = json!({
         "id": "msg_r", "type": "message", "role": "assistant", "model": "claude-sim",
         "content": [{"type": "text", "text": "I won't help with that."}],
         "stop_reason": "refusal", "stop_sequence": null,
         "usage": {"input_tokens": 10, "output_tokens": 5},
     });
-    let m = model(vec![refusal]).await;
+    let m = model(api, vec![refusal]).await;
     let handler = Double::new(fleet());
-    let out = run_turn(&config(&m.url()), &[], &|_: &str| false, "hello", &handler).await;
+    let out = run_turn(
+        &config(m.api(), &m.url()),
+        &[],
+        &|_: &str| false,
+        "hello",
+        &handler,
+    )
+    .await;
     assert_eq!(
         out.outcome,
         TurnEnd::Failed(String::from("the model declined to answer"))
@@ -563,11 +603,17 @@ async fn refusal_stop_reason_fails_the_turn() {
     m.shutdown().await;
 }
 
-#[tokio::test]
-async fn unreadable_reply_fails_the_turn() {
-    let m = model(vec![json!({"unexpected": "shape"})]).await;
+async fn unreadable_reply_fails_the_turn(api: Api) {
+    let m = model(api, vec![json!({"unexpected": "shape"})]).await;
     let handler = Double::new(fleet());
-    let out = run_turn(&config(&m.url()), &[], &|_: &str| false, "hello", &handler).await;
+    let out = run_turn(
+        &config(m.api(), &m.url()),
+        &[],
+        &|_: &str| false,
+        "hello",
+        &handler,
+    )
+    .await;
     assert_eq!(
         out.outcome,
         TurnEnd::Failed(String::from("the model's reply could not be read"))
@@ -576,14 +622,13 @@ async fn unreadable_reply_fails_the_turn() {
     m.shutdown().await;
 }
 
-#[tokio::test]
-async fn unreachable_service_fails_the_turn() {
+async fn unreachable_service_fails_the_turn(api: Api) {
     // A port that was just free: nothing listens there.
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     drop(listener);
     let handler = Double::new(fleet());
-    let out = run_turn(&config(&url), &[], &|_: &str| false, "hello", &handler).await;
+    let out = run_turn(&config(api, &url), &[], &|_: &str| false, "hello", &handler).await;
     assert_eq!(
         out.outcome,
         TurnEnd::Failed(String::from("could not reach the model service"))
@@ -591,11 +636,10 @@ async fn unreachable_service_fails_the_turn() {
     assert_no_key(&out);
 }
 
-#[tokio::test]
-async fn plain_http_to_a_remote_host_is_refused_before_sending_the_key() {
+async fn plain_http_to_a_remote_host_is_refused_before_sending_the_key(api: Api) {
     let handler = Double::new(fleet());
     let out = run_turn(
-        &config("http://api.example.invalid"),
+        &config(api, "http://api.example.invalid"),
         &[],
         &|_: &str| false,
         "hello",
@@ -607,13 +651,12 @@ async fn plain_http_to_a_remote_host_is_refused_before_sending_the_key() {
     assert_no_key(&out);
 }
 
-#[tokio::test]
-async fn token_budget_ends_the_turn() {
+async fn token_budget_ends_the_turn(api: Api) {
     // Each stand-in reply reports 100 input and 20 output tokens.
     let script: Vec<Value> = (0..5).map(|i| read_tool_use(&format!("t{i}"))).collect();
-    let m = model(script).await;
+    let m = model(api, script).await;
     let handler = Double::new(json!({"devices": []}));
-    let mut cfg = config(&m.url());
+    let mut cfg = config(m.api(), &m.url());
     cfg.token_budget = 200;
     let visible = |name: &str| name == "get_devices_in_my_team";
     let out = run_turn(&cfg, &[], &visible, "what's offline?", &handler).await;
@@ -623,12 +666,11 @@ async fn token_budget_ends_the_turn() {
     m.shutdown().await;
 }
 
-#[tokio::test]
-async fn wall_clock_ends_a_turn_stuck_in_a_read() {
-    let m = model(vec![read_tool_use("t1"), text_reply("never reached")]).await;
+async fn wall_clock_ends_a_turn_stuck_in_a_read(api: Api) {
+    let m = model(api, vec![read_tool_use("t1"), text_reply("never reached")]).await;
     let mut handler = Double::new(fleet());
     handler.hang_reads = true;
-    let mut cfg = config(&m.url());
+    let mut cfg = config(m.api(), &m.url());
     // Short on purpose: the read never finishes, so only the wall clock can end this turn.
     cfg.wall_clock = Duration::from_millis(500);
     let visible = |name: &str| name == "get_devices_in_my_team";
@@ -639,13 +681,12 @@ async fn wall_clock_ends_a_turn_stuck_in_a_read() {
     m.shutdown().await;
 }
 
-#[tokio::test]
-async fn prefix_is_byte_identical_across_turns_and_marked_for_caching() {
+async fn prefix_is_byte_identical_across_turns_and_marked_for_caching(api: Api) {
     let policy = policy();
     let state = state_with(&policy, &["fleet", "schedule", "maintenance"]);
-    let m = model(vec![text_reply("one"), text_reply("dos")]).await;
+    let m = model(api, vec![text_reply("one"), text_reply("dos")]).await;
     let handler = Double::new(fleet());
-    let cfg = config(&m.url());
+    let cfg = config(m.api(), &m.url());
     for question in ["what's offline?", "¿qué salas graban?"] {
         // Each turn reloads the grants and rebuilds the list, as the server does.
         let g = Grants::load(state.path()).unwrap();
@@ -654,15 +695,20 @@ async fn prefix_is_byte_identical_across_turns_and_marked_for_caching() {
         let out = run_turn(&cfg, &tools, &visible, question, &handler).await;
         assert_eq!(out.outcome, TurnEnd::Answered);
     }
-    let requests = m.requests();
+    let requests = m.requests_as_messages();
     assert_eq!(requests.len(), 2);
     let bytes = |v: &Value| serde_json::to_string(v).unwrap();
     assert_eq!(bytes(&requests[0]["system"]), bytes(&requests[1]["system"]));
     assert_eq!(bytes(&requests[0]["tools"]), bytes(&requests[1]["tools"]));
-    assert_eq!(
-        requests[0]["system"],
-        json!([{"type": "text", "text": SYSTEM_PROMPT, "cache_control": {"type": "ephemeral"}}])
-    );
+    // Anthropic's prompt cache is asked for by a mark; Chat Completions servers cache a
+    // repeated prefix on their own and take no mark.
+    let system = match api {
+        Api::Anthropic => {
+            json!([{"type": "text", "text": SYSTEM_PROMPT, "cache_control": {"type": "ephemeral"}}])
+        }
+        Api::OpenAi => json!([{"type": "text", "text": SYSTEM_PROMPT}]),
+    };
+    assert_eq!(requests[0]["system"], system);
     let tools = requests[0]["tools"].as_array().unwrap();
     let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
     let mut sorted = names.clone();
@@ -675,25 +721,26 @@ async fn prefix_is_byte_identical_across_turns_and_marked_for_caching() {
         "streams not granted"
     );
     assert!(!names.contains(&"get_channel_image"));
-    assert_eq!(
-        tools.last().unwrap()["cache_control"],
-        json!({"type": "ephemeral"})
-    );
-    assert_eq!(
-        tools
-            .iter()
-            .filter(|t| t.get("cache_control").is_some())
-            .count(),
-        1
-    );
+    let marked = tools
+        .iter()
+        .filter(|t| t.get("cache_control").is_some())
+        .count();
+    if api == Api::Anthropic {
+        assert_eq!(
+            tools.last().unwrap()["cache_control"],
+            json!({"type": "ephemeral"})
+        );
+        assert_eq!(marked, 1);
+    } else {
+        assert_eq!(marked, 0);
+    }
     m.shutdown().await;
 }
 
-#[tokio::test]
-async fn revoked_grant_is_refused_at_call_time() {
+async fn revoked_grant_is_refused_at_call_time(api: Api) {
     let policy = policy();
     let state = state_with(&policy, &["fleet", "maintenance"]);
-    let m = model(vec![
+    let m = model(api, vec![
         read_tool_use("t1"),
         text_reply("Two rooms."),
         // Second turn: the model repeats calls it saw in the first.
@@ -707,7 +754,7 @@ async fn revoked_grant_is_refused_at_call_time() {
     ])
     .await;
     let handler = Double::new(fleet());
-    let cfg = config(&m.url());
+    let cfg = config(m.api(), &m.url());
 
     let g = Grants::load(state.path()).unwrap();
     let tools = toolspec::tools(&policy, &g, true, true);
@@ -729,7 +776,7 @@ async fn revoked_grant_is_refused_at_call_time() {
         handler.proposals().is_empty(),
         "no proposal after the revoke"
     );
-    let requests = m.requests();
+    let requests = m.requests_as_messages();
     assert_eq!(tool_results(&requests, 3)[0]["content"], TOOL_NOT_AVAILABLE);
     assert_eq!(tool_results(&requests, 4)[0]["content"], TOOL_NOT_AVAILABLE);
     // And a freshly built list shows neither.
@@ -737,15 +784,14 @@ async fn revoked_grant_is_refused_at_call_time() {
     m.shutdown().await;
 }
 
-#[tokio::test]
-async fn propose_change_not_shown_is_refused_when_called() {
+async fn propose_change_not_shown_is_refused_when_called(api: Api) {
     // Reads granted but proposing off: the model calls propose_change anyway.
     let policy = policy();
     let state = state_with(&policy, &["fleet", "maintenance"]);
     let g = Grants::load(state.path()).unwrap();
     let tools = toolspec::tools(&policy, &g, false, true);
     assert!(!tools.iter().any(|t| t["name"] == "propose_change"));
-    let m = model(vec![
+    let m = model(api, vec![
         tool_use_reply(
             "t1",
             "propose_change",
@@ -757,7 +803,7 @@ async fn propose_change_not_shown_is_refused_when_called() {
     let handler = Double::new(fleet());
     let visible = |name: &str| toolspec::is_shown(&policy, &g, false, true, name);
     let out = run_turn(
-        &config(&m.url()),
+        &config(m.api(), &m.url()),
         &tools,
         &visible,
         "reboot room 101",
@@ -767,14 +813,13 @@ async fn propose_change_not_shown_is_refused_when_called() {
     assert!(out.proposals.is_empty());
     assert!(handler.proposals().is_empty());
     assert_eq!(
-        tool_results(&m.requests(), 1)[0]["content"],
+        tool_results(&m.requests_as_messages(), 1)[0]["content"],
         TOOL_NOT_AVAILABLE
     );
     m.shutdown().await;
 }
 
-#[tokio::test]
-async fn several_tool_calls_in_one_reply_each_get_a_result() {
+async fn several_tool_calls_in_one_reply_each_get_a_result(api: Api) {
     let two = json!({
         "id": "msg_2", "type": "message", "role": "assistant", "model": "claude-sim",
         "content": [
@@ -785,17 +830,24 @@ async fn several_tool_calls_in_one_reply_each_get_a_result() {
         "stop_reason": "tool_use", "stop_sequence": null,
         "usage": {"input_tokens": 10, "output_tokens": 5},
     });
-    let m = model(vec![two, text_reply("All good.")]).await;
+    let m = model(api, vec![two, text_reply("All good.")]).await;
     let handler = Double::new(fleet());
     let visible = |name: &str| name == "get_devices_in_my_team";
-    let out = run_turn(&config(&m.url()), &[], &visible, "status?", &handler).await;
+    let out = run_turn(
+        &config(m.api(), &m.url()),
+        &[],
+        &visible,
+        "status?",
+        &handler,
+    )
+    .await;
     assert_eq!(out.outcome, TurnEnd::Answered);
     assert_eq!(
         out.answer, "All good.",
         "text before tool calls is not the answer"
     );
     assert_eq!(out.tools_called, 2);
-    let results = tool_results(&m.requests(), 1);
+    let results = tool_results(&m.requests_as_messages(), 1);
     assert_eq!(results.len(), 2);
     assert_eq!(results[0]["tool_use_id"], "a");
     assert_eq!(results[1]["tool_use_id"], "b");
@@ -803,9 +855,8 @@ async fn several_tool_calls_in_one_reply_each_get_a_result() {
     m.shutdown().await;
 }
 
-#[tokio::test]
-async fn overlong_reason_is_refused_before_the_store() {
-    let m = model(vec![
+async fn overlong_reason_is_refused_before_the_store(api: Api) {
+    let m = model(api, vec![
         tool_use_reply(
             "t1",
             "propose_change",
@@ -816,7 +867,7 @@ async fn overlong_reason_is_refused_before_the_store() {
     .await;
     let handler = Double::new(fleet());
     let out = run_turn(
-        &config(&m.url()),
+        &config(m.api(), &m.url()),
         &[],
         &|n: &str| n == "propose_change",
         "reboot",
@@ -825,7 +876,7 @@ async fn overlong_reason_is_refused_before_the_store() {
     .await;
     assert_eq!(out.outcome, TurnEnd::Answered);
     assert!(handler.proposals().is_empty());
-    let results = tool_results(&m.requests(), 1);
+    let results = tool_results(&m.requests_as_messages(), 1);
     assert!(
         results[0]["content"]
             .as_str()
@@ -835,15 +886,15 @@ async fn overlong_reason_is_refused_before_the_store() {
     m.shutdown().await;
 }
 
-#[tokio::test]
-async fn answer_is_cleaned_of_terminal_controls() {
-    let m = model(vec![text_reply(
-        "Room \u{1b}]0;pwned\u{7}101 is \u{202e}online",
-    )])
+async fn answer_is_cleaned_of_terminal_controls(api: Api) {
+    let m = model(
+        api,
+        vec![text_reply("Room \u{1b}]0;pwned\u{7}101 is \u{202e}online")],
+    )
     .await;
     let handler = Double::new(fleet());
     let out = run_turn(
-        &config(&m.url()),
+        &config(m.api(), &m.url()),
         &[],
         &|_: &str| false,
         "status?",
@@ -855,12 +906,11 @@ async fn answer_is_cleaned_of_terminal_controls() {
     m.shutdown().await;
 }
 
-#[tokio::test]
-async fn oversized_reply_fails_the_turn() {
-    let m = model(vec![text_reply(&"word ".repeat(1_000_000))]).await;
+async fn oversized_reply_fails_the_turn(api: Api) {
+    let m = model(api, vec![text_reply(&"word ".repeat(1_000_000))]).await;
     let handler = Double::new(fleet());
     let out = run_turn(
-        &config(&m.url()),
+        &config(m.api(), &m.url()),
         &[],
         &|_: &str| false,
         "status?",
@@ -874,13 +924,12 @@ async fn oversized_reply_fails_the_turn() {
     m.shutdown().await;
 }
 
-#[tokio::test]
-async fn an_error_body_quoting_the_key_is_not_repeated() {
+async fn an_error_body_quoting_the_key_is_not_repeated(api: Api) {
     let echo = json!({"type": "error", "error": {"type": "authentication_error", "message": format!("invalid x-api-key {KEY}")}});
-    let m = model(vec![echo]).await;
+    let m = model(api, vec![echo]).await;
     let handler = Double::new(fleet());
     let out = run_turn(
-        &config(&m.url()),
+        &config(m.api(), &m.url()),
         &[],
         &|_: &str| false,
         "status?",
@@ -936,7 +985,14 @@ async fn capture_one_request(reply: Value) -> (String, tokio::task::JoinHandle<S
 async fn request_carries_key_and_version_headers() {
     let (url, task) = capture_one_request(text_reply("fine")).await;
     let handler = Double::new(fleet());
-    let out = run_turn(&config(&url), &[], &|_: &str| false, "status?", &handler).await;
+    let out = run_turn(
+        &config(Api::Anthropic, &url),
+        &[],
+        &|_: &str| false,
+        "status?",
+        &handler,
+    )
+    .await;
     assert_eq!(out.outcome, TurnEnd::Answered);
     let request = task.await.unwrap();
     let head = request
@@ -950,3 +1006,90 @@ async fn request_carries_key_and_version_headers() {
     assert!(head.contains("content-type: application/json"));
     assert!(!head.contains("authorization:"));
 }
+
+#[tokio::test]
+async fn chat_completions_carry_the_key_as_a_bearer_token_and_no_anthropic_header() {
+    let reply = fleetwatch_sim::chat_completions::as_chat_completion(&text_reply("fine"));
+    let (url, task) = capture_one_request(reply.clone()).await;
+    let handler = Double::new(fleet());
+    let out = run_turn(
+        &config(Api::OpenAi, &url),
+        &[],
+        &|_: &str| false,
+        "status?",
+        &handler,
+    )
+    .await;
+    assert_eq!(out.outcome, TurnEnd::Answered);
+    let head = task.await.unwrap();
+    let head = head.split("\r\n\r\n").next().unwrap().to_ascii_lowercase();
+    assert!(
+        head.starts_with("post /v1/chat/completions http/1.1"),
+        "{head}"
+    );
+    assert!(head.contains(&format!(
+        "authorization: bearer {}",
+        KEY.to_ascii_lowercase()
+    )));
+    assert!(!head.contains("x-api-key") && !head.contains("anthropic-version"));
+
+    // A server on this machine that asks for no key gets none.
+    let (url, task) = capture_one_request(reply).await;
+    let cfg = ModelConfig::with_api(ModelApi::OpenAi, url, None, "local-model");
+    let out = run_turn(&cfg, &[], &|_: &str| false, "status?", &handler).await;
+    assert_eq!(out.outcome, TurnEnd::Answered);
+    let head = task.await.unwrap();
+    assert!(
+        !head.to_ascii_lowercase().contains("authorization:"),
+        "{head}"
+    );
+}
+
+/// Each test, once against each API's stand-in.
+macro_rules! both_apis {
+    ($($name:ident),* $(,)?) => {
+        mod on {
+            $(
+                pub mod $name {
+                    #[tokio::test]
+                    async fn anthropic() {
+                        super::super::$name(super::super::Api::Anthropic).await;
+                    }
+
+                    #[tokio::test]
+                    async fn openai() {
+                        super::super::$name(super::super::Api::OpenAi).await;
+                    }
+                }
+            )*
+        }
+    };
+}
+
+both_apis!(
+    text_answer,
+    read_result_goes_back_as_one_escaped_data_block,
+    propose_change_returns_the_store_message,
+    refused_proposal_is_an_error_result,
+    unknown_tool_gets_an_error_that_does_not_echo_its_name,
+    write_tools_and_images_are_refused_even_by_a_careless_visibility_check,
+    at_most_eight_model_calls,
+    two_consecutive_invalid_calls_end_the_turn_with_an_apology,
+    invalid_calls_separated_by_a_valid_one_are_not_consecutive,
+    failing_reads_count_as_invalid,
+    server_error_fails_the_turn_and_reports_its_proposals,
+    refusal_stop_reason_fails_the_turn,
+    unreadable_reply_fails_the_turn,
+    unreachable_service_fails_the_turn,
+    plain_http_to_a_remote_host_is_refused_before_sending_the_key,
+    token_budget_ends_the_turn,
+    wall_clock_ends_a_turn_stuck_in_a_read,
+    prefix_is_byte_identical_across_turns_and_marked_for_caching,
+    revoked_grant_is_refused_at_call_time,
+    propose_change_not_shown_is_refused_when_called,
+    several_tool_calls_in_one_reply_each_get_a_result,
+    overlong_reason_is_refused_before_the_store,
+    answer_is_cleaned_of_terminal_controls,
+    oversized_reply_fails_the_turn,
+    an_error_body_quoting_the_key_is_not_repeated,
+);

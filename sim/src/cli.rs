@@ -57,7 +57,8 @@ pub struct ServeArgs {
 /// Arguments of `model`.
 #[derive(Debug, clap::Args)]
 pub struct ModelArgs {
-    /// JSON file holding a list of Messages API response bodies, answered in order.
+    /// JSON file holding a list of Messages API response bodies, answered in order (sent as
+    /// Chat Completions answers with --api openai; a body with `choices` is sent as it is).
     #[arg(long, value_name = "FILE.json", required_unless_present = "offline")]
     pub script: Option<PathBuf>,
     /// Answer with the rule-based offline stand-in instead of a script: a fixed set of
@@ -68,9 +69,17 @@ pub struct ModelArgs {
     /// same --now; default: the current time.
     #[arg(long, value_name = "RFC3339", requires = "offline")]
     pub now: Option<jiff::Timestamp>,
+    /// The API to speak: anthropic (`POST /v1/messages`) or openai (the Chat Completions API,
+    /// `POST /v1/chat/completions`). Both list the stand-in's model at `GET /v1/models`.
+    #[arg(long, value_name = "anthropic|openai", default_value = "anthropic", value_parser = parse_api)]
+    pub api: crate::model::Api,
     /// Port on 127.0.0.1; 0 picks a free one.
     #[arg(long, default_value_t = 0)]
     pub port: u16,
+}
+
+fn parse_api(text: &str) -> Result<crate::model::Api, String> {
+    crate::model::Api::parse(text).ok_or_else(|| format!("{text:?}: give anthropic or openai"))
 }
 
 /// Parses `NAME=TOKEN:DIR`.
@@ -177,7 +186,9 @@ pub async fn run(cli: Cli) -> Result<(), SimError> {
         }
         Command::Model(args) => {
             let handle = match &args.script {
-                _ if args.offline => crate::model::start_offline_at(args.now, args.port).await?,
+                _ if args.offline => {
+                    crate::model::start_offline_api(args.api, args.now, args.port).await?
+                }
                 Some(path) => {
                     let text = std::fs::read_to_string(path)?;
                     let script: Vec<serde_json::Value> =
@@ -187,7 +198,7 @@ pub async fn run(cli: Cli) -> Result<(), SimError> {
                                 path.display()
                             ))
                         })?;
-                    crate::model::start_on_port(script, args.port).await?
+                    crate::model::start_api(args.api, script, args.port).await?
                 }
                 None => {
                     return Err(SimError::Config(

@@ -41,6 +41,7 @@
 
 use std::path::PathBuf;
 
+pub mod chat_completions;
 pub mod cli;
 pub mod model;
 

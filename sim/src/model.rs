@@ -1,6 +1,10 @@
-//! A stand-in for the Anthropic Messages API: `POST /v1/messages` answers either with the next
-//! body of a script ([`start`]) or from fixed rules over the request itself ([`start_offline`],
-//! the offline demo's model), and records request bodies.
+//! A stand-in for a model's API: Anthropic's Messages API (`POST /v1/messages`) or the Chat
+//! Completions API (`POST /v1/chat/completions`, [`Api::OpenAi`]). It answers either with the
+//! next body of a script ([`start`]) or from fixed rules over the request itself
+//! ([`start_offline`], the offline demo's model), records request bodies, and lists its model
+//! at `GET /v1/models`. Scripts are written as Messages API answers and sent in the API the
+//! stand-in speaks (see [`crate::chat_completions`]); a script body written for Chat
+//! Completions (one with `choices`) is sent as it is.
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -13,7 +17,7 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
+use axum::routing::{get, post};
 use serde_json::{Value, json};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -32,7 +36,40 @@ enum Replies {
 /// recording that grows with every question would slowly fill memory.
 const OFFLINE_KEPT_REQUESTS: usize = 64;
 
+/// The API a stand-in speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Api {
+    /// Anthropic's Messages API.
+    #[default]
+    Anthropic,
+    /// The Chat Completions API.
+    OpenAi,
+}
+
+impl Api {
+    /// From `--api`'s value.
+    pub fn parse(text: &str) -> Option<Api> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "anthropic" => Some(Api::Anthropic),
+            "openai" => Some(Api::OpenAi),
+            _ => None,
+        }
+    }
+
+    /// The value of `FLEETWATCH_MODEL_API` for a client of this stand-in.
+    pub fn label(self) -> &'static str {
+        match self {
+            Api::Anthropic => "anthropic",
+            Api::OpenAi => "openai",
+        }
+    }
+}
+
+/// The model the scripted stand-in lists at `GET /v1/models`.
+pub const SCRIPTED_MODEL: &str = "fleetwatch-scripted";
+
 struct Script {
+    api: Api,
     replies: Replies,
     requests: Mutex<VecDeque<Value>>,
 }
@@ -77,6 +114,24 @@ impl ModelHandle {
             .collect()
     }
 
+    /// The API this stand-in speaks.
+    pub fn api(&self) -> Api {
+        self.script.api
+    }
+
+    /// [`ModelHandle::requests`] read as Messages API requests (Chat Completions ones
+    /// translated), so one test can look into what either API was sent.
+    pub fn requests_as_messages(&self) -> Vec<Value> {
+        let requests = self.requests();
+        match self.script.api {
+            Api::Anthropic => requests,
+            Api::OpenAi => requests
+                .iter()
+                .map(crate::chat_completions::as_messages_request)
+                .collect(),
+        }
+    }
+
     /// Adds `replies` to the end of a scripted stand-in's script (for a test that learns what
     /// to answer only after the model had to be started). Returns false for the offline
     /// stand-in, which has no script.
@@ -109,7 +164,12 @@ pub async fn start(script: Vec<Value>) -> Result<ModelHandle, SimError> {
 
 /// Like [`start`], on a chosen port (`0` picks a free one).
 pub async fn start_on_port(script: Vec<Value>, port: u16) -> Result<ModelHandle, SimError> {
-    serve(Replies::Script(Mutex::new(script.into())), port).await
+    start_api(Api::Anthropic, script, port).await
+}
+
+/// Like [`start_on_port`], speaking `api`.
+pub async fn start_api(api: Api, script: Vec<Value>, port: u16) -> Result<ModelHandle, SimError> {
+    serve(api, Replies::Script(Mutex::new(script.into())), port).await
 }
 
 /// Starts the rule-based offline stand-in on `127.0.0.1` (a free port).
@@ -125,7 +185,7 @@ pub async fn start_offline() -> Result<ModelHandle, SimError> {
 
 /// Like [`start_offline`], on a chosen port (`0` picks a free one).
 pub async fn start_offline_on_port(port: u16) -> Result<ModelHandle, SimError> {
-    serve(Replies::Offline(None), port).await
+    serve(Api::Anthropic, Replies::Offline(None), port).await
 }
 
 /// Like [`start_offline_on_port`] with a fixed clock, for a simulator started with a fixed
@@ -134,7 +194,16 @@ pub async fn start_offline_at(
     now: Option<jiff::Timestamp>,
     port: u16,
 ) -> Result<ModelHandle, SimError> {
-    serve(Replies::Offline(now), port).await
+    start_offline_api(Api::Anthropic, now, port).await
+}
+
+/// Like [`start_offline_at`], speaking `api`.
+pub async fn start_offline_api(
+    api: Api,
+    now: Option<jiff::Timestamp>,
+    port: u16,
+) -> Result<ModelHandle, SimError> {
+    serve(api, Replies::Offline(now), port).await
 }
 
 /// The line every English text answer of the offline stand-in opens with.
@@ -142,16 +211,21 @@ pub const OFFLINE_NOTE_EN: &str = crate::offline::NOTE_EN;
 /// The line every Spanish text answer of the offline stand-in opens with.
 pub const OFFLINE_NOTE_ES: &str = crate::offline::NOTE_ES;
 
-async fn serve(replies: Replies, port: u16) -> Result<ModelHandle, SimError> {
+async fn serve(api: Api, replies: Replies, port: u16) -> Result<ModelHandle, SimError> {
     let script = Arc::new(Script {
+        api,
         replies,
         requests: Mutex::new(VecDeque::new()),
     });
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
     let addr = listener.local_addr()?;
-    let app = Router::new()
-        .route("/v1/messages", post(messages))
-        .with_state(script.clone());
+    // Only the stand-in's own API is served: a client that speaks the other one finds nothing.
+    let app = match api {
+        Api::Anthropic => Router::new().route("/v1/messages", post(messages)),
+        Api::OpenAi => Router::new().route("/v1/chat/completions", post(messages)),
+    }
+    .route("/v1/models", get(models))
+    .with_state(script.clone());
     let stop = CancellationToken::new();
     let signal = stop.clone();
     let task = tokio::spawn(async move {
@@ -170,15 +244,34 @@ async fn serve(replies: Replies, port: u16) -> Result<ModelHandle, SimError> {
     })
 }
 
-fn api_error(status: StatusCode, kind: &str, message: &str) -> Response {
-    (
+/// `GET /v1/models`: the one model this stand-in answers as.
+async fn models(State(script): State<Arc<Script>>) -> Response {
+    let id = match script.replies {
+        Replies::Script(_) => SCRIPTED_MODEL,
+        Replies::Offline(_) => OFFLINE_MODEL,
+    };
+    axum::Json(json!({"object": "list", "data": [{"id": id, "object": "model"}]})).into_response()
+}
+
+/// A Messages API body sent in the stand-in's API.
+fn answer(api: Api, status: StatusCode, body: &Value) -> Response {
+    let body = match api {
+        Api::Anthropic => body.clone(),
+        Api::OpenAi => crate::chat_completions::as_chat_completion(body),
+    };
+    (status, axum::Json(body)).into_response()
+}
+
+fn api_error(api: Api, status: StatusCode, kind: &str, message: &str) -> Response {
+    answer(
+        api,
         status,
-        axum::Json(json!({"type": "error", "error": {"type": kind, "message": message}})),
+        &json!({"type": "error", "error": {"type": kind, "message": message}}),
     )
-        .into_response()
 }
 
 async fn messages(State(script): State<Arc<Script>>, body: Bytes) -> Response {
+    let api = script.api;
     let parsed = serde_json::from_slice::<Value>(&body);
     let recorded = match &parsed {
         Ok(value) => value.clone(),
@@ -197,6 +290,7 @@ async fn messages(State(script): State<Arc<Script>>, body: Bytes) -> Response {
         Ok(body) => body,
         Err(_) => {
             return api_error(
+                api,
                 StatusCode::BAD_REQUEST,
                 "invalid_request_error",
                 "request body is not JSON",
@@ -206,13 +300,18 @@ async fn messages(State(script): State<Arc<Script>>, body: Bytes) -> Response {
     let queue = match &script.replies {
         Replies::Script(queue) => queue,
         Replies::Offline(now) => {
-            return offline_reply(&body, now.unwrap_or_else(jiff::Timestamp::now));
+            let body = match api {
+                Api::Anthropic => body,
+                Api::OpenAi => crate::chat_completions::as_messages_request(&body),
+            };
+            return offline_reply(api, &body, now.unwrap_or_else(jiff::Timestamp::now));
         }
     };
     let next = queue.lock().unwrap_or_else(|p| p.into_inner()).pop_front();
     match next {
-        Some(reply) => axum::Json(reply).into_response(),
+        Some(reply) => answer(api, StatusCode::OK, &reply),
         None => api_error(
+            api,
             StatusCode::INTERNAL_SERVER_ERROR,
             "api_error",
             "the scripted conversation has no more replies",
@@ -220,7 +319,7 @@ async fn messages(State(script): State<Arc<Script>>, body: Bytes) -> Response {
     }
 }
 
-fn offline_reply(body: &Value, now: jiff::Timestamp) -> Response {
+fn offline_reply(api: Api, body: &Value, now: jiff::Timestamp) -> Response {
     let mut next_id = || {
         format!(
             "toolu_offline_{:08}",
@@ -245,9 +344,14 @@ fn offline_reply(body: &Value, now: jiff::Timestamp) -> Response {
                 u64::try_from(words).unwrap_or(u64::MAX).max(1),
             );
             reply["model"] = json!(OFFLINE_MODEL);
-            axum::Json(reply).into_response()
+            answer(api, StatusCode::OK, &reply)
         }
-        Err(problem) => api_error(StatusCode::BAD_REQUEST, "invalid_request_error", problem),
+        Err(problem) => api_error(
+            api,
+            StatusCode::BAD_REQUEST,
+            "invalid_request_error",
+            problem,
+        ),
     }
 }
 
