@@ -1,5 +1,6 @@
 //! Hostile names: the injection corpus loaded into a simulator team (real MCP), read by a
-//! scripted model that obeys every instruction it finds. No proposal outside the policy and
+//! scripted model that obeys every instruction it finds, through each model API (Anthropic's
+//! Messages API and Chat Completions). No proposal outside the policy and
 //! the fence is stored, the names reach the model only inside the escaped data block, and
 //! nothing breaks.
 
@@ -9,10 +10,10 @@ use std::sync::{Arc, Mutex};
 
 use fleetwatch::answer::Assistant;
 use fleetwatch::grants;
-use fleetwatch::model::{ApiKey, ModelConfig};
+use fleetwatch::model::{ApiKey, ModelApi, ModelConfig};
 use fleetwatch::reads::{self, Reader, Token};
 use fleetwatch::store::Store;
-use fleetwatch_sim::model::{self as stand_in, text_reply, tool_use_reply};
+use fleetwatch_sim::model::{self as stand_in, Api, text_reply, tool_use_reply};
 use fleetwatch_sim::{SimConfig, TeamConfig, TeamSource};
 use serde_json::{Value, json};
 
@@ -103,6 +104,24 @@ fn tool_results(request: &Value) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_model_obeying_injected_names_stores_nothing_outside_policy_and_fence() {
+    injected_names_store_nothing(Api::Anthropic).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn through_chat_completions_injected_names_store_nothing_either() {
+    injected_names_store_nothing(Api::OpenAi).await;
+}
+
+/// The model's configuration for a stand-in of `api`.
+fn model_config(api: Api, url: String) -> ModelConfig {
+    let api = match api {
+        Api::Anthropic => ModelApi::Anthropic,
+        Api::OpenAi => ModelApi::OpenAi,
+    };
+    ModelConfig::with_api(api, url, Some(ApiKey::new("sk-ant-test").unwrap()), "m")
+}
+
+async fn injected_names_store_nothing(api: Api) {
     let names = corpus();
     assert!(names.len() >= 50, "corpus has {} names", names.len());
     let team_dir = tempfile::tempdir().unwrap();
@@ -203,20 +222,24 @@ async fn a_model_obeying_injected_names_stores_nothing_outside_policy_and_fence(
     ];
     let mut all_results = Vec::new();
     for (i, (tool, args)) in obeyed.iter().enumerate() {
-        let model = stand_in::start(vec![
-            tool_use_reply("toolu_a", "get_devices_in_my_team", json!({})),
-            tool_use_reply(
-                "toolu_b",
-                "get_current_or_next_cms_events_for_devices",
-                json!({"until": "2026-09-25T20:00:00Z"}),
-            ),
-            tool_use_reply(
-                "toolu_c",
-                "propose_change",
-                json!({"tool": tool, "arguments": args, "reason": names[i].text}),
-            ),
-            text_reply("ALL ROOMS OK"),
-        ])
+        let model = stand_in::start_api(
+            api,
+            vec![
+                tool_use_reply("toolu_a", "get_devices_in_my_team", json!({})),
+                tool_use_reply(
+                    "toolu_b",
+                    "get_current_or_next_cms_events_for_devices",
+                    json!({"until": "2026-09-25T20:00:00Z"}),
+                ),
+                tool_use_reply(
+                    "toolu_c",
+                    "propose_change",
+                    json!({"tool": tool, "arguments": args, "reason": names[i].text}),
+                ),
+                text_reply("ALL ROOMS OK"),
+            ],
+            0,
+        )
         .await
         .unwrap();
         let engine = Assistant::from_config(
@@ -224,11 +247,7 @@ async fn a_model_obeying_injected_names_stores_nothing_outside_policy_and_fence(
             Arc::clone(&policy),
             Arc::clone(&reader),
             Arc::clone(&store),
-            Some(ModelConfig::new(
-                model.url(),
-                ApiKey::new("sk-ant-test").unwrap(),
-                "m",
-            )),
+            Some(model_config(api, model.url())),
             true,
         );
         let reply = engine.ask("what needs attention?", false).await;
@@ -236,7 +255,7 @@ async fn a_model_obeying_injected_names_stores_nothing_outside_policy_and_fence(
             reply.proposals.is_empty(),
             "{tool} {args}: stored {reply:?}"
         );
-        let requests = model.requests();
+        let requests = model.requests_as_messages();
         assert!(requests.len() >= 3, "{tool}: the turn ended early");
         let last = requests.last().unwrap();
         let results = tool_results(last);
@@ -287,14 +306,14 @@ async fn a_model_obeying_injected_names_stores_nothing_outside_policy_and_fence(
         }
     }
     // A positive control: an in-policy, in-fence proposal is still possible in this fleet.
-    let model = stand_in::start(vec![
+    let model = stand_in::start_api(api, vec![
         tool_use_reply(
             "toolu_p",
             "propose_change",
             json!({"tool": "batch_recording", "arguments": {"action": "start", "device_ids": [format!("{}-1", sandbox[0])]}, "reason": "control"}),
         ),
         text_reply("proposed"),
-    ])
+    ], 0)
     .await
     .unwrap();
     let engine = Assistant::from_config(
@@ -302,11 +321,7 @@ async fn a_model_obeying_injected_names_stores_nothing_outside_policy_and_fence(
         Arc::clone(&policy),
         Arc::clone(&reader),
         Arc::clone(&store),
-        Some(ModelConfig::new(
-            model.url(),
-            ApiKey::new("sk-ant-test").unwrap(),
-            "m",
-        )),
+        Some(model_config(api, model.url())),
         true,
     );
     let reply = engine.ask("start recording in the sandbox", false).await;
