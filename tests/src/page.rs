@@ -8,7 +8,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use fleetwatch::store::{NewProposal, Store};
-use fleetwatch_sim::model::ModelHandle;
+use fleetwatch_sim::model::{Api, ModelHandle};
 
 use crate::{Harness, Setup, binary, canonical, sandbox_devices, workspace_root};
 
@@ -237,13 +237,21 @@ impl Page {
         devices: &[String],
         model: ModelHandle,
     ) -> Page {
-        let child = state
-            .command()
+        let mut command = state.command();
+        match model.api() {
+            Api::Anthropic => command
+                .env("FLEETWATCH_ANTHROPIC_API_KEY", "test-key")
+                .env("FLEETWATCH_ANTHROPIC_BASE_URL", model.url()),
+            // As a team runs a server of its own: no key, its address and its model.
+            Api::OpenAi => command
+                .env("FLEETWATCH_MODEL_API", "openai")
+                .env("FLEETWATCH_MODEL_BASE_URL", model.url())
+                .env("FLEETWATCH_AI_MODEL", fleetwatch_sim::model::SCRIPTED_MODEL),
+        };
+        let child = command
             .env("FLEETWATCH_EPIPHAN_URL", h.sim.mcp_url())
             .env("FLEETWATCH_ALLOW_LOOPBACK_HTTP", "1")
             .env("FLEETWATCH_EPIPHAN_TOKEN", "normal-token")
-            .env("FLEETWATCH_ANTHROPIC_API_KEY", "test-key")
-            .env("FLEETWATCH_ANTHROPIC_BASE_URL", model.url())
             .env("FLEETWATCH_EXECUTOR_SOCKET", &h.socket)
             .env("FLEETWATCH_WRITE_DEVICE_IDS", devices.join(","))
             .env("FLEETWATCH_APPROVE_PORT", port.to_string())
