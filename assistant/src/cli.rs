@@ -116,6 +116,10 @@ pub enum Command {
         /// as expected.
         #[arg(long)]
         script: bool,
+        /// The API the model stand-in speaks: anthropic (the Messages API) or openai (the Chat
+        /// Completions API a team's own model server speaks).
+        #[arg(long, value_name = "anthropic|openai", default_value = "anthropic")]
+        model_api: String,
     },
 }
 
@@ -329,7 +333,7 @@ fn audit_verify(store: &Store, against: Option<&Path>) -> i32 {
 /// orchestration, stand-in wiring or HTML reader. It replaces this process (`exec`) rather than
 /// running as a child, so Ctrl-C, the terminal and the exit status are the demo's own, as if
 /// it had been started directly. Returns only when it could not be started.
-fn demo(script: bool) -> i32 {
+fn demo(script: bool, model_api: &str) -> i32 {
     use std::os::unix::process::CommandExt as _;
     let exe = match std::env::current_exe() {
         Ok(exe) => exe,
@@ -355,6 +359,11 @@ fn demo(script: bool) -> i32 {
     if script {
         command.arg("--script");
     }
+    if crate::model::ModelApi::parse(model_api).is_none() {
+        eprintln!("error: --model-api {model_api:?}: give anthropic or openai");
+        return 2;
+    }
+    command.args(["--model-api", model_api]);
     let error = command.exec();
     fail(format!("cannot run {}: {error}", program.display()))
 }
@@ -368,8 +377,8 @@ fn fail(message: impl std::fmt::Display) -> i32 {
 pub async fn run(cli: Cli) -> i32 {
     // The demo builds its whole configuration in a temporary folder; this environment's
     // settings (meant for a real installation) must not reach it, so nothing is read first.
-    if let Command::Demo { script } = cli.command {
-        return demo(script);
+    if let Command::Demo { script, model_api } = &cli.command {
+        return demo(*script, model_api);
     }
     // Asking the running service needs only its socket: an operator allowed on the socket
     // usually cannot read the service's private state folder, so nothing else is loaded.
@@ -402,7 +411,7 @@ pub async fn run(cli: Cli) -> i32 {
         Command::Deny { proposal, reason } => {
             deny(proposal, reason.as_deref().unwrap_or_default()).await
         }
-        Command::Demo { script } => demo(script),
+        Command::Demo { script, model_api } => demo(script, &model_api),
         Command::Ask {
             question,
             no_ai,

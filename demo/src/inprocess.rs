@@ -9,7 +9,7 @@ use fleetwatch::answer::Assistant;
 use fleetwatch::config::{Autonomy, Config, SETTINGS_FILE};
 use fleetwatch::executor_client::ExecutorClient;
 use fleetwatch::keys::ApproverKey;
-use fleetwatch::model::{ApiKey, ModelConfig};
+use fleetwatch::model::{ApiKey, ModelApi, ModelConfig};
 use fleetwatch::page::{self, PageConfig, PageDeps, PageHandle, SecretDelivery};
 use fleetwatch::reads::{self, Reader, Token};
 use fleetwatch::store::Store;
@@ -160,7 +160,11 @@ impl Running {
 }
 
 /// Starts every piece: the children first, then the assistant in this process.
-pub(crate) async fn start(leftovers: &mut Leftovers, script: bool) -> Result<Running, String> {
+pub(crate) async fn start(
+    leftovers: &mut Leftovers,
+    script: bool,
+    api: ModelApi,
+) -> Result<Running, String> {
     let sim_program = sibling("fleetwatch-sim")?;
     let executor_program = sibling("fleetwatch-executor")?;
     let confirm_program = sibling("fleetwatch-confirm")?;
@@ -168,7 +172,7 @@ pub(crate) async fn start(leftovers: &mut Leftovers, script: bool) -> Result<Run
 
     println!("Starting:");
     let sim = pieces::start_sim(leftovers, &sim_program).await?;
-    let model_url = pieces::start_model(leftovers, &sim_program).await?;
+    let model_url = pieces::start_model(leftovers, &sim_program, api).await?;
 
     // The fence: exactly the sandbox team's devices.
     let sandbox = sim.sandbox_devices().await?;
@@ -201,7 +205,7 @@ pub(crate) async fn start(leftovers: &mut Leftovers, script: bool) -> Result<Run
     progress("starting the assistant (chat engine, chat socket, every category granted)");
     let mut config = assistant_config(&state, &sim, &fence, &files.socket)?;
     config.confirm_origin = confirm_origin.clone();
-    let engine = Engine::open(&config, &state, &policy, &key, model_url)?;
+    let engine = Engine::open(&config, &state, &policy, &key, api, model_url)?;
 
     println!("  starting the approval page…");
     let key = Arc::new(key);
@@ -263,6 +267,7 @@ impl Engine {
         state: &Path,
         policy: &Arc<Policy>,
         key: &ApproverKey,
+        api: ModelApi,
         model_url: String,
     ) -> Result<Engine, String> {
         let categories: BTreeSet<String> = policy
@@ -287,9 +292,17 @@ impl Engine {
                 .map_err(|e| e.to_string())?
                 .with_timeout(config.read_timeout),
         );
-        let api_key = ApiKey::new("offline-demo")
-            .ok_or_else(|| "the demo's placeholder model key is empty".to_owned())?;
-        let model = ModelConfig::new(model_url, api_key, "fleetwatch-offline-demo");
+        let model = match api {
+            ModelApi::Anthropic => {
+                let api_key = ApiKey::new("offline-demo")
+                    .ok_or_else(|| "the demo's placeholder model key is empty".to_owned())?;
+                ModelConfig::new(model_url, api_key, "fleetwatch-offline-demo")
+            }
+            // As a team runs a model server of its own: on loopback, no key.
+            ModelApi::OpenAi => {
+                ModelConfig::with_api(api, model_url, None, "fleetwatch-offline-demo")
+            }
+        };
         println!("ok ({} categories open)", categories.len());
         Ok(Engine {
             store: Arc::new(Mutex::new(store)),

@@ -73,7 +73,7 @@ async fn stop_signal() {
 }
 
 /// Runs the demo; returns the exit code.
-pub async fn run(script: bool) -> i32 {
+pub async fn run(script: bool, api: fleetwatch::model::ModelApi) -> i32 {
     let mut leftovers = match Leftovers::new() {
         Ok(l) => l,
         Err(e) => {
@@ -96,7 +96,7 @@ pub async fn run(script: bool) -> i32 {
     let stopped = stop_signal();
     tokio::pin!(stopped);
     let started = tokio::select! {
-        started = inprocess::start(&mut leftovers, script) => started,
+        started = inprocess::start(&mut leftovers, script, api) => started,
         () = &mut stopped => Err("interrupted while starting".to_owned()),
     };
     let running = match started {

@@ -14,6 +14,15 @@ struct Args {
     /// expected.
     #[arg(long)]
     script: bool,
+    /// The API the model stand-in speaks, as a real model would: anthropic (the Messages API)
+    /// or openai (the Chat Completions API a team's own model server speaks).
+    #[arg(long, value_name = "anthropic|openai", default_value = "anthropic", value_parser = model_api)]
+    model_api: fleetwatch::model::ModelApi,
+}
+
+fn model_api(text: &str) -> Result<fleetwatch::model::ModelApi, String> {
+    fleetwatch::model::ModelApi::parse(text)
+        .ok_or_else(|| format!("{text:?}: give anthropic or openai"))
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
@@ -26,5 +35,5 @@ async fn main() {
         .with_writer(std::io::stderr)
         .init();
     let args = Args::parse();
-    std::process::exit(fleetwatch_demo::run(args.script).await);
+    std::process::exit(fleetwatch_demo::run(args.script, args.model_api).await);
 }

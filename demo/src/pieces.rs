@@ -165,13 +165,21 @@ pub(crate) async fn start_sim(leftovers: &mut Leftovers, program: &Path) -> Resu
 pub(crate) async fn start_model(
     leftovers: &mut Leftovers,
     program: &Path,
+    api: fleetwatch::model::ModelApi,
 ) -> Result<String, String> {
-    progress("starting the offline model stand-in (rule-based, not AI)");
+    progress(match api {
+        fleetwatch::model::ModelApi::Anthropic => {
+            "starting the offline model stand-in (rule-based, not AI)"
+        }
+        fleetwatch::model::ModelApi::OpenAi => {
+            "starting the offline model stand-in (rule-based, not AI) on the Chat Completions API"
+        }
+    });
     let (pid, lines) = start_listening_child(
         leftovers,
         "model stand-in",
         program,
-        &["model", "--offline", "--port", "0"],
+        &["model", "--offline", "--api", api.label(), "--port", "0"],
         1,
     )
     .await?;

@@ -62,9 +62,15 @@ struct Run {
 
 /// Runs `program demo --script` with `tmp` as its temporary folder and a generous deadline.
 fn run_demo(program: &Path, tmp: &Path, extra_env: &[(&str, &str)]) -> Run {
+    run_demo_with(program, tmp, &[], extra_env)
+}
+
+/// [`run_demo`] with more arguments after `demo --script`.
+fn run_demo_with(program: &Path, tmp: &Path, args: &[&str], extra_env: &[(&str, &str)]) -> Run {
     let mut command = Command::new(program);
     command
         .args(["demo", "--script"])
+        .args(args)
         .env("TMPDIR", tmp)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -232,6 +238,27 @@ fn the_scripted_demo_passes_every_step_and_leaves_nothing_behind() {
     }
     // Without a terminal the secret goes to a private file; only its path is printed.
     assert!(out.contains("its secret is in "), "{out}");
+    let pids = child_pids(out);
+    assert_eq!(pids.len(), 4, "four children reported in:\n{out}");
+    assert_nothing_left(tmp.path(), &pids);
+}
+
+#[test]
+fn the_scripted_demo_passes_every_step_on_the_chat_completions_api() {
+    build_siblings();
+    let tmp = tempfile::tempdir().unwrap();
+    let run = run_demo_with(&fleetwatch(), tmp.path(), &["--model-api", "openai"], &[]);
+    let out = &run.stdout;
+    assert_eq!(run.code, Some(0), "stdout:\n{out}\nstderr:\n{}", run.stderr);
+    for line in [
+        "starting the offline model stand-in (rule-based, not AI) on the Chat Completions API… ok (pid ",
+        "Proposal #1 is waiting for a person to approve it at http://localhost:",
+        "proposal #2: executed, approved by both stand-in passkeys",
+        "the asking prompt prints: #4 was denied: ",
+        "Result: all 13 steps happened as expected.",
+    ] {
+        assert!(out.contains(line), "missing {line:?} in:\n{out}");
+    }
     let pids = child_pids(out);
     assert_eq!(pids.len(), 4, "four children reported in:\n{out}");
     assert_nothing_left(tmp.path(), &pids);
