@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 
 use fleetwatch::answer::Assistant;
 use fleetwatch::grants;
-use fleetwatch::model::{ApiKey, ModelApi, ModelConfig};
+use fleetwatch::model::{ApiKey, ModelConfig};
 use fleetwatch::reads::{self, Reader, Token};
 use fleetwatch::store::Store;
 use fleetwatch_sim::model::{self as stand_in, Api, text_reply, tool_use_reply};
@@ -114,11 +114,12 @@ async fn through_chat_completions_injected_names_store_nothing_either() {
 
 /// The model's configuration for a stand-in of `api`.
 fn model_config(api: Api, url: String) -> ModelConfig {
-    let api = match api {
-        Api::Anthropic => ModelApi::Anthropic,
-        Api::OpenAi => ModelApi::OpenAi,
-    };
-    ModelConfig::with_api(api, url, Some(ApiKey::new("sk-ant-test").unwrap()), "m")
+    ModelConfig::with_api(
+        common::model_api(api),
+        url,
+        Some(ApiKey::new("sk-ant-test").unwrap()),
+        "m",
+    )
 }
 
 async fn injected_names_store_nothing(api: Api) {

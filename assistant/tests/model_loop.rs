@@ -4,6 +4,9 @@
 //! once against the Chat Completions one (`both_apis!` at the end), and reads the requests the
 //! stand-in recorded in one shape ([`ModelHandle::requests_as_messages`]).
 
+#[macro_use]
+mod common;
+
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -35,11 +38,12 @@ fn state_with(policy: &Policy, open: &[&str]) -> tempfile::TempDir {
 }
 
 fn config(api: Api, url: &str) -> ModelConfig {
-    let api = match api {
-        Api::Anthropic => ModelApi::Anthropic,
-        Api::OpenAi => ModelApi::OpenAi,
-    };
-    ModelConfig::with_api(api, url, Some(ApiKey::new(KEY).unwrap()), "claude-test")
+    ModelConfig::with_api(
+        common::model_api(api),
+        url,
+        Some(ApiKey::new(KEY).unwrap()),
+        "claude-test",
+    )
 }
 
 /// Stands in for the read client and the proposal store, recording what it was asked.
@@ -1043,27 +1047,6 @@ async fn chat_completions_carry_the_key_as_a_bearer_token_and_no_anthropic_heade
         !head.to_ascii_lowercase().contains("authorization:"),
         "{head}"
     );
-}
-
-/// Each test, once against each API's stand-in.
-macro_rules! both_apis {
-    ($($name:ident),* $(,)?) => {
-        mod on {
-            $(
-                pub mod $name {
-                    #[tokio::test]
-                    async fn anthropic() {
-                        super::super::$name(super::super::Api::Anthropic).await;
-                    }
-
-                    #[tokio::test]
-                    async fn openai() {
-                        super::super::$name(super::super::Api::OpenAi).await;
-                    }
-                }
-            )*
-        }
-    };
 }
 
 both_apis!(

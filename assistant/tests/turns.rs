@@ -1,8 +1,10 @@
 //! Whole questions through the assistant engine: the scripted model stand-in, real MCP reads
 //! against the simulator and the real executor for `Describe`. Reads never raise proposals; a
 //! tool the prompt omitted is refused when called anyway; a failed turn expires its proposals
-//! and the audit row holds counts, never text.
+//! and the audit row holds counts, never text. Each test runs against the Messages API stand-in
+//! and the Chat Completions one (`both_apis!` at the end).
 
+#[macro_use]
 mod common;
 
 use std::sync::{Arc, Mutex};
@@ -13,7 +15,7 @@ use fleetwatch::model::{ApiKey, ModelConfig};
 use fleetwatch::reads::{Reader, Token};
 use fleetwatch::store::{Status, Store};
 use fleetwatch_sim::SimConfig;
-use fleetwatch_sim::model::{self as stand_in, text_reply, tool_use_reply};
+use fleetwatch_sim::model::{self as stand_in, Api, ModelHandle, text_reply, tool_use_reply};
 use serde_json::{Value, json};
 
 struct World {
@@ -61,7 +63,7 @@ async fn world(categories: &[&str]) -> World {
     }
 }
 
-fn assistant(w: &World, model_url: &str) -> Assistant {
+fn assistant(w: &World, stand_in: &ModelHandle) -> Assistant {
     let policy = common::policy();
     let token_path = w.state.path().join("token");
     std::fs::write(&token_path, "normal-token").unwrap();
@@ -73,9 +75,10 @@ fn assistant(w: &World, model_url: &str) -> Assistant {
         Token::from_file(&token_path).unwrap(),
     )
     .unwrap();
-    let model = ModelConfig::new(
-        model_url,
-        ApiKey::new("sk-ant-test-key-0000").unwrap(),
+    let model = ModelConfig::with_api(
+        common::model_api(stand_in.api()),
+        stand_in.url(),
+        Some(ApiKey::new("sk-ant-test-key-0000").unwrap()),
         "claude-test",
     );
     Assistant::from_config(
@@ -115,8 +118,7 @@ fn example_arguments(schema: &Value, device: &str, stream: &str) -> Value {
     Value::Object(args)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn every_read_tool_in_a_scripted_turn_raises_zero_proposals() {
+async fn every_read_tool_in_a_scripted_turn_raises_zero_proposals(api: Api) {
     let w = world(&[
         "fleet",
         "schedule",
@@ -137,8 +139,8 @@ async fn every_read_tool_in_a_scripted_turn_raises_zero_proposals() {
         script.push(tool_use_reply(&format!("toolu_{i:02}"), &tool.name, args));
         script.push(text_reply("Here is what I found."));
     }
-    let model = stand_in::start(script).await.unwrap();
-    let engine = assistant(&w, &model.url());
+    let model = stand_in::start_api(api, script, 0).await.unwrap();
+    let engine = assistant(&w, &model);
     for tool in &reads {
         let reply = engine
             .ask(&format!("tell me about {}", tool.name), false)
@@ -157,7 +159,7 @@ async fn every_read_tool_in_a_scripted_turn_raises_zero_proposals() {
         );
     }
     // Each read result went back to the model inside the data block.
-    let requests = model.requests();
+    let requests = model.requests_as_messages();
     let with_data = requests
         .iter()
         .filter(|r| r.to_string().contains("fleet_data"))
@@ -169,26 +171,25 @@ async fn every_read_tool_in_a_scripted_turn_raises_zero_proposals() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_tool_the_prompt_omitted_is_refused_when_proposed() {
+async fn a_tool_the_prompt_omitted_is_refused_when_proposed(api: Api) {
     // Recording is granted (so propose_change is shown), maintenance is not.
     let w = world(&["fleet", "recording"]).await;
     let target = w.sandbox[0].clone();
-    let model = stand_in::start(vec![
+    let model = stand_in::start_api(api, vec![
         tool_use_reply(
             "toolu_1",
             "propose_change",
             json!({"tool": "batch_reboot", "arguments": {"device_ids": [target]}, "reason": "restart it"}),
         ),
         text_reply("I could not propose that."),
-    ])
+    ], 0)
     .await
     .unwrap();
-    let engine = assistant(&w, &model.url());
+    let engine = assistant(&w, &model);
     let reply = engine.ask("restart the first sandbox room", false).await;
     assert!(reply.proposals.is_empty());
     assert_eq!(proposals_stored(&w), 0);
-    let requests = model.requests();
+    let requests = model.requests_as_messages();
     // batch_reboot was not among the shown tools' enum, and the refusal went back to the model.
     let first = requests[0].to_string();
     assert!(first.contains("propose_change"));
@@ -201,22 +202,25 @@ async fn a_tool_the_prompt_omitted_is_refused_when_proposed() {
     assert!(second.contains("maintenance"), "{second}");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_hidden_read_tool_called_anyway_is_refused_without_reaching_epiphan() {
+async fn a_hidden_read_tool_called_anyway_is_refused_without_reaching_epiphan(api: Api) {
     // Only `fleet` is granted: stream destinations are hidden.
     let w = world(&["fleet"]).await;
-    let model = stand_in::start(vec![
-        tool_use_reply("toolu_1", "get_stream_endpoints", json!({})),
-        tool_use_reply(
-            "toolu_2",
-            "batch_reboot",
-            json!({"device_ids": [w.normal[0]]}),
-        ),
-        text_reply("done"),
-    ])
+    let model = stand_in::start_api(
+        api,
+        vec![
+            tool_use_reply("toolu_1", "get_stream_endpoints", json!({})),
+            tool_use_reply(
+                "toolu_2",
+                "batch_reboot",
+                json!({"device_ids": [w.normal[0]]}),
+            ),
+            text_reply("done"),
+        ],
+        0,
+    )
     .await
     .unwrap();
-    let engine = assistant(&w, &model.url());
+    let engine = assistant(&w, &model);
     let reply = engine.ask("list the streams", false).await;
     assert!(reply.proposals.is_empty());
     assert!(
@@ -229,19 +233,18 @@ async fn a_hidden_read_tool_called_anyway_is_refused_without_reaching_epiphan() 
     assert!(w.sim.writes().is_empty());
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_failed_turn_expires_its_proposals_and_falls_back() {
+async fn a_failed_turn_expires_its_proposals_and_falls_back(api: Api) {
     let w = world(&["fleet", "schedule", "recording"]).await;
     let target = format!("{}-1", w.sandbox[0]);
     // One proposal, then the script runs out: the stand-in answers 500.
-    let model = stand_in::start(vec![tool_use_reply(
+    let model = stand_in::start_api(api, vec![tool_use_reply(
         "toolu_1",
         "propose_change",
         json!({"tool": "batch_recording", "arguments": {"action": "start", "device_ids": [target]}, "reason": "start it"}),
-    )])
+    )], 0)
     .await
     .unwrap();
-    let engine = assistant(&w, &model.url());
+    let engine = assistant(&w, &model);
     let question = "what's offline? start recording in the sandbox";
     let reply = engine.ask(question, false).await;
     assert!(reply.note.is_some(), "{reply:?}");
@@ -276,21 +279,20 @@ async fn a_failed_turn_expires_its_proposals_and_falls_back() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_proposal_made_in_a_good_turn_is_reported_with_the_page() {
+async fn a_proposal_made_in_a_good_turn_is_reported_with_the_page(api: Api) {
     let w = world(&["fleet", "recording"]).await;
     let target = format!("{}-1", w.sandbox[1]);
-    let model = stand_in::start(vec![
+    let model = stand_in::start_api(api, vec![
         tool_use_reply(
             "toolu_1",
             "propose_change",
             json!({"tool": "batch_recording", "arguments": {"action": "start", "device_ids": [target]}, "reason": "start it"}),
         ),
         text_reply("I proposed starting the recording; a person must approve it."),
-    ])
+    ], 0)
     .await
     .unwrap();
-    let engine = assistant(&w, &model.url());
+    let engine = assistant(&w, &model);
     let reply = engine.ask("start recording there", false).await;
     assert_eq!(reply.proposals.len(), 1, "{reply:?}");
     assert_eq!(reply.page.as_deref(), Some("http://localhost:8767/"));
@@ -299,9 +301,17 @@ async fn a_proposal_made_in_a_good_turn_is_reported_with_the_page() {
     assert!(rendered.contains("http://localhost:8767/"));
     // The model was told it waits for a person.
     assert!(
-        model.requests()[1]
+        model.requests_as_messages()[1]
             .to_string()
             .contains("waiting for a person")
     );
     assert!(w.sim.writes().is_empty());
 }
+
+both_apis!(
+    every_read_tool_in_a_scripted_turn_raises_zero_proposals,
+    a_tool_the_prompt_omitted_is_refused_when_proposed,
+    a_hidden_read_tool_called_anyway_is_refused_without_reaching_epiphan,
+    a_failed_turn_expires_its_proposals_and_falls_back,
+    a_proposal_made_in_a_good_turn_is_reported_with_the_page,
+);
