@@ -4,7 +4,6 @@
 //! once against the Chat Completions one (`both_apis!` at the end), and reads the requests the
 //! stand-in recorded in one shape ([`ModelHandle::requests_as_messages`]).
 
-#[macro_use]
 mod common;
 
 use std::sync::Mutex;
@@ -1049,7 +1048,7 @@ async fn chat_completions_carry_the_key_as_a_bearer_token_and_no_anthropic_heade
     );
 }
 
-both_apis!(
+fleetwatch_sim::both_apis!(
     text_answer,
     read_result_goes_back_as_one_escaped_data_block,
     propose_change_returns_the_store_message,

@@ -4,7 +4,6 @@
 //! and the audit row holds counts, never text. Each test runs against the Messages API stand-in
 //! and the Chat Completions one (`both_apis!` at the end).
 
-#[macro_use]
 mod common;
 
 use std::sync::{Arc, Mutex};
@@ -308,7 +307,7 @@ async fn a_proposal_made_in_a_good_turn_is_reported_with_the_page(api: Api) {
     assert!(w.sim.writes().is_empty());
 }
 
-both_apis!(
+fleetwatch_sim::both_apis!(
     every_read_tool_in_a_scripted_turn_raises_zero_proposals,
     a_tool_the_prompt_omitted_is_refused_when_proposed,
     a_hidden_read_tool_called_anyway_is_refused_without_reaching_epiphan,

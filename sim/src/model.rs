@@ -65,6 +65,30 @@ impl Api {
     }
 }
 
+/// Each listed test function (`async fn name(api: Api)`) as two tests, once against each API's
+/// stand-in: `on::name::anthropic` and `on::name::openai`, so one set of model tests covers
+/// both APIs. Used at the top level of a test file.
+#[macro_export]
+macro_rules! both_apis {
+    ($($name:ident),* $(,)?) => {
+        mod on {
+            $(
+                pub mod $name {
+                    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                    async fn anthropic() {
+                        super::super::$name($crate::model::Api::Anthropic).await;
+                    }
+
+                    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                    async fn openai() {
+                        super::super::$name($crate::model::Api::OpenAi).await;
+                    }
+                }
+            )*
+        }
+    };
+}
+
 /// The model the scripted stand-in lists at `GET /v1/models`.
 pub const SCRIPTED_MODEL: &str = "fleetwatch-scripted";
 

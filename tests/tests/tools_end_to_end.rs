@@ -3,13 +3,14 @@
 //! card on the real page shows its effect from live state, Approve (and, when disruptive,
 //! Confirm) over HTTP, the real executor, and exactly one write the simulator recorded with the
 //! canonical arguments. For each tool also one refusal the executor makes on live state, with
-//! nothing written; and a category closed while its card is pending.
+//! nothing written; and a category closed while its card is pending. The six runs through the
+//! model loop happen once with each model API's stand-in (`both_apis!` at the end).
 
 use fleetwatch_e2e::page::{PagePath, form, form_body};
 use fleetwatch_e2e::{sandbox_devices, sign};
 use fleetwatch_protocol::refusal::Refusal;
 use fleetwatch_protocol::wire::Response;
-use fleetwatch_sim::model::{text_reply, tool_use_reply};
+use fleetwatch_sim::model::{Api, text_reply, tool_use_reply};
 use serde_json::{Value, json};
 
 /// The sandbox team's devices by role in the simulator's demo fleet.
@@ -30,10 +31,11 @@ struct Ran {
 /// what to propose, asks `fleetwatch ask`, and approves the card (confirming when disruptive).
 /// Asserts the proposal line, the one write and its arguments.
 async fn through_the_model_loop(
+    api: Api,
     prepare: impl FnOnce(&PagePath) -> (&'static str, Value),
     disruptive: bool,
 ) -> Ran {
-    let model = fleetwatch_sim::model::start(Vec::new())
+    let model = fleetwatch_sim::model::start_api(api, Vec::new(), 0)
         .await
         .expect("model stand-in");
     let path = PagePath::start_with_model(model).await;
@@ -112,9 +114,9 @@ fn streams(path: &PagePath) -> (String, String) {
     (list[0].0.clone(), list[1].0.clone())
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn batch_recording_start_end_to_end() {
+async fn batch_recording_start_end_to_end(api: Api) {
     let Ran { path, card } = through_the_model_loop(
+        api,
         |p| {
             let channel = format!("{}-1", device(p, TEST_ROOM_A));
             assert!(p.h.sim.set_recording("sandbox", &channel, false));
@@ -142,9 +144,9 @@ async fn batch_recording_start_end_to_end() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn start_stream_endpoint_end_to_end() {
+async fn start_stream_endpoint_end_to_end(api: Api) {
     let Ran { card, .. } = through_the_model_loop(
+        api,
         |p| {
             let (_, spare) = streams(p);
             (
@@ -162,9 +164,9 @@ async fn start_stream_endpoint_end_to_end() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn stop_stream_endpoint_end_to_end() {
+async fn stop_stream_endpoint_end_to_end(api: Api) {
     let Ran { card, .. } = through_the_model_loop(
+        api,
         |p| {
             let (sending, _) = streams(p);
             (
@@ -183,9 +185,9 @@ async fn stop_stream_endpoint_end_to_end() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn confirm_cms_event_on_device_end_to_end() {
+async fn confirm_cms_event_on_device_end_to_end(api: Api) {
     let Ran { path, card } = through_the_model_loop(
+        api,
         |p| {
             (
                 "confirm_cms_event_on_device",
@@ -214,9 +216,9 @@ async fn confirm_cms_event_on_device_end_to_end() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn batch_reboot_end_to_end() {
+async fn batch_reboot_end_to_end(api: Api) {
     let Ran { path, card } = through_the_model_loop(
+        api,
         |p| {
             (
                 "batch_reboot",
@@ -248,9 +250,9 @@ async fn batch_reboot_end_to_end() {
     assert!(!again.contains("action=\"/approve\""), "{again}");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn batch_firmware_update_end_to_end() {
+async fn batch_firmware_update_end_to_end(api: Api) {
     let Ran { card, .. } = through_the_model_loop(
+        api,
         |p| {
             (
                 "batch_firmware_update",
@@ -409,3 +411,12 @@ async fn confirm_cms_event_on_device_runs_for_event_ids_shaped_like_device_ids()
         assert_eq!(last.arguments, arguments);
     }
 }
+
+fleetwatch_sim::both_apis!(
+    batch_recording_start_end_to_end,
+    start_stream_endpoint_end_to_end,
+    stop_stream_endpoint_end_to_end,
+    confirm_cms_event_on_device_end_to_end,
+    batch_reboot_end_to_end,
+    batch_firmware_update_end_to_end,
+);

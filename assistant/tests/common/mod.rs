@@ -180,30 +180,6 @@ impl Drop for Executor {
     }
 }
 
-/// Each listed test function (`async fn name(api: Api)`) as two tests, once against each model
-/// API's stand-in: `on::name::anthropic` and `on::name::openai`. The file must have `Api` in
-/// scope.
-#[macro_export]
-macro_rules! both_apis {
-    ($($name:ident),* $(,)?) => {
-        mod on {
-            $(
-                pub mod $name {
-                    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                    async fn anthropic() {
-                        super::super::$name(super::super::Api::Anthropic).await;
-                    }
-
-                    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                    async fn openai() {
-                        super::super::$name(super::super::Api::OpenAi).await;
-                    }
-                }
-            )*
-        }
-    };
-}
-
 /// The assistant's name for a stand-in's API.
 pub fn model_api(api: fleetwatch_sim::model::Api) -> fleetwatch::model::ModelApi {
     match api {
