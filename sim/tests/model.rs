@@ -1,4 +1,5 @@
-//! The Messages API stand-in answers from its script and records what it was sent.
+//! The model stand-in answers from its script in the API it speaks and records what it was
+//! sent.
 
 use fleetwatch_sim::model;
 use serde_json::{Value, json};
@@ -80,5 +81,89 @@ async fn answers_the_script_in_order_and_records_requests() {
     assert_eq!(requests[0], first_request);
     assert_eq!(requests[1], second_request);
     assert_eq!(requests[3], Value::String("hello".into()));
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn the_chat_completions_stand_in_speaks_only_its_api_and_lists_its_model() {
+    let script = vec![
+        model::tool_use_reply("call_1", "get_devices_in_my_team", json!({})),
+        model::text_reply("Courtroom 2 is recording."),
+    ];
+    let server = model::start_api(model::Api::OpenAi, script, 0)
+        .await
+        .unwrap();
+    let http = http();
+    // The other API's path is not there.
+    let other = http
+        .post(format!("{}/v1/messages", server.url()))
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(other.status(), 404);
+    let url = format!("{}/v1/chat/completions", server.url());
+    let request = json!({
+        "model": "m",
+        "messages": [
+            {"role": "system", "content": "rules"},
+            {"role": "user", "content": "<fleet_data tool=\"chat_context\">{}</fleet_data>\n\nWhich rooms are recording?"},
+        ],
+        "tools": [{"type": "function", "function": {"name": "get_devices_in_my_team", "parameters": {"type": "object"}}}],
+    });
+    let first: Value = http
+        .post(&url)
+        .json(&request)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(first["choices"][0]["finish_reason"], "tool_calls");
+    let call = &first["choices"][0]["message"]["tool_calls"][0];
+    assert_eq!(call["id"], "call_1");
+    assert_eq!(call["type"], "function");
+    assert_eq!(call["function"]["name"], "get_devices_in_my_team");
+    assert_eq!(call["function"]["arguments"], "{}");
+    assert_eq!(first["usage"]["prompt_tokens"], 100);
+    let second: Value = http
+        .post(&url)
+        .json(&request)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(second["choices"][0]["finish_reason"], "stop");
+    assert_eq!(
+        second["choices"][0]["message"]["content"],
+        "Courtroom 2 is recording."
+    );
+    assert!(second["choices"][0]["message"].get("tool_calls").is_none());
+    // Recorded as sent, and readable as the Messages API request it stands for.
+    assert_eq!(server.requests()[0], request);
+    let read = &server.requests_as_messages()[0];
+    assert_eq!(read["system"], json!([{"type": "text", "text": "rules"}]));
+    assert_eq!(
+        read["messages"][0]["content"][1]["text"],
+        "Which rooms are recording?"
+    );
+    assert_eq!(read["tools"][0]["name"], "get_devices_in_my_team");
+    // Run dry: an error in this API's shape.
+    let dry = http.post(&url).json(&request).send().await.unwrap();
+    assert_eq!(dry.status(), 500);
+    let body: Value = dry.json().await.unwrap();
+    assert!(body["error"]["message"].is_string(), "{body}");
+    let models: Value = http
+        .get(format!("{}/v1/models", server.url()))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(models["data"][0]["id"], model::SCRIPTED_MODEL);
     server.shutdown().await;
 }
