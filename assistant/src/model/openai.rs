@@ -41,14 +41,29 @@ pub fn request_body(cfg: &ModelConfig, tools: &[Value], turns: &[Turn]) -> Value
     }
     let mut body = json!({
         "model": cfg.model,
-        "max_tokens": cfg.max_tokens_per_call,
         "stream": false,
         "messages": messages,
     });
+    // OpenAI's own service has replaced `max_tokens` (its newer models refuse it); the servers
+    // a team runs itself read `max_tokens`, and not all of them know the new name.
+    let limit = if is_openai_service(&cfg.base_url) {
+        "max_completion_tokens"
+    } else {
+        "max_tokens"
+    };
+    body[limit] = json!(cfg.max_tokens_per_call);
     if !tools.is_empty() {
         body["tools"] = Value::Array(tools.iter().map(function).collect());
     }
     body
+}
+
+/// Whether `base` is OpenAI's own service.
+fn is_openai_service(base: &str) -> bool {
+    reqwest::Url::parse(base)
+        .ok()
+        .and_then(|u| u.host_str().map(str::to_ascii_lowercase))
+        .is_some_and(|host| host == "api.openai.com")
 }
 
 /// A tool as the tool spec makes it (`name`, `description`, `input_schema`) as a function.
@@ -109,18 +124,38 @@ pub fn parse_reply(value: &Value) -> Result<Reply, CallError> {
     })
 }
 
-/// The message's text: a string, nothing, or parts of which the text ones count.
+/// The message's text: a string, nothing, or parts of which the text ones count; a reasoning
+/// model's leading `<think>…</think>` (as some servers leave it in the content) is not part of
+/// the answer.
 fn content_text(content: Option<&Value>) -> Result<Vec<String>, CallError> {
-    match content {
-        None | Some(Value::Null) => Ok(Vec::new()),
-        Some(Value::String(text)) => Ok(vec![text.clone()]),
-        Some(Value::Array(parts)) => Ok(parts
+    let texts: Vec<&str> = match content {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::String(text)) => vec![text.as_str()],
+        Some(Value::Array(parts)) => parts
             .iter()
             .filter(|p| p.get("type").and_then(Value::as_str) == Some("text"))
             .filter_map(|p| p.get("text").and_then(Value::as_str))
-            .map(str::to_owned)
-            .collect()),
-        Some(_) => Err(CallError::unreadable()),
+            .collect(),
+        Some(_) => return Err(CallError::unreadable()),
+    };
+    Ok(texts
+        .into_iter()
+        .map(without_thinking)
+        .filter(|t| !t.is_empty())
+        .map(str::to_owned)
+        .collect())
+}
+
+/// `text` without a leading `<think>…</think>` block. An unclosed one is all thinking: the
+/// answer was cut off before it began.
+fn without_thinking(text: &str) -> &str {
+    let trimmed = text.trim_start();
+    let Some(rest) = trimmed.strip_prefix("<think>") else {
+        return text;
+    };
+    match rest.find("</think>") {
+        Some(end) => rest[end + "</think>".len()..].trim_start(),
+        None => "",
     }
 }
 
@@ -254,6 +289,39 @@ mod tests {
             r.echo["tool_calls"][3]["function"]["arguments"],
             json!("{\"k\":2}")
         );
+    }
+
+    #[test]
+    fn a_reasoning_models_thinking_is_not_its_answer() {
+        let r = parse_reply(&reply(
+            json!({"content": "<think>The user wants rooms.</think>\n\nTwo rooms are offline."}),
+            "stop",
+        ))
+        .unwrap();
+        assert_eq!(r.text, vec!["Two rooms are offline."]);
+        let cut = parse_reply(&reply(
+            json!({"content": "<think>still thinking"}),
+            "length",
+        ))
+        .unwrap();
+        assert!(cut.text.is_empty(), "{:?}", cut.text);
+        let plain =
+            parse_reply(&reply(json!({"content": "A <think> tag inside."}), "stop")).unwrap();
+        assert_eq!(plain.text, vec!["A <think> tag inside."]);
+    }
+
+    #[test]
+    fn openais_own_service_gets_its_newer_token_limit_and_other_servers_the_common_one() {
+        let body = |base: &str| {
+            let cfg = ModelConfig::with_api(super::super::ModelApi::OpenAi, base, None, "m");
+            request_body(&cfg, &[], &[])
+        };
+        let openai = body("https://api.openai.com");
+        assert_eq!(openai["max_completion_tokens"], json!(2048));
+        assert!(openai.get("max_tokens").is_none());
+        let local = body("http://127.0.0.1:11434/v1");
+        assert_eq!(local["max_tokens"], json!(2048));
+        assert!(local.get("max_completion_tokens").is_none());
     }
 
     #[test]
