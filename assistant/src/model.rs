@@ -523,6 +523,14 @@ pub fn request_body(cfg: &ModelConfig, tools: &[Value], turns: &[Turn]) -> Value
     }
 }
 
+/// A token count from an answer's `usage` object (0 when the server gave none).
+fn token_count(usage: Option<&Value>, field: &str) -> u64 {
+    usage
+        .and_then(|u| u.get(field))
+        .and_then(Value::as_u64)
+        .unwrap_or(0)
+}
+
 /// The model's answer read from a response body in `api`'s shape.
 fn parse_reply(api: ModelApi, bytes: &[u8]) -> Result<Reply, CallError> {
     let value: Value = serde_json::from_slice(bytes).map_err(|_| CallError::unreadable())?;
@@ -1047,6 +1055,16 @@ async fn answer_propose<H: ToolHandler>(
 mod tests {
     use super::*;
 
+    /// A lookup over fixed pairs, as the environment would answer.
+    fn env(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
+        move |name: &str| {
+            pairs
+                .iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| (*v).to_owned())
+        }
+    }
+
     #[test]
     fn key_rules() {
         assert!(ApiKey::new("").is_none());
@@ -1058,14 +1076,6 @@ mod tests {
 
     #[test]
     fn config_from_lookup() {
-        let env = |pairs: &'static [(&'static str, &'static str)]| {
-            move |name: &str| {
-                pairs
-                    .iter()
-                    .find(|(k, _)| *k == name)
-                    .map(|(_, v)| (*v).to_owned())
-            }
-        };
         let no_file = |_: &std::path::Path| -> std::io::Result<String> {
             panic!("no key file is named, so none is read")
         };
@@ -1098,14 +1108,6 @@ mod tests {
 
     #[test]
     fn the_chat_completions_api_is_chosen_by_name_and_never_takes_the_anthropic_key() {
-        let env = |pairs: &'static [(&'static str, &'static str)]| {
-            move |name: &str| {
-                pairs
-                    .iter()
-                    .find(|(k, _)| *k == name)
-                    .map(|(_, v)| (*v).to_owned())
-            }
-        };
         let no_file = |_: &std::path::Path| -> std::io::Result<String> { panic!("no file") };
         let cfg = |pairs| ModelConfig::from_lookup(env(pairs), no_file);
         // A local server: no key, a base URL, a model.

@@ -105,13 +105,7 @@ pub fn parse_reply(value: &Value) -> Result<Reply, CallError> {
         Some("refusal") => Stop::Refusal,
         _ => Stop::Other,
     };
-    let usage = value.get("usage");
-    let count = |field: &str| {
-        usage
-            .and_then(|u| u.get(field))
-            .and_then(Value::as_u64)
-            .unwrap_or(0)
-    };
+    let count = |field: &str| super::token_count(value.get("usage"), field);
     Ok(Reply {
         text,
         calls,
