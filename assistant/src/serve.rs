@@ -87,6 +87,10 @@ pub async fn run(
     let reader =
         Arc::new(Reader::live(&config, Arc::clone(&policy), token).map_err(|e| e.to_string())?);
     let model = ModelConfig::from_env()?;
+    let model_said = match &model {
+        Some(cfg) => format!("{} on the {} API", cfg.model, cfg.api.label()),
+        None => "off".to_owned(),
+    };
     let store = Arc::new(Mutex::new(store));
     let assistant = Arc::new(Assistant::from_config(
         &config,
@@ -102,7 +106,7 @@ pub async fn run(
     eprintln!(
         "fleetwatch serve: chat on {} (model {}, proposing {})",
         socket.display(),
-        if assistant.model_on() { "on" } else { "off" },
+        model_said,
         if config.proposing() { "on" } else { "off" },
     );
     let page = start_page(&config, &store, &policy, key).await;
