@@ -2261,6 +2261,8 @@ async fn outcomes_are_told_in_plain_words() {
     let recording = Refusal::Recording.message();
     let offline = format!("{DEV_A}: the device is offline or could not be reached");
     let other = format!("{DEV_B}: Epiphan reported an error (its text is not kept)");
+    // The last of each case: whether the page offers the receipt (the executor signs every
+    // outcome it reached: failed and unknown too, not a refusal, not an answer that never came).
     let cases = vec![
         (
             Answer::Errors(errors),
@@ -2271,27 +2273,31 @@ async fn outcomes_are_told_in_plain_words() {
                 other.as_str(),
             ],
             "abcdef123456",
+            true,
         ),
         (
             Answer::Refuse(Refusal::Recording),
             Status::Refused,
             vec!["Nothing ran", recording.as_str()],
             "<b>",
+            false,
         ),
         (
             Answer::Unknown,
             Status::Unknown,
             vec!["may or may not have run — check the unit before trying again"],
             "<b>",
+            true,
         ),
         (
             Answer::Hang,
             Status::Unknown,
             vec!["may or may not have run — check the unit before trying again"],
             "<b>",
+            false,
         ),
     ];
-    for (answer, status, expect, absent) in cases {
+    for (answer, status, expect, absent, receipt) in cases {
         e.world.lock().unwrap().answer = answer;
         let id = e.propose("batch_recording", record(&format!("{DEV_A}-1")), "x");
         let fields = form(&e.card(&cookie).await, "/approve");
@@ -2303,6 +2309,11 @@ async fn outcomes_are_told_in_plain_words() {
         }
         assert!(!body.contains(absent), "{body}");
         assert_eq!(e.status(id), status);
+        assert_eq!(
+            body.contains("action=\"/receipt\""),
+            receipt,
+            "{status:?}: {body}"
+        );
     }
     // In Spanish the executor's refusal is said in Spanish too, with its code.
     e.world.lock().unwrap().answer = Answer::Refuse(Refusal::Recording);

@@ -708,12 +708,15 @@ pub(super) fn refused_audit(app: &App, form: &ApproveFields, why: &str) {
 pub(super) enum Shown {
     /// Done, with the proposal and approval ID whose receipt the page offers.
     Done(Option<(u64, [u8; 16])>),
-    /// Per-device errors: the device as shown, and the executor's code for what went wrong.
-    Problem(Vec<(String, String)>),
+    /// Per-device errors: the device as shown, and the executor's code for what went wrong;
+    /// with the receipt's proposal and approval ID (the executor signed this outcome too).
+    Problem(Vec<(String, String)>, Option<(u64, [u8; 16])>),
     NothingRan(String),
     /// The executor's refusal, said in the page's language when shown.
     Refused(fleetwatch_protocol::Refusal),
-    Unknown,
+    /// Whether it ran is not known; with the receipt's IDs when the executor itself said
+    /// unknown (it signed that), without when its answer never came.
+    Unknown(Option<(u64, [u8; 16])>),
 }
 
 /// Records an outcome reached before `Execute` was sent and shows it.
@@ -740,9 +743,9 @@ pub(super) fn record(
 ) {
     let (status, word) = match shown {
         Shown::Done(_) => (Status::Executed, "done"),
-        Shown::Problem(_) => (Status::Failed, "epiphan_error"),
+        Shown::Problem(..) => (Status::Failed, "epiphan_error"),
         Shown::NothingRan(_) | Shown::Refused(_) => (Status::Refused, "nothing_ran"),
-        Shown::Unknown => (Status::Unknown, "unknown"),
+        Shown::Unknown(_) => (Status::Unknown, "unknown"),
     };
     let recorded = app.deps.store.lock().map(|mut store| {
         store.record_outcome(
@@ -763,13 +766,16 @@ pub(super) fn record(
 }
 
 fn render_outcome(lang: Lang, shown: Shown) -> Response {
+    // Every outcome the executor signed has a receipt: done, failed or unknown.
     let receipt = match &shown {
-        Shown::Done(Some((proposal, id))) => Some((*proposal, hex(id))),
+        Shown::Done(Some((proposal, id)))
+        | Shown::Problem(_, Some((proposal, id)))
+        | Shown::Unknown(Some((proposal, id))) => Some((*proposal, hex(id))),
         _ => None,
     };
     let (class, key, lines, details) = match shown {
         Shown::Done(_) => ("done", "outcome.done", Vec::new(), Vec::new()),
-        Shown::Problem(errors) => {
+        Shown::Problem(errors, _) => {
             let details = errors
                 .into_iter()
                 .map(|(device, code)| {
@@ -796,7 +802,7 @@ fn render_outcome(lang: Lang, shown: Shown) -> Response {
             };
             ("refused", "outcome.refused", vec![why], Vec::new())
         }
-        Shown::Unknown => ("unknown", "outcome.unknown", Vec::new(), Vec::new()),
+        Shown::Unknown(_) => ("unknown", "outcome.unknown", Vec::new(), Vec::new()),
     };
     let mut all = vec![lang.t(&format!("{key}.text")).to_owned()];
     all.extend(lines);

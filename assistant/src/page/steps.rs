@@ -545,9 +545,10 @@ pub(super) async fn execute(app: &Arc<App>, signed: Signed) -> Shown {
             Err(ExecutorError::Refused(refusal)) => Some(refusal.code()),
             _ => None,
         };
+        let ids = receipt.map(|id| (proposal_id, id));
         let shown = match result {
             Ok(outcome) => match outcome.kind {
-                OutcomeKind::Done => Shown::Done(receipt.map(|id| (proposal_id, id))),
+                OutcomeKind::Done => Shown::Done(ids),
                 OutcomeKind::Error(errors) => Shown::Problem(
                     errors
                         .iter()
@@ -556,13 +557,14 @@ pub(super) async fn execute(app: &Arc<App>, signed: Signed) -> Shown {
                             (show_text(device, MAX_NAME_CHARS), show_text(code, 40))
                         })
                         .collect(),
+                    ids,
                 ),
-                OutcomeKind::Unknown => Shown::Unknown,
+                OutcomeKind::Unknown => Shown::Unknown(ids),
             },
             Err(ExecutorError::Refused(refusal)) => Shown::Refused(refusal),
             // The socket never opened: nothing was sent.
             Err(e @ ExecutorError::Unreachable { .. }) => Shown::NothingRan(e.to_string()),
-            Err(ExecutorError::Timeout(_) | ExecutorError::Protocol(_)) => Shown::Unknown,
+            Err(ExecutorError::Timeout(_) | ExecutorError::Protocol(_)) => Shown::Unknown(None),
         };
         record(
             &worker_app,
@@ -574,5 +576,5 @@ pub(super) async fn execute(app: &Arc<App>, signed: Signed) -> Shown {
         );
         shown
     });
-    task.await.unwrap_or(Shown::Unknown)
+    task.await.unwrap_or(Shown::Unknown(None))
 }
