@@ -1,6 +1,7 @@
 //! Receipts (DESIGN §11) through the real binaries: a change the real executor made has a
 //! receipt (`fleetwatch-executor receipt N`) that `fleetwatch-confirm verify` checks from public
-//! inputs alone; each tampering is caught with its own reason; a refused change has none.
+//! inputs alone; each tampering is caught with its own reason; a change whose result is unknown
+//! has one that says so; a refused change has none.
 
 use std::path::Path;
 use std::process::Output;
@@ -296,4 +297,54 @@ async fn a_refused_change_has_no_receipt_and_the_command_says_why() {
     let out = h.cli(&["receipt", "99"], None);
     assert!(!out.status.success());
     assert!(text(&out).contains("no receipt"), "{}", text(&out));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_change_whose_result_is_unknown_has_a_receipt_that_says_unknown() {
+    let mut ana = SoftPasskey::es256(4);
+    let mut h = Harness::prepare(Setup {
+        extra_key_lines: vec![ana.person_line("ana", "Ana Gómez")],
+        trial: false,
+        ..Setup::default()
+    })
+    .await;
+    h.setup.allowlist = Some(sandbox_devices(&h.sim));
+    h.spawn();
+    h.wait_ready().await;
+    let device = sandbox_devices(&h.sim)[0].clone();
+    let c = h
+        .claims(
+            "batch_recording",
+            &json!({"action": "start", "device_ids": [format!("{device}-1")]}),
+        )
+        .await;
+    let c = ApprovalClaims {
+        proposal_id: 12,
+        ..c
+    };
+    // The write's answer cannot be read: whether it ran is not known.
+    h.sim.set_fault(
+        "batch_recording",
+        fleetwatch_sim::Fault::Text("ok, probably".into()),
+    );
+    let response = h.execute(sign_with_passkeys(&c, 7, &mut [&mut ana])).await;
+    assert!(
+        matches!(&response, Some(Response::Executed(o)) if o.kind == OutcomeKind::Unknown),
+        "{response:?}\n{}",
+        h.log_text()
+    );
+    let key = text(&h.cli(&["receipt", "--key"], None)).trim().to_owned();
+    let out = h.cli(&["receipt", "12"], None);
+    assert!(out.status.success(), "{}", text(&out));
+    let receipt: Receipt = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        receipt.statement.contains("\"outcome\":\"unknown\""),
+        "{}",
+        receipt.statement
+    );
+    let checked = verify(&h, &receipt, &key, None);
+    let said = text(&checked);
+    assert!(checked.status.success(), "{said}");
+    assert!(said.contains("Outcome: unknown"), "{said}");
+    assert!(said.contains("Ana Gómez (ana"), "{said}");
 }
