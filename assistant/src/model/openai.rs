@@ -101,7 +101,14 @@ pub fn parse_reply(value: &Value) -> Result<Reply, CallError> {
         Some(Value::Array(list)) => calls_of(list)?,
         Some(_) => return Err(CallError::unreadable()),
     };
+    // A refusal comes as a finish reason from some servers and as the message's own
+    // `refusal` text from OpenAI's.
+    let refused = message
+        .get("refusal")
+        .and_then(Value::as_str)
+        .is_some_and(|r| !r.trim().is_empty());
     let stop = match choice.get("finish_reason").and_then(Value::as_str) {
+        _ if refused => Stop::Refusal,
         Some("tool_calls" | "function_call") => Stop::ToolUse,
         Some("content_filter") => Stop::Refusal,
         _ => Stop::Other,
@@ -333,6 +340,14 @@ mod tests {
         }
         let filtered = parse_reply(&reply(json!({"content": null}), "content_filter")).unwrap();
         assert_eq!(filtered.stop, Stop::Refusal);
+        let declined = parse_reply(&reply(
+            json!({"content": null, "refusal": "I can't help with that."}),
+            "stop",
+        ))
+        .unwrap();
+        assert_eq!(declined.stop, Stop::Refusal);
+        let none = parse_reply(&reply(json!({"content": "ok", "refusal": null}), "stop")).unwrap();
+        assert_eq!(none.stop, Stop::Other);
     }
 
     #[test]
