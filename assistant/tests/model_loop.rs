@@ -984,25 +984,24 @@ async fn capture_one_request(reply: Value) -> (String, tokio::task::JoinHandle<S
     (url, task)
 }
 
-#[tokio::test]
-async fn request_carries_key_and_version_headers() {
-    let (url, task) = capture_one_request(text_reply("fine")).await;
+/// The head of the one request a turn sends (lower case), the server answering `reply`; `cfg`
+/// is made for the capturing server's URL.
+async fn request_head(reply: Value, cfg: impl FnOnce(String) -> ModelConfig) -> String {
+    let (url, task) = capture_one_request(reply).await;
     let handler = Double::new(fleet());
-    let out = run_turn(
-        &config(Api::Anthropic, &url),
-        &[],
-        &|_: &str| false,
-        "status?",
-        &handler,
-    )
-    .await;
+    let out = run_turn(&cfg(url), &[], &|_: &str| false, "status?", &handler).await;
     assert_eq!(out.outcome, TurnEnd::Answered);
     let request = task.await.unwrap();
-    let head = request
+    request
         .split("\r\n\r\n")
         .next()
         .unwrap()
-        .to_ascii_lowercase();
+        .to_ascii_lowercase()
+}
+
+#[tokio::test]
+async fn request_carries_key_and_version_headers() {
+    let head = request_head(text_reply("fine"), |url| config(Api::Anthropic, &url)).await;
     assert!(head.starts_with("post /v1/messages http/1.1"), "{head}");
     assert!(head.contains(&format!("x-api-key: {}", KEY.to_ascii_lowercase())));
     assert!(head.contains("anthropic-version: 2023-06-01"));
@@ -1013,19 +1012,7 @@ async fn request_carries_key_and_version_headers() {
 #[tokio::test]
 async fn chat_completions_carry_the_key_as_a_bearer_token_and_no_anthropic_header() {
     let reply = fleetwatch_sim::chat_completions::as_chat_completion(&text_reply("fine"));
-    let (url, task) = capture_one_request(reply.clone()).await;
-    let handler = Double::new(fleet());
-    let out = run_turn(
-        &config(Api::OpenAi, &url),
-        &[],
-        &|_: &str| false,
-        "status?",
-        &handler,
-    )
-    .await;
-    assert_eq!(out.outcome, TurnEnd::Answered);
-    let head = task.await.unwrap();
-    let head = head.split("\r\n\r\n").next().unwrap().to_ascii_lowercase();
+    let head = request_head(reply.clone(), |url| config(Api::OpenAi, &url)).await;
     assert!(
         head.starts_with("post /v1/chat/completions http/1.1"),
         "{head}"
@@ -1037,15 +1024,11 @@ async fn chat_completions_carry_the_key_as_a_bearer_token_and_no_anthropic_heade
     assert!(!head.contains("x-api-key") && !head.contains("anthropic-version"));
 
     // A server on this machine that asks for no key gets none.
-    let (url, task) = capture_one_request(reply).await;
-    let cfg = ModelConfig::with_api(ModelApi::OpenAi, url, None, "local-model");
-    let out = run_turn(&cfg, &[], &|_: &str| false, "status?", &handler).await;
-    assert_eq!(out.outcome, TurnEnd::Answered);
-    let head = task.await.unwrap();
-    assert!(
-        !head.to_ascii_lowercase().contains("authorization:"),
-        "{head}"
-    );
+    let head = request_head(reply, |url| {
+        ModelConfig::with_api(ModelApi::OpenAi, url, None, "local-model")
+    })
+    .await;
+    assert!(!head.contains("authorization:"), "{head}");
 }
 
 fleetwatch_sim::both_apis!(

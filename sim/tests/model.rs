@@ -84,6 +84,18 @@ async fn answers_the_script_in_order_and_records_requests() {
     server.shutdown().await;
 }
 
+/// The JSON answer to `body` posted to `url`.
+async fn posted(http: &reqwest::Client, url: &str, body: &Value) -> Value {
+    http.post(url)
+        .json(body)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
 #[tokio::test]
 async fn the_chat_completions_stand_in_speaks_only_its_api_and_lists_its_model() {
     let script = vec![
@@ -111,15 +123,7 @@ async fn the_chat_completions_stand_in_speaks_only_its_api_and_lists_its_model()
         ],
         "tools": [{"type": "function", "function": {"name": "get_devices_in_my_team", "parameters": {"type": "object"}}}],
     });
-    let first: Value = http
-        .post(&url)
-        .json(&request)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let first: Value = posted(&http, &url, &request).await;
     assert_eq!(first["choices"][0]["finish_reason"], "tool_calls");
     let call = &first["choices"][0]["message"]["tool_calls"][0];
     assert_eq!(call["id"], "call_1");
@@ -127,15 +131,7 @@ async fn the_chat_completions_stand_in_speaks_only_its_api_and_lists_its_model()
     assert_eq!(call["function"]["name"], "get_devices_in_my_team");
     assert_eq!(call["function"]["arguments"], "{}");
     assert_eq!(first["usage"]["prompt_tokens"], 100);
-    let second: Value = http
-        .post(&url)
-        .json(&request)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let second: Value = posted(&http, &url, &request).await;
     assert_eq!(second["choices"][0]["finish_reason"], "stop");
     assert_eq!(
         second["choices"][0]["message"]["content"],

@@ -67,24 +67,23 @@ fn restated(
     }
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn a_done_change_has_a_receipt_that_verifies_offline_and_each_tampering_is_caught() {
-    let mut ana = SoftPasskey::es256(1);
-    let mut ana_backup = SoftPasskey::es256(2);
-    let ben = SoftPasskey::es256(3);
+/// The real executor with `people`'s approver lines (passkeys required unless `trial`),
+/// fenced to the sandbox team, running.
+async fn running(people: Vec<String>, trial: bool) -> Harness {
     let mut h = Harness::prepare(Setup {
-        extra_key_lines: vec![
-            ana.person_line("ana", "Ana Gómez"),
-            ana_backup.person_line("ana", "Ana Gómez"),
-            ben.person_line("ben", "Ben Ruiz"),
-        ],
-        trial: false,
+        extra_key_lines: people,
+        trial,
         ..Setup::default()
     })
     .await;
     h.setup.allowlist = Some(sandbox_devices(&h.sim));
     h.spawn();
     h.wait_ready().await;
+    h
+}
+
+/// Claims to start recording in the sandbox's first room, as proposal `proposal`.
+async fn start_recording(h: &Harness, proposal: u64) -> ApprovalClaims {
     let device = sandbox_devices(&h.sim)[0].clone();
     let c = h
         .claims(
@@ -92,10 +91,27 @@ async fn a_done_change_has_a_receipt_that_verifies_offline_and_each_tampering_is
             &json!({"action": "start", "device_ids": [format!("{device}-1")]}),
         )
         .await;
-    let c = ApprovalClaims {
-        proposal_id: 41,
+    ApprovalClaims {
+        proposal_id: proposal,
         ..c
-    };
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_done_change_has_a_receipt_that_verifies_offline_and_each_tampering_is_caught() {
+    let mut ana = SoftPasskey::es256(1);
+    let mut ana_backup = SoftPasskey::es256(2);
+    let ben = SoftPasskey::es256(3);
+    let h = running(
+        vec![
+            ana.person_line("ana", "Ana Gómez"),
+            ana_backup.person_line("ana", "Ana Gómez"),
+            ben.person_line("ben", "Ben Ruiz"),
+        ],
+        false,
+    )
+    .await;
+    let c = start_recording(&h, 41).await;
     let response = h.execute(sign_with_passkeys(&c, 7, &mut [&mut ana])).await;
     assert!(
         matches!(&response, Some(Response::Executed(o)) if o.kind == OutcomeKind::Done),
@@ -262,21 +278,8 @@ async fn a_done_change_has_a_receipt_that_verifies_offline_and_each_tampering_is
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_refused_change_has_no_receipt_and_the_command_says_why() {
-    let mut h = Harness::prepare(Setup::default()).await;
-    h.setup.allowlist = Some(sandbox_devices(&h.sim));
-    h.spawn();
-    h.wait_ready().await;
-    let device = sandbox_devices(&h.sim)[0].clone();
-    let c = h
-        .claims(
-            "batch_recording",
-            &json!({"action": "start", "device_ids": [format!("{device}-1")]}),
-        )
-        .await;
-    let stale = ApprovalClaims {
-        proposal_id: 7,
-        ..shifted(&c, -3600)
-    };
+    let h = running(Vec::new(), true).await;
+    let stale = shifted(&start_recording(&h, 7).await, -3600);
     let response = h.execute(sign(&stale, 7)).await;
     assert!(
         matches!(response, Some(Response::Refused(_))),
@@ -302,26 +305,8 @@ async fn a_refused_change_has_no_receipt_and_the_command_says_why() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_change_whose_result_is_unknown_has_a_receipt_that_says_unknown() {
     let mut ana = SoftPasskey::es256(4);
-    let mut h = Harness::prepare(Setup {
-        extra_key_lines: vec![ana.person_line("ana", "Ana Gómez")],
-        trial: false,
-        ..Setup::default()
-    })
-    .await;
-    h.setup.allowlist = Some(sandbox_devices(&h.sim));
-    h.spawn();
-    h.wait_ready().await;
-    let device = sandbox_devices(&h.sim)[0].clone();
-    let c = h
-        .claims(
-            "batch_recording",
-            &json!({"action": "start", "device_ids": [format!("{device}-1")]}),
-        )
-        .await;
-    let c = ApprovalClaims {
-        proposal_id: 12,
-        ..c
-    };
+    let h = running(vec![ana.person_line("ana", "Ana Gómez")], false).await;
+    let c = start_recording(&h, 12).await;
     // The write's answer cannot be read: whether it ran is not known.
     h.sim.set_fault(
         "batch_recording",
