@@ -344,8 +344,7 @@ async fn model() -> Vec<Check> {
     if let Some(problem) = cfg.base_url_problem() {
         return vec![check(Level::Fail, "model", problem)];
     }
-    let local = reqwest::Url::parse(&cfg.base_url)
-        .is_ok_and(|url| fleetwatch_epiphan::url_policy::is_loopback(&url));
+    let local = cfg.is_local();
     let mut out = vec![check(
         if local { Level::Ok } else { Level::Warn },
         "model",

@@ -345,11 +345,16 @@ impl ModelConfig {
         Ok(headers)
     }
 
+    /// Whether the model server is on this machine (a loopback base URL): then nothing it is
+    /// sent leaves the machine.
+    pub fn is_local(&self) -> bool {
+        reqwest::Url::parse(&self.base_url)
+            .is_ok_and(|url| fleetwatch_epiphan::url_policy::is_loopback(&url))
+    }
+
     /// Who receives the questions and the redacted fleet data, in words.
     pub fn recipient(&self) -> String {
-        let local = reqwest::Url::parse(&self.base_url)
-            .is_ok_and(|url| fleetwatch_epiphan::url_policy::is_loopback(&url));
-        match (self.api, local) {
+        match (self.api, self.is_local()) {
             (_, true) => format!("the model server on this machine at {}", self.base_url),
             (ModelApi::Anthropic, false) => format!("Anthropic at {}", self.base_url),
             (ModelApi::OpenAi, false) => {
@@ -569,9 +574,7 @@ fn build_client(cfg: &ModelConfig) -> Result<reqwest::Client, CallError> {
         // Following a redirect would carry the key to wherever the answer points.
         .redirect(reqwest::redirect::Policy::none())
         .connect_timeout(cfg.request_timeout.min(Duration::from_secs(15)));
-    if let Ok(url) = reqwest::Url::parse(&cfg.base_url)
-        && fleetwatch_epiphan::url_policy::is_loopback(&url)
-    {
+    if cfg.is_local() {
         builder = builder.no_proxy();
     }
     builder
