@@ -16,9 +16,10 @@ use crate::grants::Grants;
 use crate::lang::{self, Lang};
 use crate::model::{self, ModelConfig, ProposeResult, ToolHandler, TurnEnd};
 use crate::proposals::Proposer;
-use crate::reads::{self, Reader};
+use crate::reads::Reader;
+use crate::snapshot::{Snapshot, SnapshotCache};
 use crate::store::{self, Status, Store};
-use crate::{keyword, toolspec};
+use crate::{fleet_tools, keyword, toolspec};
 
 /// What the operator gets back.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -44,6 +45,7 @@ pub struct Assistant {
     proposing: bool,
     fence_configured: bool,
     page: String,
+    snapshots: SnapshotCache,
 }
 
 /// How the engine is put together.
@@ -72,12 +74,38 @@ struct TurnHandler<'a> {
     assistant: &'a Assistant,
     grants: Grants,
     asked_by: &'a str,
+    /// The question's snapshot, read at its first fleet tool call and used by every other.
+    snapshot: tokio::sync::OnceCell<Arc<Snapshot>>,
+}
+
+impl TurnHandler<'_> {
+    async fn snapshot(&self) -> Result<&Arc<Snapshot>, String> {
+        self.snapshot
+            .get_or_try_init(|| async {
+                let grants = &self.grants;
+                self.assistant
+                    .snapshots
+                    .get(&self.assistant.reader, &|c| grants.is_open(c))
+                    .await
+                    .map_err(|e| e.to_string())
+            })
+            .await
+    }
 }
 
 impl ToolHandler for TurnHandler<'_> {
     async fn read(&self, tool: &str, args: Value) -> Result<Value, String> {
-        // The loop already checked visibility; this is the second, independent gate.
-        if !toolspec::allowed_read(&self.assistant.policy, &self.grants, tool) {
+        let policy = &self.assistant.policy;
+        // The loop already checked visibility; these are the second, independent gates.
+        if let Some(entry) = policy.fleet_tool(tool) {
+            if !toolspec::allowed_fleet(policy, &self.grants, tool) {
+                return Err("that tool is not available".to_owned());
+            }
+            let snapshot = self.snapshot().await?;
+            return fleet_tools::call(tool, &entry.schema, &args, snapshot);
+        }
+        let team_wide = policy.read_tool(tool).is_some_and(|t| t.team_wide);
+        if team_wide || !toolspec::allowed_read(policy, &self.grants, tool) {
             return Err("that tool is not available".to_owned());
         }
         self.assistant
@@ -108,6 +136,7 @@ impl Assistant {
             proposing: parts.proposing,
             fence_configured: parts.fence_configured,
             page: parts.page,
+            snapshots: SnapshotCache::default(),
         }
     }
 
@@ -233,11 +262,16 @@ impl Assistant {
             assistant: self,
             grants,
             asked_by,
+            snapshot: tokio::sync::OnceCell::new(),
         };
         let context = self.chat_context(asked_by);
         let outcome =
             model::run_turn_in_chat(cfg, &tools, &visible, question, context.as_ref(), &handler)
                 .await;
+        if !outcome.proposals.is_empty() {
+            // The next answer reads the fleet anew: it may be asked once the change has run.
+            self.snapshots.forget().await;
+        }
         let detail = |label: &str| {
             json!({
                 "chars": chars,
@@ -291,7 +325,8 @@ impl Assistant {
     }
 
     async fn keyword_answer(&self, question: &str, lang: Lang) -> String {
-        match reads::load_snapshot(&self.reader).await {
+        // Every read whatever the grants: the keyword answer is shown to the operator only.
+        match self.snapshots.get(&self.reader, &|_| true).await {
             Ok(snapshot) => keyword::answer(question, &snapshot),
             Err(e) => match lang {
                 Lang::En => format!("I could not read the fleet: {e}"),

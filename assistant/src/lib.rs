@@ -3,6 +3,7 @@
 //! never holds the sandbox sign-in and has no code path that calls a write tool.
 #![forbid(unsafe_code)]
 
+pub mod fleet_tools;
 pub mod grants;
 pub mod keyword;
 /// Language detection and question words, shared with the simulator's offline model.

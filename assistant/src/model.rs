@@ -982,7 +982,8 @@ async fn answer_call<H: ToolHandler>(
 }
 
 async fn answer_read<H: ToolHandler>(name: &str, input: Value, handler: &H) -> ToolAnswer {
-    if !(name.starts_with("get_") || name.starts_with("kb_")) || name == "get_channel_image" {
+    let shaped = name.starts_with("get_") || name.starts_with("kb_") || name.starts_with("fleet_");
+    if !shaped || name == "get_channel_image" {
         // `visible` should never allow these; refuse even if a caller's check is wrong.
         return ToolAnswer::unavailable();
     }

@@ -375,13 +375,20 @@ impl Reader {
     }
 }
 
-fn replay_read(dir: &Path, now: jiff::Timestamp, tool: &str) -> Result<Value, ReadError> {
-    // `tool` passed the guard, so it is a listed read name, never a path.
+/// A replay file's text with its time templates resolved. `tool` passed the guard, so it is a
+/// listed read name, never a path.
+fn replay_text(dir: &Path, now: jiff::Timestamp, tool: &str) -> Result<String, ReadError> {
     let path = dir.join(format!("{tool}.json"));
     let text = std::fs::read_to_string(&path)
         .map_err(|e| ReadError::Replay(format!("{} has no {tool}.json ({e})", dir.display())))?;
-    let resolved = fleet::resolve_templates(&text, now)
-        .map_err(|e| ReadError::Replay(format!("{tool}.json: {e}")))?;
+    if !text.contains("{{") {
+        return Ok(text);
+    }
+    fleet::resolve_templates(&text, now).map_err(|e| ReadError::Replay(format!("{tool}.json: {e}")))
+}
+
+fn replay_read(dir: &Path, now: jiff::Timestamp, tool: &str) -> Result<Value, ReadError> {
+    let resolved = replay_text(dir, now, tool)?;
     let mut value: Value = fleetwatch_protocol::lenient::parse(&resolved)
         .map_err(|e| ReadError::Replay(format!("{tool}.json is not JSON: {e}")))?;
     redact::redact_value(&mut value);
@@ -392,57 +399,132 @@ fn replay_read(dir: &Path, now: jiff::Timestamp, tool: &str) -> Result<Value, Re
     Ok(value)
 }
 
-/// Reads what one question needs and builds a [`Snapshot`]. The device list is required; the
-/// other reads fill in what they can, and a read that failed leaves its part empty only when
-/// it was never essential (a failure of the device list fails the whole snapshot).
+/// The team's device list, guarded like every read, decoded and redacted. A replay folder's
+/// file is decoded from its text one device at a time ([`fleet::decode_device_list`]): each
+/// entry is redacted before it is read and only the typed devices are kept, so a team of
+/// 10,000 rooms never stands in memory as a parsed tree. A live answer arrives from the MCP
+/// core already parsed; it is redacted whole and read as before.
+pub async fn read_device_list(reader: &Reader) -> Result<fleet::DeviceList, ReadError> {
+    const TOOL: &str = "get_devices_in_my_team";
+    if let Backend::Replay { dir, now } = &reader.backend {
+        reader.guard(TOOL)?;
+        let text = replay_text(dir, *now, TOOL)?;
+        let mut redactor = redact::Redactor::default();
+        return fleet::decode_device_list(&text, &mut |entry| redactor.redact(entry))
+            .map_err(|e| ReadError::Parse(e.to_string()));
+    }
+    let value = reader.read(TOOL, json!({})).await?;
+    fleet::parse_device_list(&value).map_err(|e| ReadError::Parse(e.to_string()))
+}
+
+/// Reads what one question needs and builds a [`Snapshot`], every read whatever the grants
+/// (the keyword answerer's view: it shows nothing the model would be sent).
 pub async fn load_snapshot(reader: &Reader) -> Result<Snapshot, ReadError> {
+    load_snapshot_in(reader, &|_| true).await
+}
+
+/// The reads a snapshot is made of, in the order they are made, with the read tool's name.
+/// The device list is required; each of the others is made only when its category is open.
+pub const SNAPSHOT_READS: [&str; 5] = [
+    "get_devices_in_my_team",
+    "get_recorder_status_for_devices",
+    "get_system_status_for_devices",
+    "get_current_or_next_cms_events_for_devices",
+    "get_stream_endpoints",
+];
+
+/// Which of [`SNAPSHOT_READS`] a question may make: those on the policy's read list whose
+/// category `is_open` says is open.
+pub fn snapshot_scope(policy: &Policy, is_open: &dyn Fn(&str) -> bool) -> [bool; 5] {
+    SNAPSHOT_READS.map(|tool| policy.read_tool(tool).is_some_and(|t| is_open(&t.category)))
+}
+
+/// Reads what one question may read ([`snapshot_scope`]) and builds a [`Snapshot`]. The device
+/// list is required (closed, it is refused like any read the guard refuses); the other reads
+/// fill in what they can, and a failure of the device list fails the whole snapshot.
+pub async fn load_snapshot_in(
+    reader: &Reader,
+    is_open: &(dyn Fn(&str) -> bool + Sync),
+) -> Result<Snapshot, ReadError> {
+    let [
+        devices_open,
+        recorder_open,
+        system_open,
+        events_open,
+        streams_open,
+    ] = snapshot_scope(reader.policy(), is_open);
+    if !devices_open {
+        return Err(ReadError::Refused(
+            "the fleet category is closed: the device list is not read".to_owned(),
+        ));
+    }
     let now = reader.now();
-    let list_value = reader.read("get_devices_in_my_team", json!({})).await?;
-    let list =
-        fleet::parse_device_list(&list_value).map_err(|e| ReadError::Parse(e.to_string()))?;
-    let online: Vec<String> = list
+    let list = read_device_list(reader).await?;
+    let online: Vec<&str> = list
         .devices
         .iter()
         .filter(|d| d.online)
-        .map(|d| d.id.clone())
+        .map(|d| d.id.as_str())
         .collect();
     let ids = Value::from(online.clone());
-    let (recorder, system) = if online.is_empty() {
-        (None, None)
+    let recorder = if online.is_empty() || !recorder_open {
+        None
     } else {
-        let recorder = reader
-            .read(
-                "get_recorder_status_for_devices",
-                json!({"device_ids": ids}),
-            )
-            .await?;
-        let system = optional(
+        Some(
+            reader
+                .read(
+                    "get_recorder_status_for_devices",
+                    json!({"device_ids": ids}),
+                )
+                .await?,
+        )
+    };
+    let system = if online.is_empty() || !system_open {
+        None
+    } else {
+        optional(
             reader
                 .read("get_system_status_for_devices", json!({"device_ids": ids}))
                 .await,
-        )?;
-        (Some(recorder), system)
+        )?
     };
-    let until = fleet::format_time(
-        now.checked_add(jiff::SignedDuration::from_hours(24))
-            .unwrap_or(now),
-    );
-    let events = reader
-        .read(
-            "get_current_or_next_cms_events_for_devices",
-            json!({"until": until}),
+    let events = if events_open {
+        let until = fleet::format_time(
+            now.checked_add(jiff::SignedDuration::from_hours(24))
+                .unwrap_or(now),
+        );
+        Some(
+            reader
+                .read(
+                    "get_current_or_next_cms_events_for_devices",
+                    json!({"until": until}),
+                )
+                .await?,
         )
-        .await?;
-    let streams = optional(reader.read("get_stream_endpoints", json!({})).await)?;
-    Snapshot::from_results(
+    } else {
+        None
+    };
+    let streams = if streams_open {
+        optional(reader.read("get_stream_endpoints", json!({})).await)?
+    } else {
+        None
+    };
+    let mut snapshot = Snapshot::from_list(
         now,
-        &list_value,
+        list,
         recorder.as_ref(),
         system.as_ref(),
-        Some(&events),
+        events.as_ref(),
         streams.as_ref(),
     )
-    .map_err(|e| ReadError::Parse(e.to_string()))
+    .map_err(|e| ReadError::Parse(e.to_string()))?;
+    snapshot.not_read = SNAPSHOT_READS
+        .iter()
+        .zip(snapshot_scope(reader.policy(), is_open))
+        .filter(|(_, open)| !open)
+        .map(|(tool, _)| *tool)
+        .collect();
+    Ok(snapshot)
 }
 
 /// System status and stream destinations only decorate an answer: their absence (not listed,
@@ -458,8 +540,7 @@ fn optional(result: Result<Value, ReadError>) -> Result<Option<Value>, ReadError
 
 /// The device IDs the normal sign-in can see, sorted, for the executor's overlap check.
 pub async fn known_device_ids(reader: &Reader) -> Result<Vec<String>, ReadError> {
-    let value = reader.read("get_devices_in_my_team", json!({})).await?;
-    let list = fleet::parse_device_list(&value).map_err(|e| ReadError::Parse(e.to_string()))?;
+    let list = read_device_list(reader).await?;
     let mut ids: Vec<String> = list.devices.into_iter().map(|d| d.id).collect();
     ids.sort();
     ids.dedup();

@@ -24,6 +24,9 @@ pub struct Snapshot {
     pub events: BTreeMap<String, Option<fleet::Event>>,
     /// Stream destinations (name and host only).
     pub streams: Vec<fleet::StreamEndpoint>,
+    /// The reads a question may not make (their categories are closed), so what they would
+    /// have said is not here and an answer must not read their absence as "none".
+    pub not_read: Vec<&'static str>,
 }
 
 impl Snapshot {
@@ -40,7 +43,19 @@ impl Snapshot {
         events: Option<&Value>,
         streams: Option<&Value>,
     ) -> Result<Snapshot, ReadError> {
-        let mut list = fleet::parse_device_list(device_list)?;
+        let list = fleet::parse_device_list(device_list)?;
+        Snapshot::from_list(now, list, recorder, system, events, streams)
+    }
+
+    /// [`Snapshot::from_results`] over a device list already decoded (and redacted).
+    pub fn from_list(
+        now: jiff::Timestamp,
+        mut list: fleet::DeviceList,
+        recorder: Option<&Value>,
+        system: Option<&Value>,
+        events: Option<&Value>,
+        streams: Option<&Value>,
+    ) -> Result<Snapshot, ReadError> {
         if let Some(recorder) = recorder {
             let status = fleet::parse_recorder_status(recorder)?;
             fleet::apply_recorder_status(&mut list, &status);
@@ -64,6 +79,7 @@ impl Snapshot {
             system,
             events,
             streams,
+            not_read: Vec::new(),
         })
     }
 
@@ -75,5 +91,57 @@ impl Snapshot {
     /// The current or next event of a device, if any.
     pub fn event_for(&self, id: &str) -> Option<&fleet::Event> {
         self.events.get(id).and_then(Option::as_ref)
+    }
+}
+
+/// How long a snapshot is reused by the next question. Every call of one question answers from
+/// the snapshot that question read first; a follow-up asked within these seconds ("and which
+/// of those are recording?") answers from the same picture instead of reading the team again.
+/// Short, so a question after a change sees the change.
+pub const REUSE_FOR: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// The last snapshot read, for the next question within [`REUSE_FOR`].
+#[derive(Default)]
+pub struct SnapshotCache {
+    slot: tokio::sync::Mutex<Option<Cached>>,
+}
+
+struct Cached {
+    at: tokio::time::Instant,
+    scope: [bool; 5],
+    snapshot: std::sync::Arc<Snapshot>,
+}
+
+impl SnapshotCache {
+    /// The snapshot for a question that may read what `is_open` allows: the last one, when it
+    /// was read for the same reads less than [`REUSE_FOR`] ago, else a new one. One read at a
+    /// time: a question that arrives while another reads waits for that snapshot.
+    pub async fn get(
+        &self,
+        reader: &crate::reads::Reader,
+        is_open: &(dyn Fn(&str) -> bool + Sync),
+    ) -> Result<std::sync::Arc<Snapshot>, crate::reads::ReadError> {
+        let scope = crate::reads::snapshot_scope(reader.policy(), is_open);
+        let mut slot = self.slot.lock().await;
+        if let Some(cached) = slot.as_ref()
+            && cached.scope == scope
+            && cached.at.elapsed() < REUSE_FOR
+        {
+            return Ok(std::sync::Arc::clone(&cached.snapshot));
+        }
+        *slot = None;
+        let snapshot = std::sync::Arc::new(crate::reads::load_snapshot_in(reader, is_open).await?);
+        *slot = Some(Cached {
+            at: tokio::time::Instant::now(),
+            scope,
+            snapshot: std::sync::Arc::clone(&snapshot),
+        });
+        Ok(snapshot)
+    }
+
+    /// Forgets the last snapshot: the next question reads the fleet again (after it proposed a
+    /// change, whose outcome the next answer should see).
+    pub async fn forget(&self) {
+        *self.slot.lock().await = None;
     }
 }

@@ -5,7 +5,7 @@
 //! loop asks [`is_shown`] again at call time, because grants can be closed between turns and a
 //! model can name a tool it was never shown.
 
-use fleetwatch_protocol::policy::{Policy, ProposeEntry, ReadTool};
+use fleetwatch_protocol::policy::{FleetTool, Policy, ProposeEntry, ReadTool};
 use serde_json::{Value, json};
 
 use crate::grants::Grants;
@@ -28,6 +28,32 @@ fn read_shaped(name: &str) -> bool {
 
 fn read_allowed(tool: &ReadTool, is_open: &dyn Fn(&str) -> bool) -> bool {
     read_shaped(&tool.name) && is_open(&tool.category)
+}
+
+/// A read the model may be shown: allowed, and bounded by its arguments. A team-wide read goes
+/// into the question's snapshot only; the model asks the fleet tools about it.
+fn read_shown(tool: &ReadTool, is_open: &dyn Fn(&str) -> bool) -> bool {
+    read_allowed(tool, is_open) && !tool.team_wide
+}
+
+/// A fleet tool is open when the category of its first (required) read is.
+fn fleet_allowed(policy: &Policy, tool: &FleetTool, is_open: &dyn Fn(&str) -> bool) -> bool {
+    tool.reads
+        .first()
+        .and_then(|read| policy.read_tool(read))
+        .is_some_and(|read| read_allowed(read, is_open))
+}
+
+/// True when `name` is a fleet tool the model may call now.
+pub fn allowed_fleet(policy: &Policy, grants: &Grants, name: &str) -> bool {
+    allowed_fleet_with(policy, &|c| grants.is_open(c), name)
+}
+
+/// [`allowed_fleet`] over any grant check.
+pub fn allowed_fleet_with(policy: &Policy, is_open: &dyn Fn(&str) -> bool, name: &str) -> bool {
+    policy
+        .fleet_tool(name)
+        .is_some_and(|tool| fleet_allowed(policy, tool, is_open))
 }
 
 fn propose_allowed(entry: &ProposeEntry, is_open: &dyn Fn(&str) -> bool) -> bool {
@@ -104,8 +130,12 @@ pub fn is_shown_with(
 ) -> bool {
     if name == PROPOSE_TOOL {
         propose_shown(policy, is_open, proposing, fence_configured)
+    } else if policy.fleet_tool(name).is_some() {
+        allowed_fleet_with(policy, is_open, name)
     } else {
-        allowed_read_with(policy, is_open, name)
+        policy
+            .read_tool(name)
+            .is_some_and(|tool| read_shown(tool, is_open))
     }
 }
 
@@ -136,8 +166,13 @@ pub fn tools_with(
     } else {
         Vec::new()
     };
-    build(
-        policy.read_tools().filter(|t| read_allowed(t, is_open)),
+    let fleet: Vec<&FleetTool> = policy
+        .fleet_tools()
+        .filter(|t| fleet_allowed(policy, t, is_open))
+        .collect();
+    build_with_fleet(
+        policy.read_tools().filter(|t| read_shown(t, is_open)),
+        &fleet,
         &propose,
     )
 }
@@ -148,18 +183,34 @@ pub fn build<'a>(
     reads: impl Iterator<Item = &'a ReadTool>,
     propose: &[&ProposeEntry],
 ) -> Vec<Value> {
+    build_with_fleet(reads, &[], propose)
+}
+
+/// [`build`] with fleet tools beside the reads.
+pub fn build_with_fleet<'a>(
+    reads: impl Iterator<Item = &'a ReadTool>,
+    fleet: &[&FleetTool],
+    propose: &[&ProposeEntry],
+) -> Vec<Value> {
+    let tool = |name: &str, description: &str, schema: &Value| {
+        (
+            name.to_owned(),
+            json!({
+                "name": name,
+                "description": description,
+                "input_schema": input_schema(schema),
+            }),
+        )
+    };
     let mut out: Vec<(String, Value)> = reads
         .filter(|t| read_shaped(&t.name))
-        .map(|t| {
-            (
-                t.name.clone(),
-                json!({
-                    "name": t.name,
-                    "description": t.description,
-                    "input_schema": input_schema(&t.schema),
-                }),
-            )
-        })
+        .map(|t| tool(&t.name, &t.description, &t.schema))
+        .chain(
+            fleet
+                .iter()
+                .filter(|t| t.name.starts_with("fleet_"))
+                .map(|t| tool(&t.name, &t.description, &t.schema)),
+        )
         .collect();
     let proposable: Vec<&ProposeEntry> = propose
         .iter()
@@ -261,6 +312,7 @@ mod tests {
                 "properties": {"device_ids": {"type": "array", "items": {"type": "string"}}},
                 "additionalProperties": false
             }),
+            team_wide: false,
         }
     }
 
@@ -419,20 +471,35 @@ mod tests {
                         let entry = policy.propose_entry(tool.as_str().unwrap()).unwrap();
                         assert_eq!(&entry.category, category);
                     }
+                } else if let Some(fleet) = policy.fleet_tool(name) {
+                    // A fleet tool follows the category of the read it requires.
+                    let first = policy.read_tool(&fleet.reads[0]).unwrap();
+                    assert_eq!(&first.category, category);
+                    assert_eq!(t["input_schema"], fleet.schema);
                 } else {
-                    assert_eq!(&policy.read_tool(name).unwrap().category, category);
-                    assert_eq!(t["input_schema"], policy.read_tool(name).unwrap().schema);
+                    let read = policy.read_tool(name).unwrap();
+                    assert_eq!(&read.category, category);
+                    assert_eq!(t["input_schema"], read.schema);
+                    assert!(!read.team_wide, "{name} answers for the whole team");
                 }
                 assert!(is_shown_with(&policy, &open, true, true, name));
             }
             let expected_reads = policy
                 .read_tools()
                 .filter(|t| &t.category == category && t.name != "get_channel_image")
+                .filter(|t| !t.team_wide)
+                .count();
+            let expected_fleet = policy
+                .fleet_tools()
+                .filter(|f| policy.read_tool(&f.reads[0]).unwrap().category == *category)
                 .count();
             let propose_expected = policy
                 .propose_entries()
                 .any(|e| &e.category == category && e.schema.is_some());
-            assert_eq!(shown.len(), expected_reads + usize::from(propose_expected));
+            assert_eq!(
+                shown.len(),
+                expected_reads + expected_fleet + usize::from(propose_expected)
+            );
         }
     }
 

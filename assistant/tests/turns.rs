@@ -307,7 +307,83 @@ async fn a_proposal_made_in_a_good_turn_is_reported_with_the_page(api: Api) {
     assert!(w.sim.writes().is_empty());
 }
 
+/// The JSON inside the last data block a request carries.
+fn last_data_block(request: &Value) -> Value {
+    fn strings<'a>(v: &'a Value, out: &mut Vec<&'a str>) {
+        match v {
+            Value::String(s) => out.push(s),
+            Value::Array(items) => items.iter().for_each(|i| strings(i, out)),
+            Value::Object(map) => map.values().for_each(|i| strings(i, out)),
+            _ => {}
+        }
+    }
+    let mut all = Vec::new();
+    // The messages only: the system prompt speaks of data blocks too.
+    strings(&request["messages"], &mut all);
+    let text = all
+        .into_iter()
+        .rfind(|s| s.contains("<fleet_data"))
+        .expect("a data block");
+    let body = &text[text.rfind("<fleet_data").unwrap()..];
+    let start = body.find('>').unwrap() + 1;
+    let end = body.find("</fleet_data>").unwrap();
+    serde_json::from_str(&body[start..end]).expect("the block holds JSON")
+}
+
+async fn fleet_tools_answer_a_question_from_one_snapshot(api: Api) {
+    let w = world(&["fleet", "schedule"]).await;
+    let model = stand_in::start_api(
+        api,
+        vec![
+            tool_use_reply("toolu_1", "fleet_overview", json!({})),
+            tool_use_reply(
+                "toolu_2",
+                "fleet_search",
+                json!({"state": "any", "sort": "name"}),
+            ),
+            tool_use_reply("toolu_3", "fleet_room", json!({"room": w.normal[0]})),
+            text_reply("Here is the team."),
+        ],
+        0,
+    )
+    .await
+    .unwrap();
+    let engine = assistant(&w, &model);
+    let before = w.sim.calls().len();
+    let reply = engine.ask("how is the team doing?", false).await;
+    assert_eq!(reply.answer, "Here is the team.");
+    // Three fleet tool calls, one read of the team: the snapshot is shared.
+    let lists = w.sim.calls()[before..]
+        .iter()
+        .filter(|c| c.tool == "get_devices_in_my_team")
+        .count();
+    assert_eq!(lists, 1);
+
+    let requests = model.requests_as_messages();
+    let overview = &requests[1];
+    let overview = last_data_block(overview);
+    let rooms = overview["counts"]["rooms"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("{overview}"));
+    assert!(rooms >= w.normal.len() as u64, "{overview}");
+    assert_eq!(
+        overview["counts"]["online"].as_u64().unwrap()
+            + overview["counts"]["offline"].as_u64().unwrap(),
+        rooms
+    );
+    let page = last_data_block(&requests[2]);
+    assert_eq!(page["matched"].as_u64(), Some(rooms));
+    assert!(page["shown"].as_u64().unwrap() <= 20);
+    let room = last_data_block(&requests[3]);
+    assert_eq!(room["room"]["id"], json!(w.normal[0]));
+    // The team-wide read is not among the tools the model is shown.
+    let tools = model.requests()[0]["tools"].to_string();
+    assert!(tools.contains("fleet_overview"), "{tools}");
+    assert!(w.sim.writes().is_empty());
+}
+
 fleetwatch_sim::both_apis!(
+    fleet_tools_answer_a_question_from_one_snapshot,
     every_read_tool_in_a_scripted_turn_raises_zero_proposals,
     a_tool_the_prompt_omitted_is_refused_when_proposed,
     a_hidden_read_tool_called_anyway_is_refused_without_reaching_epiphan,

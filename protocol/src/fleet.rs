@@ -19,6 +19,10 @@ use crate::ids;
 mod assistant;
 #[cfg(feature = "assistant")]
 pub use assistant::{SystemStatus, TemplateError, parse_system_status, resolve_templates};
+#[cfg(feature = "assistant")]
+mod stream;
+#[cfg(feature = "assistant")]
+pub use stream::{Redact, decode_device_list};
 
 /// A read result that could not be understood.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -152,6 +152,27 @@ pub struct ReadTool {
     pub description: String,
     /// JSON Schema of its arguments (an empty object schema when it takes none).
     pub schema: serde_json::Value,
+    /// It answers for the whole team whatever its arguments (`team_wide: true`): the
+    /// assistant reads it into a question's snapshot and never shows it to the model, which
+    /// asks the fleet tools instead.
+    pub team_wide: bool,
+}
+
+/// A fleet tool: an answer the assistant's own code computes from the snapshot of a
+/// question's reads (an overview, a search, one room). Never sent to Epiphan, it adds no
+/// authority: it shows the model only what those reads already returned, redacted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FleetTool {
+    /// Tool name (starts with `fleet_`).
+    pub name: String,
+    /// The read tools whose answers it is computed from; the first is required, and its
+    /// category decides whether the model is shown the tool. The others are used when their
+    /// categories are open.
+    pub reads: Vec<String>,
+    /// What it returns, for the model.
+    pub description: String,
+    /// JSON Schema of its arguments.
+    pub schema: serde_json::Value,
 }
 
 /// A named enum field and some of its values (`disruptive_when`, `stops_recording`).
@@ -207,6 +228,7 @@ struct Compiled {
 #[cfg_attr(not(feature = "assistant"), allow(dead_code))]
 pub struct Policy {
     read: BTreeMap<String, ReadTool>,
+    fleet: BTreeMap<String, FleetTool>,
     write: Vec<String>,
     propose: BTreeMap<String, ProposeEntry>,
     disruptive: BTreeSet<String>,
@@ -318,6 +340,8 @@ impl ArgumentError {
 struct RawPolicy {
     version: Value,
     read: BTreeMap<String, Value>,
+    #[serde(default)]
+    fleet: BTreeMap<String, Value>,
     write: Vec<String>,
     disruptive: Vec<String>,
     propose: BTreeMap<String, Value>,
@@ -327,6 +351,16 @@ struct RawPolicy {
 #[serde(deny_unknown_fields)]
 struct RawRead {
     category: String,
+    description: String,
+    schema: Value,
+    #[serde(default)]
+    team_wide: bool,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFleet {
+    reads: Vec<String>,
     description: String,
     schema: Value,
 }
@@ -430,6 +464,38 @@ impl Policy {
                     category: entry.category,
                     description: entry.description,
                     schema: entry.schema,
+                    team_wide: entry.team_wide,
+                },
+            );
+        }
+
+        let mut fleet = BTreeMap::new();
+        for (name, value) in raw.fleet {
+            if is_write(&name) || !name.starts_with("fleet_") {
+                return Err(refuse(
+                    &name,
+                    "a fleet tool's name must start with fleet_ and not be a write tool",
+                ));
+            }
+            let entry: RawFleet = decode(&name, value)?;
+            non_blank(&name, "description", &entry.description)?;
+            if entry.reads.is_empty() {
+                return Err(refuse(&name, "reads must name the read tools it uses"));
+            }
+            if let Some(unknown) = entry.reads.iter().find(|r| !read.contains_key(*r)) {
+                return Err(refuse(
+                    &name,
+                    format!("reads names {unknown:?}, which is not under read"),
+                ));
+            }
+            check_schema(&name, &entry.schema, None)?;
+            fleet.insert(
+                name.clone(),
+                FleetTool {
+                    name,
+                    reads: entry.reads,
+                    description: entry.description,
+                    schema: entry.schema,
                 },
             );
         }
@@ -475,6 +541,7 @@ impl Policy {
         let whole_value = json!({
             "version": POLICY_VERSION,
             "read": read.values().map(|r| (r.name.clone(), read_value(r))).collect::<Map<String, Value>>(),
+            "fleet": fleet.values().map(|f| (f.name.clone(), fleet_value(f))).collect::<Map<String, Value>>(),
             "write": write,
             "disruptive": disruptive,
             "propose": propose.values().map(|p| (p.name.clone(), entry_value(p))).collect::<Map<String, Value>>(),
@@ -483,6 +550,7 @@ impl Policy {
 
         Ok(Policy {
             read,
+            fleet,
             write,
             propose,
             disruptive,
@@ -1069,6 +1137,16 @@ fn read_value(tool: &ReadTool) -> Value {
     json!({
         "name": tool.name,
         "category": tool.category,
+        "description": tool.description,
+        "schema": tool.schema,
+        "team_wide": tool.team_wide,
+    })
+}
+
+fn fleet_value(tool: &FleetTool) -> Value {
+    json!({
+        "name": tool.name,
+        "reads": tool.reads,
         "description": tool.description,
         "schema": tool.schema,
     })

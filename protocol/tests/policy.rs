@@ -1212,3 +1212,58 @@ fn refuses_every_keyword_the_validator_does_not_implement() {
     let text = refused(&v, "get_device_info");
     assert!(text.contains("format"), "{text}");
 }
+
+// ---- fleet tools ---------------------------------------------------------------------------
+
+#[test]
+fn shipped_fleet_tools_read_only_listed_reads() {
+    let policy = shipped();
+    let names: Vec<&str> = policy.fleet_tools().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["fleet_overview", "fleet_room", "fleet_search"]);
+    for tool in policy.fleet_tools() {
+        assert_eq!(tool.reads[0], "get_devices_in_my_team", "{}", tool.name);
+        for read in &tool.reads {
+            assert!(policy.read_tool(read).is_some(), "{read}");
+        }
+        assert!(!policy.is_write_tool(&tool.name));
+    }
+}
+
+#[test]
+fn refuses_a_fleet_tool_not_named_fleet_or_named_like_a_write() {
+    for name in ["get_everything", "batch_reboot", "overview"] {
+        let mut value = shipped_value();
+        let entry = value["fleet"]["fleet_overview"].clone();
+        entry_mut(&mut value, "/fleet").insert(name.to_owned(), entry);
+        let text = refused(&value, name);
+        assert!(text.contains("fleet_"), "{text}");
+    }
+}
+
+#[test]
+fn refuses_a_fleet_tool_that_reads_an_unlisted_tool_or_nothing() {
+    let mut value = shipped_value();
+    value["fleet"]["fleet_room"]["reads"] = json!(["get_device_info", "get_channel_image"]);
+    let text = refused(&value, "fleet_room");
+    assert!(text.contains("get_channel_image"), "{text}");
+    let mut value = shipped_value();
+    value["fleet"]["fleet_room"]["reads"] = json!([]);
+    refused(&value, "fleet_room");
+    let mut value = shipped_value();
+    value["fleet"]["fleet_room"]["category"] = json!("fleet");
+    refused(&value, "fleet_room");
+}
+
+#[test]
+fn a_team_wide_mark_changes_the_whole_digest() {
+    let before = shipped();
+    let mut value = shipped_value();
+    let flipped = !before.read_tool("get_stream_endpoints").unwrap().team_wide;
+    value["read"]["get_stream_endpoints"]["team_wide"] = json!(flipped);
+    let after = load(&value).unwrap();
+    assert_eq!(
+        after.read_tool("get_stream_endpoints").unwrap().team_wide,
+        flipped
+    );
+    assert_ne!(before.whole_digest(), after.whole_digest());
+}

@@ -352,6 +352,21 @@ pub fn redact_value(value: &mut Value) {
     redact_value_with(value, &mut Names::default());
 }
 
+/// Redacts many values one after another (the entries of a long list read one at a time),
+/// remembering member names' decisions from one to the next as [`redact_value`] does within
+/// one value. Each value is redacted exactly as [`redact_value`] would redact it.
+#[derive(Default)]
+pub struct Redactor {
+    names: Names,
+}
+
+impl Redactor {
+    /// Redacts `value` in place.
+    pub fn redact(&mut self, value: &mut Value) {
+        redact_value_with(value, &mut self.names);
+    }
+}
+
 fn redact_value_with(value: &mut Value, names: &mut Names) {
     match value {
         Value::String(text) => {

@@ -1,6 +1,6 @@
 //! What only the assistant asks of a loaded registry (the `assistant` feature).
 
-use super::{EPIPHAN_WRITE_TOOLS, Policy, ProposeEntry, ReadTool};
+use super::{EPIPHAN_WRITE_TOOLS, FleetTool, Policy, ProposeEntry, ReadTool};
 
 impl Policy {
     /// A read tool, if listed.
@@ -10,6 +10,14 @@ impl Policy {
     /// All read tools, sorted by name.
     pub fn read_tools(&self) -> impl Iterator<Item = &ReadTool> {
         self.read.values()
+    }
+    /// A fleet tool, if listed.
+    pub fn fleet_tool(&self, name: &str) -> Option<&FleetTool> {
+        self.fleet.get(name)
+    }
+    /// All fleet tools, sorted by name.
+    pub fn fleet_tools(&self) -> impl Iterator<Item = &FleetTool> {
+        self.fleet.values()
     }
     /// True for a known write tool: the policy's `write` list or any Epiphan write tool name.
     pub fn is_write_tool(&self, name: &str) -> bool {

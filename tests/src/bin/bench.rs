@@ -32,6 +32,9 @@
 //! another checkout (say, an older commit) and `--executor` measures a binary built there.
 #![forbid(unsafe_code)]
 
+#[path = "bench/snapshot.rs"]
+mod snapshot;
+
 use std::io::{Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -57,6 +60,7 @@ const TARGET_EXECUTOR_RSS_MIB: f64 = 8.0;
 const TARGET_ASSISTANT_RSS_MIB: f64 = 40.0;
 const TARGET_COLD_START_MS: f64 = 20.0;
 const TARGET_FLEET_MS: f64 = 50.0;
+const TARGET_SNAPSHOT_RSS_MIB: f64 = 64.0;
 const TARGET_FLOOD_DELAY_MS: f64 = 10.0;
 // The trusted base's targets after the redaction engine left the executor: the p256 stack
 // came with passkeys and stays (a reason for each crate is in `executor/allowed-deps`).
@@ -72,6 +76,15 @@ fn main() {
         Some("--child-fleet") => child_fleet(Path::new(
             args.get(2).map(String::as_str).unwrap_or_default(),
         )),
+        Some("--child-snapshot") => snapshot::child(
+            Path::new(args.get(2).map(String::as_str).unwrap_or_default()),
+            FLEET_DEVICES,
+        ),
+        Some("--fleet") => {
+            let mut t = Table::new();
+            fleet_rows(&mut t, &fleet_in_child());
+            t.print();
+        }
         Some("--trusted-base") => {
             let mut root = workspace_root();
             let mut executor = None;
@@ -699,37 +712,7 @@ async fn run(approvals: usize, base: Option<PathBuf>) {
         ),
         Err(why) => t.single("assistant idle RSS", format!("not measured: {why}"), None),
     }
-    match &fleet {
-        Ok(f) => {
-            t.single(
-                "10,000 devices: parse (JSON + fleet parsers)",
-                fmt(f.parse_ms, Unit::Ms),
-                None,
-            );
-            t.single("10,000 devices: redact", fmt(f.redact_ms, Unit::Ms), None);
-            t.single(
-                "10,000 devices: fingerprint (all targets, canonical)",
-                fmt(f.fingerprint_ms, Unit::Ms),
-                None,
-            );
-            let total = f.parse_ms + f.redact_ms + f.fingerprint_ms;
-            t.single(
-                "10,000 devices: parse + redact + fingerprint",
-                fmt(total, Unit::Ms),
-                Some((total <= TARGET_FLEET_MS, "≤ 50 ms")),
-            );
-            t.single(
-                "10,000 devices: peak RSS of a process holding the texts (growth while working)",
-                format!(
-                    "{} (+{})",
-                    fmt(f.peak_mib, Unit::MiB),
-                    fmt(f.growth_mib, Unit::MiB)
-                ),
-                None,
-            );
-        }
-        Err(why) => t.single("10,000 devices", format!("failed: {why}"), None),
-    }
+    fleet_rows(&mut t, &fleet);
     t.single(
         "flood: malformed frames refused (another process)",
         format!(
@@ -1164,6 +1147,58 @@ async fn assistant_rss(rig: &Rig) -> Result<(f64, bool), String> {
         eprintln!("fleetwatch serve said:\n{}", err.trim());
     }
     result
+}
+
+/// The rows of a large team: the executor's reads of a change (parse, redact, fingerprint)
+/// and the assistant's snapshot of a question.
+fn fleet_rows(t: &mut Table, fleet: &Result<FleetFigures, String>) {
+    match &fleet {
+        Ok(f) => {
+            t.single(
+                "10,000 devices: parse (JSON + fleet parsers)",
+                fmt(f.parse_ms, Unit::Ms),
+                None,
+            );
+            t.single("10,000 devices: redact", fmt(f.redact_ms, Unit::Ms), None);
+            t.single(
+                "10,000 devices: fingerprint (all targets, canonical)",
+                fmt(f.fingerprint_ms, Unit::Ms),
+                None,
+            );
+            let total = f.parse_ms + f.redact_ms + f.fingerprint_ms;
+            t.single(
+                "10,000 devices: parse + redact + fingerprint",
+                fmt(total, Unit::Ms),
+                Some((total <= TARGET_FLEET_MS, "≤ 50 ms")),
+            );
+            t.single(
+                "10,000 devices: peak RSS of a process holding the texts (growth while working)",
+                format!(
+                    "{} (+{})",
+                    fmt(f.peak_mib, Unit::MiB),
+                    fmt(f.growth_mib, Unit::MiB)
+                ),
+                None,
+            );
+        }
+        Err(why) => t.single("10,000 devices", format!("failed: {why}"), None),
+    }
+    let (list, status, events) = fleet_texts(FLEET_DEVICES);
+    match snapshot::in_child(&list, &status, &events) {
+        Ok(f) => {
+            t.single(
+                "10,000 devices: read → snapshot (assistant, guarded, redacted; median of 7)",
+                fmt(f.median_ms, Unit::Ms),
+                Some((f.median_ms <= TARGET_FLEET_MS, "≤ 50 ms")),
+            );
+            t.single(
+                "10,000 devices: peak RSS of a process reading them into a snapshot",
+                fmt(f.peak_mib, Unit::MiB),
+                Some((f.peak_mib <= TARGET_SNAPSHOT_RSS_MIB, "≤ 64 MiB")),
+            );
+        }
+        Err(why) => t.single("10,000 devices: snapshot", format!("failed: {why}"), None),
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
