@@ -76,6 +76,8 @@ struct TurnHandler<'a> {
     asked_by: &'a str,
     /// The question's snapshot, read at its first fleet tool call and used by every other.
     snapshot: tokio::sync::OnceCell<Arc<Snapshot>>,
+    /// The operator's language, for what the fleet tools say in words.
+    lang: Lang,
 }
 
 impl TurnHandler<'_> {
@@ -102,7 +104,7 @@ impl ToolHandler for TurnHandler<'_> {
                 return Err("that tool is not available".to_owned());
             }
             let snapshot = self.snapshot().await?;
-            return fleet_tools::call(tool, &entry.schema, &args, snapshot);
+            return fleet_tools::call(tool, &entry.schema, &args, snapshot, self.lang);
         }
         let team_wide = policy.read_tool(tool).is_some_and(|t| t.team_wide);
         if team_wide || !toolspec::allowed_read(policy, &self.grants, tool) {
@@ -263,6 +265,7 @@ impl Assistant {
             grants,
             asked_by,
             snapshot: tokio::sync::OnceCell::new(),
+            lang,
         };
         let context = self.chat_context(asked_by);
         let outcome =
@@ -326,7 +329,7 @@ impl Assistant {
 
     async fn keyword_answer(&self, question: &str, lang: Lang) -> String {
         // Every read whatever the grants: the keyword answer is shown to the operator only.
-        match self.snapshots.get(&self.reader, &|_| true).await {
+        match self.snapshots.fresh(&self.reader, &|_| true).await {
             Ok(snapshot) => keyword::answer(question, &snapshot),
             Err(e) => match lang {
                 Lang::En => format!("I could not read the fleet: {e}"),

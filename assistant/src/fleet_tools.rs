@@ -54,8 +54,15 @@ pub fn is_fleet_tool(name: &str) -> bool {
 }
 
 /// Answers a fleet tool call from `snap`, after checking the arguments against the tool's
-/// schema. The error text is written here and safe to show the model.
-pub fn call(tool: &str, schema: &Value, args: &Value, snap: &Snapshot) -> Result<Value, String> {
+/// schema; what is said in words (why a room needs attention, its warnings) is in `lang`, the
+/// operator's language. The error text is written here and safe to show the model.
+pub fn call(
+    tool: &str,
+    schema: &Value,
+    args: &Value,
+    snap: &Snapshot,
+    lang: Lang,
+) -> Result<Value, String> {
     let compiled =
         Schema::compile(schema).map_err(|_| "the tool's schema could not be read".to_owned())?;
     compiled.validate(args).map_err(|v| {
@@ -65,11 +72,12 @@ pub fn call(tool: &str, schema: &Value, args: &Value, snap: &Snapshot) -> Result
         )
     })?;
     match tool {
-        OVERVIEW => Ok(overview(snap)),
-        SEARCH => Ok(search(snap, &Query::from_args(args))),
+        OVERVIEW => Ok(overview(snap, lang)),
+        SEARCH => Ok(search(snap, &Query::from_args(args), lang)),
         ROOM => Ok(room(
             snap,
             args.get("room").and_then(Value::as_str).unwrap_or_default(),
+            lang,
         )),
         _ => Err("that tool is not available".to_owned()),
     }
@@ -156,14 +164,14 @@ pub fn findings(snap: &Snapshot) -> Vec<Finding<'_>> {
 // ---- the overview --------------------------------------------------------------------------
 
 /// The whole team in counts, and the rooms that need attention first.
-pub fn overview(snap: &Snapshot) -> Value {
+pub fn overview(snap: &Snapshot, lang: Lang) -> Value {
     let counts = counts(snap);
     let all = findings(snap);
     let group = |u: Urgency| all.iter().filter(|f| f.urgency == u).count();
     let first: Vec<Value> = all
         .iter()
         .take(ATTENTION_LISTED)
-        .map(|f| attention_item(f, snap))
+        .map(|f| attention_item(f, snap, lang))
         .collect();
     let mut out = json!({
         "as_of": fleet::format_time(snap.now),
@@ -203,12 +211,12 @@ fn urgency_word(u: Urgency) -> &'static str {
     }
 }
 
-fn attention_item(f: &Finding<'_>, snap: &Snapshot) -> Value {
+fn attention_item(f: &Finding<'_>, snap: &Snapshot, lang: Lang) -> Value {
     json!({
         "id": f.device.id,
         "name": cap(&f.device.name, NAME_CHARS),
         "urgency": urgency_word(f.urgency),
-        "why": cap(&f.phrase(snap.now, Lang::En), TEXT_CHARS),
+        "why": cap(&f.phrase(snap.now, lang), TEXT_CHARS),
     })
 }
 
@@ -276,6 +284,7 @@ fn in_state(
         "warning" => has_warnings(d),
         "event_now" => event_now(snap, d),
         "event_soon" => event_soon(snap, d),
+        "scheduled" => live_event(snap, &d.id).is_some(),
         "no_event" => live_event(snap, &d.id).is_none(),
         "needs_attention" => urgent(&d.id),
         // Behind the newest of its line in this team.
@@ -293,14 +302,16 @@ fn contains_normalised(haystack: &str, needle: &str) -> bool {
 }
 
 /// One page of the rooms matching `query`.
-pub fn search(snap: &Snapshot, query: &Query) -> Value {
+pub fn search(snap: &Snapshot, query: &Query, lang: Lang) -> Value {
     let all = findings(snap);
     // The first finding of a device is its most urgent (they are sorted by urgency).
-    let mut urgent_ids: std::collections::HashMap<&str, Urgency> = std::collections::HashMap::new();
+    let mut urgent_ids: std::collections::HashMap<&str, &Finding<'_>> =
+        std::collections::HashMap::new();
     for f in &all {
-        urgent_ids.entry(f.device.id.as_str()).or_insert(f.urgency);
+        urgent_ids.entry(f.device.id.as_str()).or_insert(f);
     }
-    let urgency_of = |id: &str| urgent_ids.get(id).copied();
+    let finding_of = |id: &str| urgent_ids.get(id).copied();
+    let urgency_of = |id: &str| finding_of(id).map(|f| f.urgency);
     let urgent = |id: &str| urgent_ids.contains_key(id);
     let newest = Newest::of(&snap.devices);
     let state = query.state.as_deref().unwrap_or("any");
@@ -370,7 +381,7 @@ pub fn search(snap: &Snapshot, query: &Query) -> Value {
         .iter()
         .skip(from)
         .take(PAGE_ROOMS)
-        .map(|d| brief(d, snap, urgency_of(&d.id)))
+        .map(|d| brief(d, snap, finding_of(&d.id), newest.behind(d), lang))
         .collect();
     let shown = rooms.len();
     let next = (from + shown < total).then_some(from + shown);
@@ -402,7 +413,13 @@ pub fn search(snap: &Snapshot, query: &Query) -> Value {
 }
 
 /// A room on a page: what a person would scan for.
-fn brief(d: &Device, snap: &Snapshot, urgency: Option<Urgency>) -> Value {
+fn brief(
+    d: &Device,
+    snap: &Snapshot,
+    finding: Option<&Finding<'_>>,
+    newest: Option<&str>,
+    lang: Lang,
+) -> Value {
     let mut m = Map::new();
     m.insert("id".into(), json!(d.id));
     m.insert("name".into(), json!(cap(&d.name, NAME_CHARS)));
@@ -434,8 +451,16 @@ fn brief(d: &Device, snap: &Snapshot, urgency: Option<Urgency>) -> Value {
         ids.truncate(4);
         m.insert("warnings".into(), json!(ids));
     }
-    if let Some(u) = urgency {
-        m.insert("urgency".into(), json!(urgency_word(u)));
+    if let Some(newest) = newest {
+        m.insert("firmware".into(), json!(cap(&d.firmware, 40)));
+        m.insert("newest_firmware_of_its_line".into(), json!(cap(newest, 40)));
+    }
+    if let Some(f) = finding {
+        m.insert("urgency".into(), json!(urgency_word(f.urgency)));
+        m.insert(
+            "why".into(),
+            json!(cap(&f.phrase(snap.now, lang), TEXT_CHARS)),
+        );
     }
     if let Some(e) = live_event(snap, &d.id) {
         m.insert("event".into(), event_value(e, snap));
@@ -459,7 +484,7 @@ fn event_value(e: &Event, snap: &Snapshot) -> Value {
 
 /// One room in full, found by device ID or by name; several that fit are answered with the
 /// candidates and their IDs, never a guess.
-pub fn room(snap: &Snapshot, asked: &str) -> Value {
+pub fn room(snap: &Snapshot, asked: &str, lang: Lang) -> Value {
     let asked = asked.trim();
     let by_id = snap
         .devices
@@ -470,7 +495,7 @@ pub fn room(snap: &Snapshot, asked: &str) -> Value {
         None => find_room(asked, &snap.devices),
     };
     match found {
-        RoomMatch::One(d) => json!({"matched": 1, "room": full(d, snap)}),
+        RoomMatch::One(d) => json!({"matched": 1, "room": full(d, snap, lang)}),
         RoomMatch::Several(devices) => {
             let candidates: Vec<Value> = devices
                 .iter()
@@ -491,7 +516,7 @@ pub fn room(snap: &Snapshot, asked: &str) -> Value {
     }
 }
 
-fn full(d: &Device, snap: &Snapshot) -> Value {
+fn full(d: &Device, snap: &Snapshot, lang: Lang) -> Value {
     let channels: Vec<Value> = d
         .channels
         .iter()
@@ -519,13 +544,14 @@ fn full(d: &Device, snap: &Snapshot) -> Value {
                 "name": cap(&c.name, NAME_CHARS),
                 "recording": if c.recording { "yes" } else if c.doubtful { "unclear" } else { "no" },
                 "streams": streams,
+                "warnings": warning_list(&c.warnings),
             })
         })
         .collect();
-    let warnings: Vec<String> = warnings::of_device(d)
+    let in_words: Vec<String> = warnings::of_device(d)
         .iter()
         .take(ITEMS_PER_ROOM)
-        .map(|l| cap(&l.phrase(Lang::En), TEXT_CHARS))
+        .map(|l| cap(&l.phrase(lang), TEXT_CHARS))
         .collect();
     let mut out = json!({
         "id": d.id,
@@ -536,7 +562,8 @@ fn full(d: &Device, snap: &Snapshot) -> Value {
         "online": d.online,
         "channels": channels,
         "channels_in_all": d.channels.len(),
-        "warnings": warnings,
+        "warnings": warning_list(&d.warnings),
+        "warnings_in_words": in_words,
     });
     if let Some(t) = &d.state_time {
         out["state_since"] = json!(cap(t, 40));
@@ -545,7 +572,10 @@ fn full(d: &Device, snap: &Snapshot) -> Value {
         out["newest_firmware_of_its_line"] = json!(cap(newest, 40));
     }
     match live_event(snap, &d.id) {
-        Some(e) => out["event"] = event_value(e, snap),
+        Some(e) => {
+            out["event"] = event_value(e, snap);
+            out["event"]["id"] = json!(cap(&e.id, 128));
+        }
         None if !snap.not_read.iter().any(|t| t.contains("event")) => {
             out["event"] = json!("none scheduled in the next 24 hours");
         }
@@ -568,13 +598,29 @@ fn full(d: &Device, snap: &Snapshot) -> Value {
     if let Some(f) = findings(snap).iter().find(|f| f.device.id == d.id) {
         out["attention"] = json!({
             "urgency": urgency_word(f.urgency),
-            "why": cap(&f.phrase(snap.now, Lang::En), TEXT_CHARS),
+            "why": cap(&f.phrase(snap.now, lang), TEXT_CHARS),
         });
     }
     out
 }
 
 // ---- helpers -------------------------------------------------------------------------------
+
+/// Warnings as Epiphan states them (ID, label, message, what their data names), capped.
+fn warning_list(list: &[fleet::Warning]) -> Vec<fleet::Warning> {
+    list.iter()
+        .take(ITEMS_PER_ROOM)
+        .map(|w| fleet::Warning {
+            id: cap(&w.id, 40),
+            label: cap(&w.label, NAME_CHARS),
+            message: cap(&w.message, TEXT_CHARS),
+            source: w.source.as_deref().map(|t| cap(t, NAME_CHARS)),
+            channel: w.channel.as_deref().map(|t| cap(t, 8)),
+            channel_name: w.channel_name.as_deref().map(|t| cap(t, NAME_CHARS)),
+            used_percent: w.used_percent,
+        })
+        .collect()
+}
 
 /// `text` cut to `max` characters, with `…` when cut.
 pub fn cap(text: &str, max: usize) -> String {

@@ -94,10 +94,11 @@ impl Snapshot {
     }
 }
 
-/// How long a snapshot is reused by the next question. Every call of one question answers from
-/// the snapshot that question read first; a follow-up asked within these seconds ("and which
-/// of those are recording?") answers from the same picture instead of reading the team again.
-/// Short, so a question after a change sees the change.
+/// How long a snapshot is reused by the next question to the model. Every call of one question
+/// answers from the snapshot that question read first; a follow-up asked within these seconds
+/// ("and which of those are recording?") answers from the same picture instead of reading the
+/// team again. Short, so a question after a change sees the change; a keyword answer always
+/// reads anew (asking again is how its operator refreshes).
 pub const REUSE_FOR: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// The last snapshot read, for the next question within [`REUSE_FOR`].
@@ -121,9 +122,29 @@ impl SnapshotCache {
         reader: &crate::reads::Reader,
         is_open: &(dyn Fn(&str) -> bool + Sync),
     ) -> Result<std::sync::Arc<Snapshot>, crate::reads::ReadError> {
+        self.load(reader, is_open, true).await
+    }
+
+    /// A new snapshot whatever the last one was, kept for the next question: the keyword
+    /// answerer's, whose operator asks again to see the fleet anew.
+    pub async fn fresh(
+        &self,
+        reader: &crate::reads::Reader,
+        is_open: &(dyn Fn(&str) -> bool + Sync),
+    ) -> Result<std::sync::Arc<Snapshot>, crate::reads::ReadError> {
+        self.load(reader, is_open, false).await
+    }
+
+    async fn load(
+        &self,
+        reader: &crate::reads::Reader,
+        is_open: &(dyn Fn(&str) -> bool + Sync),
+        reuse: bool,
+    ) -> Result<std::sync::Arc<Snapshot>, crate::reads::ReadError> {
         let scope = crate::reads::snapshot_scope(reader.policy(), is_open);
         let mut slot = self.slot.lock().await;
         if let Some(cached) = slot.as_ref()
+            && reuse
             && cached.scope == scope
             && cached.at.elapsed() < REUSE_FOR
         {

@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use fleetwatch::fleet_tools::{self, PAGE_ROOMS, Query};
 use fleetwatch::snapshot::Snapshot;
 use fleetwatch_protocol::fleet::{Channel, Device, Event, Publisher, Warning};
+use fleetwatch_words::lang::Lang;
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
@@ -137,7 +138,7 @@ fn page_through(snap: &Snapshot, state: &str, sort: &str) -> (usize, Vec<String>
             cursor,
             ..Query::default()
         };
-        let page = fleet_tools::search(snap, &query);
+        let page = fleet_tools::search(snap, &query, Lang::En);
         let rooms = page["rooms"].as_array().unwrap();
         assert!(rooms.len() <= PAGE_ROOMS);
         assert_eq!(page["shown"].as_u64().unwrap() as usize, rooms.len());
@@ -175,7 +176,7 @@ proptest! {
         prop_assert_eq!(counts.recording, rooms.iter().filter(|r| r.recording).count());
         prop_assert_eq!(counts.streaming, rooms.iter().filter(|r| r.streaming).count());
         prop_assert_eq!(counts.with_warnings, rooms.iter().filter(|r| r.warning).count());
-        let overview = fleet_tools::overview(&snap);
+        let overview = fleet_tools::overview(&snap, Lang::En);
         prop_assert_eq!(&overview["counts"]["offline"], &json!(counts.offline));
 
         let truth = |keep: &dyn Fn(&Room) -> bool| -> BTreeSet<String> {
@@ -225,10 +226,10 @@ proptest! {
         let snap = snapshot(&rooms);
         let id = snap.devices[0].id.clone();
         for answer in [
-            fleet_tools::overview(&snap),
-            fleet_tools::search(&snap, &Query::default()),
-            fleet_tools::room(&snap, &id),
-            fleet_tools::room(&snap, &name),
+            fleet_tools::overview(&snap, Lang::En),
+            fleet_tools::search(&snap, &Query::default(), Lang::En),
+            fleet_tools::room(&snap, &id, Lang::En),
+            fleet_tools::room(&snap, &name, Lang::En),
         ] {
             let bytes = answer.to_string().len();
             prop_assert!(bytes <= 12 * 1024, "{bytes} bytes");
@@ -251,7 +252,7 @@ fn a_name_that_fits_several_rooms_gets_the_candidates_never_a_guess() {
         room("Courtroom 4"),
         room("Courtroom 5"),
     ]);
-    let answer = fleet_tools::room(&snap, "Courtroom 4");
+    let answer = fleet_tools::room(&snap, "Courtroom 4", Lang::En);
     assert_eq!(answer["matched"], json!(2));
     let ids: Vec<&str> = answer["candidates"]
         .as_array()
@@ -265,12 +266,12 @@ fn a_name_that_fits_several_rooms_gets_the_candidates_never_a_guess() {
     );
     assert!(answer.get("room").is_none());
 
-    let one = fleet_tools::room(&snap, "courtroom 5");
+    let one = fleet_tools::room(&snap, "courtroom 5", Lang::En);
     assert_eq!(one["room"]["id"], json!(snap.devices[2].id));
-    let by_id = fleet_tools::room(&snap, &snap.devices[1].id);
+    let by_id = fleet_tools::room(&snap, &snap.devices[1].id, Lang::En);
     assert_eq!(by_id["room"]["id"], json!(snap.devices[1].id));
     assert_eq!(
-        fleet_tools::room(&snap, "Courtroom 44")["matched"],
+        fleet_tools::room(&snap, "Courtroom 44", Lang::En)["matched"],
         json!(0)
     );
 }
@@ -302,10 +303,11 @@ fn arguments_are_held_to_the_schema_and_pages_are_in_a_persons_order() {
         json!({"name": ""}),
         json!("offline"),
     ] {
-        let err = fleet_tools::call(fleet_tools::SEARCH, schema, &bad, &snap).unwrap_err();
+        let err =
+            fleet_tools::call(fleet_tools::SEARCH, schema, &bad, &snap, Lang::En).unwrap_err();
         assert!(err.contains("schema"), "{err}");
     }
-    let page = fleet_tools::call(fleet_tools::SEARCH, schema, &json!({}), &snap).unwrap();
+    let page = fleet_tools::call(fleet_tools::SEARCH, schema, &json!({}), &snap, Lang::En).unwrap();
     let names: Vec<&str> = page["rooms"]
         .as_array()
         .unwrap()
@@ -319,6 +321,7 @@ fn arguments_are_held_to_the_schema_and_pages_are_in_a_persons_order() {
         schema,
         &json!({"name": "room 3"}),
         &snap,
+        Lang::En,
     )
     .unwrap();
     assert_eq!(named["matched"], json!(1));

@@ -226,12 +226,9 @@ async fn injected_names_store_nothing(api: Api) {
         let model = stand_in::start_api(
             api,
             vec![
-                tool_use_reply("toolu_a", "get_devices_in_my_team", json!({})),
-                tool_use_reply(
-                    "toolu_b",
-                    "get_current_or_next_cms_events_for_devices",
-                    json!({"until": "2026-09-25T20:00:00Z"}),
-                ),
+                // The names reach the model through the fleet tools, as a whole team does.
+                tool_use_reply("toolu_a", "fleet_search", json!({})),
+                tool_use_reply("toolu_b", "fleet_overview", json!({})),
                 tool_use_reply(
                     "toolu_c",
                     "propose_change",

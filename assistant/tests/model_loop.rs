@@ -718,7 +718,10 @@ async fn prefix_is_byte_identical_across_turns_and_marked_for_caching(api: Api) 
     sorted.sort_unstable();
     assert_eq!(names, sorted);
     assert!(names.contains(&"propose_change"));
-    assert!(names.contains(&"get_current_or_next_cms_events_for_devices"));
+    assert!(names.contains(&"fleet_overview"));
+    // Team-wide reads go into the snapshot the fleet tools answer from, never to the model.
+    assert!(!names.contains(&"get_current_or_next_cms_events_for_devices"));
+    assert!(!names.contains(&"get_devices_in_my_team"));
     assert!(
         !names.contains(&"get_stream_endpoints"),
         "streams not granted"
@@ -744,10 +747,10 @@ async fn revoked_grant_is_refused_at_call_time(api: Api) {
     let policy = policy();
     let state = state_with(&policy, &["fleet", "maintenance"]);
     let m = model(api, vec![
-        read_tool_use("t1"),
+        tool_use_reply("t1", "fleet_overview", json!({})),
         text_reply("Two rooms."),
         // Second turn: the model repeats calls it saw in the first.
-        read_tool_use("t2"),
+        tool_use_reply("t2", "fleet_overview", json!({})),
         tool_use_reply(
             "t3",
             "propose_change",

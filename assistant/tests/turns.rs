@@ -129,7 +129,12 @@ async fn every_read_tool_in_a_scripted_turn_raises_zero_proposals(api: Api) {
     ])
     .await;
     let policy = common::policy();
-    let reads: Vec<_> = policy.read_tools().cloned().collect();
+    // The reads the model is shown: a team-wide one reaches it only through the fleet tools.
+    let reads: Vec<_> = policy
+        .read_tools()
+        .filter(|t| !t.team_wide)
+        .cloned()
+        .collect();
     assert!(!reads.is_empty());
     let stream = "0f8fad5b-d9cb-469f-a165-70867728950e";
     let mut script = Vec::new();

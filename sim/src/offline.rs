@@ -20,6 +20,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+mod with_tools;
+
 use fleetwatch_protocol::fleet::{self, Device, DeviceList, Event, StreamEndpoint};
 use fleetwatch_protocol::ids;
 use fleetwatch_words::firmware::stragglers;
@@ -119,7 +121,9 @@ impl Intent {
 /// The grant category of each read and proposable tool, for telling the operator what to open.
 fn category(tool: &str) -> &'static str {
     match tool {
-        DEVICES | RECORDER => "fleet",
+        DEVICES | RECORDER | with_tools::OVERVIEW | with_tools::SEARCH | with_tools::ROOM => {
+            "fleet"
+        }
         EVENTS => "schedule",
         STREAMS => "streams",
         "batch_recording" => "recording",
@@ -446,6 +450,9 @@ struct Fleet {
     /// Why the stream destinations could not be read, when they could not.
     streams_failed: Option<String>,
     notes: Vec<String>,
+    /// For one room read whole (`fleet_room`): the newest firmware of its line in the team,
+    /// when it runs an older one. `None` over the device list, which shows the whole line.
+    newest: Option<String>,
 }
 
 impl Fleet {
@@ -578,6 +585,7 @@ fn parse_fleet(conv: &Conversation, lang: Lang) -> Result<Fleet, String> {
         endpoints,
         streams_failed: conv.failed.get(STREAMS).cloned(),
         notes,
+        newest: None,
     })
 }
 
@@ -603,6 +611,9 @@ fn plan(conv: &Conversation, now: Timestamp) -> Step {
     let intent = classify(&conv.question);
     if intent == Intent::Help {
         return Step::Text(with_note(lang, &help(lang)));
+    }
+    if with_tools::offered(conv) {
+        return with_tools::plan(conv, intent, now, lang);
     }
     let (required, optional) = intent.reads();
     for tool in required {
@@ -1031,10 +1042,13 @@ fn ready(d: &Device, fleet: &Fleet, now: Timestamp, lang: Lang) -> String {
         });
     }
     problems.extend(warnings::of_device(d).iter().map(|w| w.phrase(lang)));
-    if let Some((_, newest)) = stragglers(&fleet.devices)
-        .into_iter()
-        .find(|(x, _)| x.id == d.id)
-    {
+    let behind = fleet.newest.clone().or_else(|| {
+        stragglers(&fleet.devices)
+            .into_iter()
+            .find(|(x, _)| x.id == d.id)
+            .map(|(_, newest)| newest)
+    });
+    if let Some(newest) = behind {
         facts.push(match lang {
             Lang::En => format!(
                 "firmware {} is behind {}",

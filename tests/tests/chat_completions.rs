@@ -124,8 +124,8 @@ async fn what_a_small_model_sends_is_answered_through_serve_and_ask() {
         completion(
             json!("Let me look twice."),
             json!([
-                call(None, "get_devices_in_my_team", "{}"),
-                call(None, "get_devices_in_my_team", ""),
+                call(None, "fleet_overview", "{}"),
+                call(None, "fleet_overview", ""),
             ]),
             "tool_calls",
         ),
@@ -139,7 +139,7 @@ async fn what_a_small_model_sends_is_answered_through_serve_and_ask() {
     assert_ne!(answers[0].0, answers[1].0);
     for (_, content) in &answers {
         assert!(
-            content.starts_with("<fleet_data tool=\"get_devices_in_my_team\">"),
+            content.starts_with("<fleet_data tool=\"fleet_overview\">"),
             "{content}"
         );
     }
