@@ -20,9 +20,10 @@ use fleetwatch_words::question::{Question as Intent, classify};
 pub use fleetwatch_words::rooms::{RoomMatch, find_room};
 use fleetwatch_words::shown::{label, quoted, shown};
 use fleetwatch_words::time::{clock, event_text, is_on, not_ended, relative};
-use fleetwatch_words::triage::{self, Urgency};
+use fleetwatch_words::triage::Urgency;
 use fleetwatch_words::{state, warnings};
 
+use crate::fleet_tools;
 use crate::lang::{self, Lang};
 use crate::snapshot::Snapshot;
 
@@ -200,9 +201,12 @@ fn readiness(device: &Device, snap: &Snapshot, lang: Lang) -> String {
 }
 
 fn offline(snap: &Snapshot, lang: Lang) -> String {
-    let total = snap.devices.len();
+    // The counts every answerer states (the model's fleet tools too).
+    let counts = fleet_tools::counts(snap);
+    let total = counts.rooms;
     let down: Vec<&Device> = snap.devices.iter().filter(|d| !d.online).collect();
-    if down.is_empty() {
+    debug_assert_eq!(down.len(), counts.offline);
+    if counts.offline == 0 {
         return match lang {
             Lang::En => format!("Nothing is offline: all {total} devices are online."),
             Lang::Es => {
@@ -211,8 +215,8 @@ fn offline(snap: &Snapshot, lang: Lang) -> String {
         };
     }
     let mut out = vec![match lang {
-        Lang::En => format!("Offline ({} of {total}):", down.len()),
-        Lang::Es => format!("Desconectadas ({} de {total}):", down.len()),
+        Lang::En => format!("Offline ({} of {total}):", counts.offline),
+        Lang::Es => format!("Desconectadas ({} de {total}):", counts.offline),
     }];
     for d in down {
         let mut line = format!("- {}", label(d));
@@ -238,9 +242,10 @@ fn recording(snap: &Snapshot, lang: Lang) -> String {
             .pick("Nothing is recording.", "Nada está grabando.")
             .to_owned();
     }
+    let recording = fleet_tools::counts(snap).recording;
     let mut out = vec![match lang {
-        Lang::En => format!("Recording now ({}):", rec.len()),
-        Lang::Es => format!("Grabando ahora ({}):", rec.len()),
+        Lang::En => format!("Recording now ({recording}):"),
+        Lang::Es => format!("Grabando ahora ({recording}):"),
     }];
     for d in rec {
         let channels: Vec<String> = d
@@ -382,7 +387,8 @@ fn firmware(snap: &Snapshot, lang: Lang) -> String {
 }
 
 fn attention(snap: &Snapshot, lang: Lang) -> String {
-    let findings = triage::attention(&snap.devices, |id| snap.event_for(id), snap.now);
+    // The findings the model's fleet tools rank by, most urgent group first.
+    let findings = fleet_tools::findings(snap);
     if findings.is_empty() {
         let total = snap.devices.len();
         return match lang {

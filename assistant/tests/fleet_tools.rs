@@ -204,6 +204,21 @@ proptest! {
         }
         let (attention, _) = page_through(&snap, "needs_attention", sort);
         prop_assert_eq!(attention, counts.needs_attention);
+
+        // The keyword answerer states the same counts for the same snapshot.
+        let said = fleetwatch::keyword::answer("what's offline?", &snap);
+        if counts.offline > 0 {
+            let head = format!("Offline ({} of {}):", counts.offline, counts.rooms);
+            prop_assert!(said.starts_with(&head), "{}", said);
+        } else if counts.rooms > 0 {
+            let head = format!("all {} devices are online", counts.rooms);
+            prop_assert!(said.contains(&head), "{}", said);
+        }
+        let said = fleetwatch::keyword::answer("what's recording?", &snap);
+        if counts.recording > 0 {
+            let head = format!("Recording now ({}):", counts.recording);
+            prop_assert!(said.starts_with(&head), "{}", said);
+        }
     }
 
     #[test]
