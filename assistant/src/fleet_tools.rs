@@ -35,8 +35,10 @@ pub const SEARCH: &str = "fleet_search";
 /// One room in full.
 pub const ROOM: &str = "fleet_room";
 
-/// Most rooms on one page of a search.
-pub const PAGE_ROOMS: usize = 20;
+/// Most rooms on one page of a search: with the prompt, the tools and an overview, a page of
+/// rooms with names of the longest kept still fits a request of 16 KB, which a small model's
+/// context holds.
+pub const PAGE_ROOMS: usize = 15;
 /// Rooms the overview lists as needing attention first.
 pub const ATTENTION_LISTED: usize = 5;
 /// Candidates listed when a name fits several rooms.

@@ -24,8 +24,9 @@ fn now() -> jiff::Timestamp {
 }
 
 /// A replay folder of `rooms` rooms, the last `offline` of them offline, devices as Epiphan
-/// words them (two channels, a publisher each, a warning on every tenth).
-fn team(rooms: usize, offline: usize) -> tempfile::TempDir {
+/// words them (two channels, a publisher each, a warning on every tenth). `long` names every
+/// room past the length an answer keeps.
+fn team(rooms: usize, offline: usize, long: bool) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let mut devices = Vec::with_capacity(rooms);
     let mut status = serde_json::Map::new();
@@ -50,7 +51,11 @@ fn team(rooms: usize, offline: usize) -> tempfile::TempDir {
         };
         devices.push(json!({
             "Id": id,
-            "Name": format!("Room {i}"),
+            "Name": if long {
+                format!("Room {i} — East Wing Lecture Theatre, Level 2, Faculty of Engineering")
+            } else {
+                format!("Room {i}")
+            },
             "Model": "Pearl-2",
             "GroupName": format!("Building {}", i / 100),
             "Firmware": if i % 50 == 0 { "4.23.1" } else { "4.24.3" },
@@ -154,7 +159,7 @@ fn assert_small(run: &Run) {
 }
 
 async fn what_is_offline_is_the_truth_at_a_thousand_rooms(api: Api) {
-    let folder = team(1_000, 99);
+    let folder = team(1_000, 99, false);
     let run = ask(api, folder.path(), "what's offline?").await;
     assert!(
         run.answer.contains("99 of 1000 rooms are offline:"),
@@ -163,13 +168,14 @@ async fn what_is_offline_is_the_truth_at_a_thousand_rooms(api: Api) {
     );
     // The first page, by name, and how many more there are.
     assert!(run.answer.contains("“Room 901” ("), "{}", run.answer);
-    assert!(!run.answer.contains("“Room 921”"), "{}", run.answer);
-    assert!(run.answer.contains("… and 79 more"), "{}", run.answer);
+    assert!(run.answer.contains("“Room 915” ("), "{}", run.answer);
+    assert!(!run.answer.contains("“Room 916”"), "{}", run.answer);
+    assert!(run.answer.contains("… and 84 more"), "{}", run.answer);
     assert_small(&run);
 }
 
 async fn what_needs_attention_and_one_room_at_a_thousand_rooms(api: Api) {
-    let folder = team(1_000, 99);
+    let folder = team(1_000, 99, false);
     let run = ask(api, folder.path(), "what needs attention?").await;
     // 99 offline, a no-signal warning on every tenth online room, 20 behind on firmware.
     assert!(run.answer.contains("Fix"), "{}", run.answer);
@@ -186,7 +192,7 @@ async fn what_needs_attention_and_one_room_at_a_thousand_rooms(api: Api) {
 }
 
 async fn ten_thousand_rooms_cost_what_a_thousand_do(api: Api) {
-    let folder = team(10_000, 3_547);
+    let folder = team(10_000, 3_547, true);
     let run = ask(api, folder.path(), "what's offline?").await;
     assert!(
         run.answer.contains("3547 of 10000 rooms are offline:"),
@@ -200,6 +206,10 @@ async fn ten_thousand_rooms_cost_what_a_thousand_do(api: Api) {
         "{}",
         run.answer
     );
+    assert_small(&run);
+    // The longest page: rooms that need attention, each with why, names at their cap.
+    let run = ask(api, folder.path(), "what needs attention?").await;
+    assert!(run.answer.contains("Fix first"), "{}", run.answer);
     assert_small(&run);
 }
 

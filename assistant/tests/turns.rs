@@ -378,7 +378,7 @@ async fn fleet_tools_answer_a_question_from_one_snapshot(api: Api) {
     );
     let page = last_data_block(&requests[2]);
     assert_eq!(page["matched"].as_u64(), Some(rooms));
-    assert!(page["shown"].as_u64().unwrap() <= 20);
+    assert!(page["shown"].as_u64().unwrap() <= fleetwatch::fleet_tools::PAGE_ROOMS as u64);
     let room = last_data_block(&requests[3]);
     assert_eq!(room["room"]["id"], json!(w.normal[0]));
     // The team-wide read is not among the tools the model is shown.

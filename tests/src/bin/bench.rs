@@ -32,6 +32,8 @@
 //! another checkout (say, an older commit) and `--executor` measures a binary built there.
 #![forbid(unsafe_code)]
 
+#[path = "bench/questions.rs"]
+mod questions;
 #[path = "bench/snapshot.rs"]
 mod snapshot;
 
@@ -83,6 +85,25 @@ fn main() {
         Some("--fleet") => {
             let mut t = Table::new();
             fleet_rows(&mut t, &fleet_in_child());
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+                .expect("tokio runtime");
+            let before = runtime.block_on(questions::costs(false, &fleet_texts));
+            let now = runtime.block_on(questions::costs(true, &fleet_texts));
+            for (b, n) in before.iter().zip(&now) {
+                t.single(
+                    &format!(
+                        "{} rooms, “{}”: sent to the model (before → now)",
+                        n.rooms, n.question
+                    ),
+                    format!(
+                        "{} B in {} calls → {} B in {} calls (largest {} B, {:.0} ms)",
+                        b.bytes, b.calls, n.bytes, n.calls, n.largest, n.ms
+                    ),
+                    Some((n.largest <= 16 * 1024, "each ≤ 16 KB")),
+                );
+            }
             t.print();
         }
         Some("--trusted-base") => {
