@@ -530,12 +530,15 @@ fn decide(chars: &[char], assignment: &Assignment, pair_value: bool) -> Option<(
             (!value.is_empty() && !is_uuid(&value)).then_some((false, false))
         }
         Verdict::TextSecret => {
+            // A name secret in text only (`stream`, `session`, `sid`) masks what can be a key:
+            // a generated-looking value. A plain word (letters, one case after the first) is a
+            // stream's or a session's name, in whatever form it is written (`stream: Program`,
+            // `"stream": "Program"`, `stream=Program`), and `true`/`false` are flags.
             let (start, end) = value_span(chars, from);
-            let quoted = start > from && matches!(prev_char(chars, start), Some('"' | '\''));
-            let bare_word = assignment.link != Link::Mark('=') && !name.quoted && !quoted;
             let read_whole = end.saturating_sub(start) < VALUE_SCAN_MAX;
-            let prose = bare_word && read_whole && !looks_generated(span(chars, start, end));
-            (!prose).then_some((false, false))
+            let value = span(chars, start, end);
+            let plain = read_whole && !value.is_empty() && !looks_generated(value);
+            (!plain).then_some((false, false))
         }
     }
 }
@@ -620,7 +623,8 @@ fn mask_value_at(
         return start;
     }
     let value = text_of(span(chars, start, end));
-    if quoted_name && value == "null" {
+    // A JSON member's `null`, `true` or `false` holds no secret, as in JSON values.
+    if quoted_name && matches!(value.as_str(), "null" | "true" | "false") {
         push_str(out, &value);
         return end;
     }

@@ -27,9 +27,11 @@
 //! object under `stream` being a description, not a key.
 //!
 //! **JSON values** ([`redact_value`]).
-//! * A value under a secret name becomes `"[redacted]"` whatever its type; an object or array
-//!   there is replaced whole. `null` stays `null`: it hides nothing and parsers tell "no key"
-//!   from "a key".
+//! * **Mask what can hold a secret, keep what cannot.** A value under a secret name becomes
+//!   `"[redacted]"` when it can hold one: a string, a number (a PIN, a code), an object or an
+//!   array, replaced whole. `null`, `true` and `false` stay: they say whether a setting is there
+//!   or on, never what it is (`"password": true`, `"stream_key": null`), and parsers tell "no
+//!   key" from "a key".
 //! * An object with a `value` member and a label member (`name`, `id`, `key`, `title`, `label`,
 //!   `field`, `param`, `parameter`, `setting`) whose text names a secret has its `value` masked
 //!   (Epiphan publisher settings: `{id, type: {name}, title: "Stream key", value}`). A label is
@@ -74,13 +76,15 @@
 //!    masked (not `]`, so a bracket cannot end a secret early), a cookie's to the end of the
 //!    line; after a quoted (JSON-style) name it is written as `"[redacted]"` so JSON text stays
 //!    JSON. After a quoted name a value starting with `{` or `[` is left to the nested names
-//!    and `null` stays. An authorization scheme word (`Bearer`, `Basic`, `Digest`, `Token`) at
+//!    and `null`, `true` and `false` stay. An authorization scheme word (`Bearer`, `Basic`, `Digest`, `Token`) at
 //!    the start of a value stays and the credential after it is masked. A value on the next
 //!    line is not reached (`credentials:` opening a YAML block must not swallow the block).
 //!    A text-only secret name, or a name of three or four words found secret only by its
-//!    leading `clave`, masks a bare `name: value` only when the value is not a plain word
-//!    (letters, one case after the first), so `Session 2: Opening` and `la clave del éxito:
-//!    practicar` stay. A stream-ID name
+//!    leading `clave`, masks a value only when it is not a plain word (letters, one case after
+//!    the first) in whatever form it is written (`name: value`, `"name": "value"`,
+//!    `name=value`), so `Session 2: Opening`, `"stream": "Program"` and `la clave del éxito:
+//!    practicar` stay while `"stream": "live_9f8e"` is masked. After a quoted (JSON-style)
+//!    name, `null`, `true` and `false` stay, as in JSON values. A stream-ID name
 //!    keeps a UUID. Settings pairs written as text (`name=Stream key value=…`, `"label":
 //!    "Password", "value": …`, `- name: Stream key` over `  value: …`) mask the value of a
 //!    record whose label names a secret; a record ends at a brace, a blank line, a new list
@@ -861,8 +865,11 @@ fn redact_member(
     }
 }
 
+/// Masks a value that can hold a secret. `null` and `true`/`false` cannot: they say whether a
+/// setting is there or on, never what a key is, and a person reading `"stream": true` needs to
+/// know it.
 fn mask_whole(value: &mut Value) {
-    if !value.is_null() {
+    if !(value.is_null() || value.is_boolean()) {
         *value = Value::String(MASK.to_owned());
     }
 }

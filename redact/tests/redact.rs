@@ -483,13 +483,19 @@ fn json_rows() -> Vec<(&'static str, Value, Value)> {
         ),
         (
             "scalars_under_secret_masked",
-            json!({"password": true, "access_token": 1234, "Authorization": "Bearer abc"}),
-            json!({"password": "[redacted]", "access_token": "[redacted]", "Authorization": "[redacted]"}),
+            json!({"pin": 4321, "access_token": 1234, "Authorization": "Bearer abc"}),
+            json!({"pin": "[redacted]", "access_token": "[redacted]", "Authorization": "[redacted]"}),
         ),
         (
             "null_under_secret_kept",
             json!({"stream_key": null}),
             json!({"stream_key": null}),
+        ),
+        (
+            // A flag says whether, never what: it can hold no secret.
+            "booleans_under_secret_kept",
+            json!({"password": true, "token": false, "stream_key": [true]}),
+            json!({"password": true, "token": false, "stream_key": "[redacted]"}),
         ),
         (
             "key_alone_masked",

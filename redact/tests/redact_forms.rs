@@ -638,6 +638,70 @@ fn look_alikes_stay() {
     check(LOOK_ALIKES);
 }
 
+/// What cannot hold a secret stays, in every form text writes it; what can is masked. A flag
+/// under any secret name, and a plain word under a name that text alone treats as secret (a
+/// stream's or a session's name), stay; a generated-looking value under those names, and any
+/// string under a secret name, do not.
+const KEPT_OR_MASKED: &[Row] = &[
+    (
+        r#"{"stream": true, "name": "x"}"#,
+        r#"{"stream": true, "name": "x"}"#,
+    ),
+    (
+        r#"{"stream": "Program", "n": 1}"#,
+        r#"{"stream": "Program", "n": 1}"#,
+    ),
+    (
+        r#"say {\"stream\": \"Program\"} ok"#,
+        r#"say {\"stream\": \"Program\"} ok"#,
+    ),
+    ("stream=Program, next", "stream=Program, next"),
+    ("stream: Program", "stream: Program"),
+    ("'session': 'Morning'", "'session': 'Morning'"),
+    (
+        r#"{"password": true, "token": false}"#,
+        r#"{"password": true, "token": false}"#,
+    ),
+    (r#"{"session": false}"#, r#"{"session": false}"#),
+    (r#""stream": "live_abc123XYZ""#, r#""stream": "[redacted]""#),
+    ("stream=live_9f8e7d6c, next", "stream=[redacted], next"),
+    (r#"{"stream": "Kx81-main"}"#, r#"{"stream": "[redacted]"}"#),
+    (r#"{"password": "true"}"#, r#"{"password": "[redacted]"}"#),
+    (r#"{"password": "hunter"}"#, r#"{"password": "[redacted]"}"#),
+    ("password=true", "password=[redacted]"),
+    (r#"{"pin": 4321}"#, r#"{"pin": "[redacted]"}"#),
+];
+
+#[test]
+fn what_cannot_hold_a_secret_stays_and_what_can_is_masked() {
+    check(KEPT_OR_MASKED);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    /// Under any secret name, in JSON and in JSON text, a flag stays and a generated-looking
+    /// string is masked.
+    #[test]
+    fn flags_stay_and_generated_values_go_under_any_secret_name(
+        name in prop_oneof![
+            Just("password"), Just("stream_key"), Just("api_key"), Just("token"),
+            Just("client_secret"), Just("stream"), Just("session"), Just("passcode"),
+        ],
+        flag in any::<bool>(),
+        key in "[a-z]{3,6}_[A-Za-z0-9]{6,12}[0-9]",
+    ) {
+        let mut value = json!({ name: flag, "other": key.clone() });
+        redact_value(&mut value);
+        prop_assert_eq!(&value[name], &json!(flag));
+        let text = format!(r#"cfg {{"{name}": {flag}, "n": 1}}"#);
+        prop_assert_eq!(redact_text(&text), text.clone());
+        let text = format!(r#"cfg {{"{name}": "{key}"}}"#);
+        let masked = redact_text(&text);
+        prop_assert!(!masked.contains(&key), "{} kept in {}", key, masked);
+    }
+}
+
 /// Phrases that must reach the reader exactly as written, in any order and layout.
 const PROSE: &[&str] = &[
     "keyboard",
