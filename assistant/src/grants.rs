@@ -236,9 +236,23 @@ pub fn list(state_dir: &Path, policy: &Policy) -> Result<String, GrantsError> {
             .filter(|e| e.category == category)
             .map(|e| e.name.as_str())
             .collect();
+        // A fleet tool opens with the category of the read it requires.
+        let fleet: Vec<&str> = policy
+            .fleet_tools()
+            .filter(|f| {
+                f.reads
+                    .first()
+                    .and_then(|r| policy.read_tool(r))
+                    .is_some_and(|r| r.category == category)
+            })
+            .map(|f| f.name.as_str())
+            .collect();
         let mut tools = Vec::new();
         if !read.is_empty() {
             tools.push(format!("read: {}", read.join(", ")));
+        }
+        if !fleet.is_empty() {
+            tools.push(format!("fleet: {}", fleet.join(", ")));
         }
         if !propose.is_empty() {
             tools.push(format!("propose: {}", propose.join(", ")));

@@ -227,7 +227,7 @@ fn list_shows_every_category_with_its_tools() {
         grants::list(dir.path(), &p).expect("list"),
         "category     state   tools\n\
          events       closed  propose: confirm_cms_event_on_device\n\
-         fleet        open    read: get_device_info, get_devices_in_my_team, get_recorder_status_for_devices, get_storage_status_for_devices, get_system_status_for_devices\n\
+         fleet        open    read: get_device_info, get_devices_in_my_team, get_recorder_status_for_devices, get_storage_status_for_devices, get_system_status_for_devices; fleet: fleet_overview, fleet_room, fleet_search\n\
          maintenance  open    propose: batch_firmware_update, batch_reboot\n\
          recording    closed  propose: batch_recording\n\
          schedule     closed  read: get_current_or_next_cms_event_for_device, get_current_or_next_cms_events_for_devices\n\
