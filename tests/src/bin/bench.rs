@@ -1233,8 +1233,27 @@ struct FleetFigures {
     growth_mib: f64,
 }
 
-fn fleet_in_child() -> Result<FleetFigures, String> {
+/// Runs this bench as a child with `mode` over `dir` and reads the numbers it prints (with the
+/// text, for an error).
+pub(crate) fn child_figures(mode: &str, dir: &Path) -> Result<(Vec<f64>, String), String> {
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let out = Command::new(exe)
+        .arg(mode)
+        .arg(dir)
+        .output()
+        .map_err(|e| e.to_string())?;
+    if !out.status.success() {
+        return Err(String::from_utf8_lossy(&out.stderr).trim().to_string());
+    }
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let figures = text
+        .split_whitespace()
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    Ok((figures, text))
+}
+
+fn fleet_in_child() -> Result<FleetFigures, String> {
     // The texts are made here and handed over as files, so the child's memory holds only what
     // a process that received them would: the texts, then what parsing makes of them.
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
@@ -1242,19 +1261,7 @@ fn fleet_in_child() -> Result<FleetFigures, String> {
     for (name, text) in [("list", &list), ("status", &status), ("events", &events)] {
         std::fs::write(dir.path().join(name), text).map_err(|e| e.to_string())?;
     }
-    let out = Command::new(exe)
-        .arg("--child-fleet")
-        .arg(dir.path())
-        .output()
-        .map_err(|e| e.to_string())?;
-    if !out.status.success() {
-        return Err(String::from_utf8_lossy(&out.stderr).trim().to_string());
-    }
-    let text = String::from_utf8_lossy(&out.stdout);
-    let v: Vec<f64> = text
-        .split_whitespace()
-        .filter_map(|x| x.parse().ok())
-        .collect();
+    let (v, text) = child_figures("--child-fleet", dir.path())?;
     match v.as_slice() {
         [parse, redact, print, peak, base] => Ok(FleetFigures {
             parse_ms: *parse,

@@ -3,7 +3,6 @@
 //! decoding a question runs), timed in a child process whose peak RSS is its own.
 
 use std::path::Path;
-use std::process::Command;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -31,20 +30,7 @@ pub fn in_child(list: &str, status: &str, events: &str) -> Result<SnapshotFigure
     ] {
         std::fs::write(dir.path().join(format!("{tool}.json")), text).map_err(|e| e.to_string())?;
     }
-    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let out = Command::new(exe)
-        .arg("--child-snapshot")
-        .arg(dir.path())
-        .output()
-        .map_err(|e| e.to_string())?;
-    if !out.status.success() {
-        return Err(String::from_utf8_lossy(&out.stderr).trim().to_string());
-    }
-    let text = String::from_utf8_lossy(&out.stdout);
-    let v: Vec<f64> = text
-        .split_whitespace()
-        .filter_map(|x| x.parse().ok())
-        .collect();
+    let (v, text) = super::child_figures("--child-snapshot", dir.path())?;
     match v.as_slice() {
         [median, peak] => Ok(SnapshotFigures {
             median_ms: *median,
