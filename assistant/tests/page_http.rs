@@ -234,6 +234,8 @@ async fn serve_executor(socket: &Path, world: Arc<Mutex<World>>, policy: Arc<Pol
                             ))),
                             false,
                         ),
+                        // The page never asks for the rooms that can be changed.
+                        Request::Rooms => (Response::Refused(Refusal::Internal), false),
                         Request::Describe(d) => {
                             w.describes += 1;
                             (describe(&w, &policy, &d.tool, &d.arguments), false)

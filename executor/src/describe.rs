@@ -6,7 +6,8 @@ use fleetwatch_protocol::Refusal;
 use fleetwatch_protocol::fleet::{self, RoomBlock};
 use fleetwatch_protocol::wire::{
     ChannelFacts, Cooling, DescribeRequest, Description, DeviceFacts, EventFacts, LimitsReport,
-    PublisherState, StatusReport, StreamFacts, ToolQuorum,
+    MAX_ROOM_CHANNELS, MAX_ROOM_NAME_CHARS, MAX_ROOMS_BYTES, PublisherState, RoomFacts, RoomList,
+    StatusReport, StreamFacts, ToolQuorum,
 };
 
 use crate::context::Context;
@@ -43,6 +44,50 @@ pub async fn describe(ctx: &Context, request: DescribeRequest) -> Result<Descrip
     .await;
     epiphan.close().await;
     result
+}
+
+/// The rooms that can be changed: the fenced devices of the sandbox team's list as read now,
+/// each by ID, name and channels, names cut to their cap, as many as fit the answer. Nothing
+/// else of the list leaves the executor; the assistant redacts the names on arrival.
+pub async fn rooms(ctx: &Context) -> Result<RoomList, Refusal> {
+    let epiphan = ctx.sandbox_session().await?;
+    let result = reads::device_list(&epiphan).await;
+    epiphan.close().await;
+    let list = result?;
+    let fence = &ctx.config.fence;
+    let cut = |text: &str| text.chars().take(MAX_ROOM_NAME_CHARS).collect::<String>();
+    let mut out = RoomList {
+        rooms: Vec::new(),
+        left_out: 0,
+    };
+    let mut bytes = 0_usize;
+    // As `Describe` judges a target: on the allowlist, or on the fenced team when only a team
+    // ID fences.
+    let fenced = list.devices.iter().filter(|d| match &fence.allowlist {
+        Some(allowed) => allowed.contains(&d.id),
+        None => fence.team_id.is_some(),
+    });
+    for d in fenced {
+        let room = RoomFacts {
+            id: d.id.clone(),
+            name: cut(&d.name),
+            channels: d
+                .channels
+                .iter()
+                .take(MAX_ROOM_CHANNELS)
+                .map(|c| (cut(&c.number), cut(&c.name)))
+                .collect(),
+        };
+        // Room by room in the wire's own encoding, so the whole answer stays below a frame.
+        let size = room.encoded_len();
+        if bytes.saturating_add(size) > MAX_ROOMS_BYTES {
+            out.left_out = out.left_out.saturating_add(1);
+            continue;
+        }
+        bytes = bytes.saturating_add(size);
+        out.rooms.push(room);
+    }
+    Ok(out)
 }
 
 async fn read_facts(

@@ -166,6 +166,12 @@ async fn connection(ctx: &Context, limit: &Arc<Semaphore>, open: &Open, stream: 
             Err(r) => Response::Refused(r),
         },
         Request::Execute(execute) => crate::execute::execute(ctx, peer, execute).await,
+        // Read-only, and it reads Epiphan: within the same budget as a describe.
+        Request::Rooms if !ctx.describe_allowed() => Response::Refused(Refusal::Busy),
+        Request::Rooms => match crate::describe::rooms(ctx).await {
+            Ok(rooms) => Response::Rooms(rooms),
+            Err(r) => Response::Refused(r),
+        },
         // Read-only: the receipt `fleetwatch-executor receipt` writes, for the page to offer.
         Request::Receipt(id) => Response::Receipt(
             crate::receipt::write(&ctx.config, &fleetwatch_protocol::hex::encode(&id)).ok(),

@@ -18,10 +18,11 @@ use crate::refusal::Refusal;
 /// destination's publisher state and the event's confirmation to [`Description`]; version 6
 /// added the enrolled persons' approver lines and the trial mode to [`StatusReport`]; version 7
 /// added the names the executor read to [`Description`], for the claims to sign; version 8
-/// added [`Request::Receipt`], a change's receipt for the page to offer. A peer of
+/// added [`Request::Receipt`], a change's receipt for the page to offer; version 9 added
+/// [`Request::Rooms`], the fenced rooms the assistant may propose a change for. A peer of
 /// another version is told "unknown version", never "malformed",
 /// because the version is decoded alone before anything else.
-pub const WIRE_VERSION: u16 = 8;
+pub const WIRE_VERSION: u16 = 9;
 
 /// Largest frame either side accepts, in bytes (the length prefix excluded).
 pub const MAX_FRAME: usize = 64 * 1024;
@@ -59,6 +60,9 @@ pub enum Request {
     Status,
     /// The receipt of the change with this approval ID (read-only).
     Receipt([u8; 16]),
+    /// The rooms that can be changed: the fenced devices as the sandbox sign-in reads them
+    /// now, by ID, name and channels, nothing else (read-only).
+    Rooms,
 }
 
 /// An approved change to run, with the assistant's audit chain head at the moment it sent
@@ -95,6 +99,43 @@ pub enum Response {
     /// A change's receipt as JSON (`fleetwatch-executor receipt`), or `None` when it has none
     /// (refused, still running, or from before receipts).
     Receipt(Option<String>),
+    /// The rooms that can be changed.
+    Rooms(RoomList),
+}
+
+/// Most bytes the rooms of a [`RoomList`] may take, so the answer stays below [`MAX_FRAME`]
+/// whatever the sandbox team holds.
+pub const MAX_ROOMS_BYTES: usize = 48 * 1024;
+/// Longest name (characters) of a room or channel in a [`RoomList`].
+pub const MAX_ROOM_NAME_CHARS: usize = 120;
+/// Most channels listed for one room in a [`RoomList`].
+pub const MAX_ROOM_CHANNELS: usize = 16;
+
+/// The fenced rooms as the sandbox sign-in read them, in the list's order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RoomList {
+    /// The rooms, as many as fit [`MAX_ROOMS_BYTES`].
+    pub rooms: Vec<RoomFacts>,
+    /// Fenced rooms left out because the answer was full.
+    pub left_out: u32,
+}
+
+impl RoomFacts {
+    /// Its size in the wire's encoding, for keeping a [`RoomList`] within [`MAX_ROOMS_BYTES`].
+    pub fn encoded_len(&self) -> usize {
+        postcard::to_stdvec(self).map_or(usize::MAX, |bytes| bytes.len())
+    }
+}
+
+/// A room that can be changed: what it takes to name it and its channels, nothing else.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RoomFacts {
+    /// Master ID.
+    pub id: String,
+    /// Name, as reported (the assistant redacts it on arrival).
+    pub name: String,
+    /// Channels: (number, name), as reported.
+    pub channels: Vec<(String, String)>,
 }
 
 /// Facts about a proposed change's targets, read fresh through the sandbox sign-in.

@@ -17,7 +17,8 @@ use fleetwatch_protocol::refusal::Refusal;
 use fleetwatch_protocol::wire::{
     self, ChannelFacts, DecodeError, DescribeRequest, Description, DeviceFacts, EventFacts,
     ExecuteRequest, MAX_FRAME, Outcome, OutcomeKind, PublisherState, Request, RequestEnvelope,
-    Response, ResponseEnvelope, StatusReport, StreamFacts, ToolQuorum, WIRE_VERSION,
+    Response, ResponseEnvelope, RoomFacts, RoomList, StatusReport, StreamFacts, ToolQuorum,
+    WIRE_VERSION,
 };
 use proptest::prelude::*;
 
@@ -72,6 +73,7 @@ fn arb_request() -> impl Strategy<Value = Request> {
         }),
         Just(Request::Status),
         any::<[u8; 16]>().prop_map(Request::Receipt),
+        Just(Request::Rooms),
     ]
 }
 
@@ -303,6 +305,24 @@ fn arb_response() -> impl Strategy<Value = Response> {
             ),
         arb_refusal().prop_map(Response::Refused),
         proptest::option::of(text()).prop_map(Response::Receipt),
+        (
+            proptest::collection::vec(
+                (
+                    text(),
+                    text(),
+                    proptest::collection::vec((text(), text()), 0..3)
+                ),
+                0..4
+            ),
+            any::<u32>()
+        )
+            .prop_map(|(rooms, left_out)| Response::Rooms(RoomList {
+                rooms: rooms
+                    .into_iter()
+                    .map(|(id, name, channels)| RoomFacts { id, name, channels })
+                    .collect(),
+                left_out,
+            })),
     ]
 }
 

@@ -384,3 +384,72 @@ async fn with_sessions_and_event_streams_each_write_is_sent_once() {
     assert_eq!(outcome.kind, OutcomeKind::Unknown);
     assert_eq!(h.writes(), 3, "the lost write was sent once, never again");
 }
+
+/// The rooms that can be changed, through the real executor: only the fenced devices of the
+/// sandbox team as it reads them now, each by ID, name and channels; a room off the allowlist
+/// is left out, a name past its cap is cut, nothing is written, and each answer spends the
+/// describe budget (a fourth within the minute is refused as busy).
+#[tokio::test(flavor = "multi_thread")]
+async fn rooms_lists_only_the_fenced_rooms_by_name_and_channel_and_writes_nothing() {
+    let mut h = Harness::prepare(Setup {
+        describes_per_minute: 3,
+        ..Setup::default()
+    })
+    .await;
+    let devices = sandbox_devices(&h.sim);
+    assert!(devices.len() >= 3, "{devices:?}");
+    // The last sandbox device is on the team but not on the allowlist.
+    let fenced: Vec<String> = devices[..devices.len() - 1].to_vec();
+    h.setup.allowlist = Some(fenced.clone());
+    h.spawn();
+    h.wait_ready().await;
+    let long = "Sala ".repeat(60);
+    let list = json!({"devices": devices.iter().enumerate().map(|(i, id)| json!({
+        "Id": id,
+        "Name": if i == 0 { long.clone() } else { format!("Room {i}") },
+        "Status": "online",
+        "Firmware": "4.24.3",
+        "Channels": [{"channel_id": "1", "name": "Program", "Publishers": [{"stream_key": "sk-secret"}]},
+                     {"channel_id": "2", "name": "Backup"}],
+    })).collect::<Vec<_>>()});
+    h.sim
+        .set_fault("get_devices_in_my_team", Fault::Text(list.to_string()));
+
+    let answer = h.request(&fleetwatch_protocol::wire::Request::Rooms).await;
+    let Some(Response::Rooms(rooms)) = answer else {
+        panic!("{answer:?}\n{}", h.log_text())
+    };
+    let ids: Vec<&str> = rooms.rooms.iter().map(|r| r.id.as_str()).collect();
+    assert_eq!(ids, fenced.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(rooms.left_out, 0);
+    assert_eq!(
+        rooms.rooms[0].name.chars().count(),
+        fleetwatch_protocol::wire::MAX_ROOM_NAME_CHARS
+    );
+    assert_eq!(rooms.rooms[1].name, "Room 1");
+    assert_eq!(
+        rooms.rooms[1].channels,
+        [
+            ("1".to_owned(), "Program".to_owned()),
+            ("2".to_owned(), "Backup".to_owned())
+        ]
+    );
+    // Nothing but IDs, names and channels crosses: no firmware, no stream key.
+    let encoded = format!("{rooms:?}");
+    assert!(
+        !encoded.contains("sk-secret") && !encoded.contains("4.24.3"),
+        "{encoded}"
+    );
+
+    for _ in 0..2 {
+        assert!(matches!(
+            h.request(&fleetwatch_protocol::wire::Request::Rooms).await,
+            Some(Response::Rooms(_))
+        ));
+    }
+    assert_eq!(
+        h.request(&fleetwatch_protocol::wire::Request::Rooms).await,
+        Some(Response::Refused(Refusal::Busy))
+    );
+    assert!(h.sim.writes().is_empty());
+}
