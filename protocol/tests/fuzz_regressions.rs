@@ -174,6 +174,18 @@ fn frame_seeds() -> Vec<(&'static str, Vec<u8>)> {
     vec![
         ("request_status.bin", request(Request::Status)),
         ("request_receipt.bin", request(Request::Receipt([0x5a; 16]))),
+        ("request_rooms.bin", request(Request::Rooms)),
+        (
+            "response_rooms.bin",
+            response(Response::Rooms(wire::RoomList {
+                rooms: vec![wire::RoomFacts {
+                    id: "0123abcd".to_owned(),
+                    name: "Test Room A".to_owned(),
+                    channels: vec![("1".to_owned(), "Program".to_owned())],
+                }],
+                left_out: 0,
+            })),
+        ),
         (
             "response_receipt.bin",
             response(Response::Receipt(Some(r#"{"format":1}"#.to_owned()))),
