@@ -78,6 +78,8 @@ struct TurnHandler<'a> {
     snapshot: tokio::sync::OnceCell<Arc<Snapshot>>,
     /// The operator's language, for what the fleet tools say in words.
     lang: Lang,
+    /// The rooms a change may go to, asked of the executor at the first call that needs them.
+    changeable: tokio::sync::OnceCell<fleet_tools::Changeable>,
 }
 
 impl TurnHandler<'_> {
@@ -95,6 +97,23 @@ impl TurnHandler<'_> {
     }
 }
 
+impl TurnHandler<'_> {
+    async fn changeable(&self) -> &fleet_tools::Changeable {
+        self.changeable
+            .get_or_init(|| async {
+                let assistant = self.assistant;
+                if !(assistant.proposing && assistant.fence_configured) {
+                    return fleet_tools::Changeable::Off;
+                }
+                match assistant.executor().rooms().await {
+                    Ok(list) => fleet_tools::Changeable::Read(list),
+                    Err(e) => fleet_tools::Changeable::Failed(e.to_string()),
+                }
+            })
+            .await
+    }
+}
+
 impl ToolHandler for TurnHandler<'_> {
     async fn read(&self, tool: &str, args: Value) -> Result<Value, String> {
         let policy = &self.assistant.policy;
@@ -104,7 +123,13 @@ impl ToolHandler for TurnHandler<'_> {
                 return Err("that tool is not available".to_owned());
             }
             let snapshot = self.snapshot().await?;
-            return fleet_tools::call(tool, &entry.schema, &args, snapshot, self.lang);
+            let unasked = fleet_tools::Changeable::NotAsked;
+            let changeable = if fleet_tools::needs_changeable(tool, &args, snapshot) {
+                self.changeable().await
+            } else {
+                &unasked
+            };
+            return fleet_tools::call(tool, &entry.schema, &args, snapshot, changeable, self.lang);
         }
         let team_wide = policy.read_tool(tool).is_some_and(|t| t.team_wide);
         if team_wide || !toolspec::allowed_read(policy, &self.grants, tool) {
@@ -266,6 +291,7 @@ impl Assistant {
             asked_by,
             snapshot: tokio::sync::OnceCell::new(),
             lang,
+            changeable: tokio::sync::OnceCell::new(),
         };
         let context = self.chat_context(asked_by);
         let outcome =

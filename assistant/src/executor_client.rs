@@ -7,7 +7,8 @@ use std::time::Duration;
 use fleetwatch_protocol::Refusal;
 use fleetwatch_protocol::claims::SignedApproval;
 use fleetwatch_protocol::wire::{
-    self, DescribeRequest, Description, ExecuteRequest, Outcome, Request, Response, StatusReport,
+    self, DescribeRequest, Description, ExecuteRequest, Outcome, Request, Response, RoomList,
+    StatusReport,
 };
 use futures_util::{SinkExt as _, StreamExt as _};
 use tokio::net::UnixStream;
@@ -60,6 +61,28 @@ impl ExecutorClient {
     /// The socket path.
     pub fn socket(&self) -> &Path {
         &self.socket
+    }
+
+    /// The rooms that can be changed: the fenced rooms as the sandbox sign-in reads them now,
+    /// by ID, name and channels. Names are redacted on arrival, as every text the executor
+    /// passes through.
+    pub async fn rooms(&self) -> Result<RoomList, ExecutorError> {
+        match self.exchange(&Request::Rooms).await? {
+            Response::Rooms(mut list) => {
+                for room in &mut list.rooms {
+                    room.name = fleetwatch_redact::redact_text(&room.name);
+                    for (number, name) in &mut room.channels {
+                        *number = fleetwatch_redact::redact_text(number);
+                        *name = fleetwatch_redact::redact_text(name);
+                    }
+                }
+                Ok(list)
+            }
+            Response::Refused(refusal) => Err(ExecutorError::Refused(refusal)),
+            _ => Err(ExecutorError::Protocol(
+                "unexpected answer to Rooms".to_owned(),
+            )),
+        }
     }
 
     /// Facts about a proposed change's targets, read through the sandbox sign-in.

@@ -28,6 +28,154 @@ use serde_json::{Map, Value, json};
 
 use crate::snapshot::Snapshot;
 
+/// The rooms a change may go to, for one question. The deployment keeps them apart from the
+/// fleet the assistant reads, so they come from the executor (`Rooms`: the fenced rooms by ID,
+/// name and channels), asked only when a tool needs them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Changeable {
+    /// Not asked: no tool call of this question needed them.
+    NotAsked,
+    /// Proposing is off or no fence is configured: no room can be changed.
+    Off,
+    /// As the executor read them.
+    Read(fleetwatch_protocol::wire::RoomList),
+    /// The executor could not say; the reason, safe to show.
+    Failed(String),
+}
+
+/// Whether answering this call needs the rooms that can be changed: a search for them, or a
+/// room the read fleet does not hold.
+pub fn needs_changeable(tool: &str, args: &Value, snap: &Snapshot) -> bool {
+    match tool {
+        SEARCH => args.get("state").and_then(Value::as_str) == Some("changeable"),
+        ROOM => {
+            let asked = args.get("room").and_then(Value::as_str).unwrap_or_default();
+            matches!(
+                lookup(&snap.devices, asked.trim()),
+                RoomMatch::None(_) | RoomMatch::NotNamed
+            )
+        }
+        _ => false,
+    }
+}
+
+/// A device by ID, else by the words of its name.
+fn lookup<'a>(devices: &'a [Device], asked: &str) -> RoomMatch<'a> {
+    match devices.iter().find(|d| d.id.eq_ignore_ascii_case(asked)) {
+        Some(d) => RoomMatch::One(d),
+        None => find_room(asked, devices),
+    }
+}
+
+/// The rooms that can be changed as devices the room rules can match: ID, name and channels.
+fn changeable_devices(list: &fleetwatch_protocol::wire::RoomList) -> Vec<Device> {
+    list.rooms
+        .iter()
+        .map(|r| Device {
+            id: r.id.clone(),
+            name: r.name.clone(),
+            model: String::new(),
+            group: String::new(),
+            firmware: String::new(),
+            online: false,
+            state_time: None,
+            warnings: Vec::new(),
+            channels: r
+                .channels
+                .iter()
+                .map(|(number, name)| fleet::Channel {
+                    number: number.clone(),
+                    name: name.clone(),
+                    recording: false,
+                    doubtful: false,
+                    publishers: Vec::new(),
+                    warnings: Vec::new(),
+                })
+                .collect(),
+        })
+        .collect()
+}
+
+/// A room that can be changed, as the executor named it: no state is read here.
+fn changeable_room(d: &Device) -> Value {
+    let channels: Vec<Value> = d
+        .channels
+        .iter()
+        .take(ITEMS_PER_ROOM)
+        .map(|c| {
+            json!({
+                "channel": cap(&c.number, 8),
+                "channel_id": format!("{}-{}", d.id, cap(&c.number, 8)),
+                "name": cap(&c.name, NAME_CHARS),
+            })
+        })
+        .collect();
+    json!({
+        "id": d.id,
+        "name": cap(&d.name, NAME_CHARS),
+        "channels": channels,
+        "can_be_changed": true,
+        "state": "not read here: the executor reads it when a change is proposed, and the person approving sees it",
+    })
+}
+
+fn changeable_unknown(changeable: &Changeable) -> Option<Value> {
+    match changeable {
+        Changeable::Read(_) => None,
+        Changeable::Off | Changeable::NotAsked => Some(json!({
+            "matched": 0,
+            "note": "no room can be changed here: proposing is off or no fence is set",
+        })),
+        Changeable::Failed(why) => Some(json!({
+            "matched": 0,
+            "note": format!("the rooms that can be changed could not be read: {}", cap(why, TEXT_CHARS)),
+        })),
+    }
+}
+
+/// One page of the rooms that can be changed whose name (or ID) matches.
+fn search_changeable(changeable: &Changeable, query: &Query) -> Value {
+    if let Some(unknown) = changeable_unknown(changeable) {
+        return unknown;
+    }
+    let Changeable::Read(list) = changeable else {
+        return json!({"matched": 0});
+    };
+    let devices = changeable_devices(list);
+    let mut matched: Vec<&Device> = devices
+        .iter()
+        .filter(|d| {
+            query
+                .name
+                .as_deref()
+                .is_none_or(|n| d.id.eq_ignore_ascii_case(n) || contains_normalised(&d.name, n))
+        })
+        .collect();
+    matched.sort_by(|a, b| natural(&a.name, &b.name).then_with(|| a.id.cmp(&b.id)));
+    let total = matched.len();
+    let from = query.cursor.min(total);
+    let rooms: Vec<Value> = matched
+        .iter()
+        .skip(from)
+        .take(PAGE_ROOMS)
+        .map(|d| changeable_room(d))
+        .collect();
+    let shown = rooms.len();
+    let next = (from + shown < total).then_some(from + shown);
+    let mut out = json!({
+        "matched": total,
+        "shown": shown,
+        "from": from,
+        "sorted_by": "name",
+        "rooms": rooms,
+        "next_cursor": next,
+    });
+    if list.left_out > 0 {
+        out["left_out_by_the_executor"] = json!(list.left_out);
+    }
+    out
+}
+
 /// The overview of the whole team.
 pub const OVERVIEW: &str = "fleet_overview";
 /// One page of the rooms that match.
@@ -63,6 +211,7 @@ pub fn call(
     schema: &Value,
     args: &Value,
     snap: &Snapshot,
+    changeable: &Changeable,
     lang: Lang,
 ) -> Result<Value, String> {
     let compiled =
@@ -75,12 +224,18 @@ pub fn call(
     })?;
     match tool {
         OVERVIEW => Ok(overview(snap, lang)),
+        SEARCH if args.get("state").and_then(Value::as_str) == Some("changeable") => {
+            Ok(search_changeable(changeable, &Query::from_args(args)))
+        }
         SEARCH => Ok(search(snap, &Query::from_args(args), lang)),
-        ROOM => Ok(room(
-            snap,
-            args.get("room").and_then(Value::as_str).unwrap_or_default(),
-            lang,
-        )),
+        ROOM => {
+            let asked = args.get("room").and_then(Value::as_str).unwrap_or_default();
+            let found = room(snap, asked, lang);
+            if found["matched"] != json!(0) {
+                return Ok(found);
+            }
+            Ok(room_to_change(changeable, asked).unwrap_or(found))
+        }
         _ => Err("that tool is not available".to_owned()),
     }
 }
@@ -488,15 +643,7 @@ fn event_value(e: &Event, snap: &Snapshot) -> Value {
 /// candidates and their IDs, never a guess.
 pub fn room(snap: &Snapshot, asked: &str, lang: Lang) -> Value {
     let asked = asked.trim();
-    let by_id = snap
-        .devices
-        .iter()
-        .find(|d| d.id.eq_ignore_ascii_case(asked));
-    let found = match by_id {
-        Some(d) => RoomMatch::One(d),
-        None => find_room(asked, &snap.devices),
-    };
-    match found {
+    match lookup(&snap.devices, asked) {
         RoomMatch::One(d) => json!({"matched": 1, "room": full(d, snap, lang)}),
         RoomMatch::Several(devices) => {
             let candidates: Vec<Value> = devices
@@ -516,6 +663,38 @@ pub fn room(snap: &Snapshot, asked: &str, lang: Lang) -> Value {
             "note": "no room fits that name or ID; fleet_search with a piece of the name lists rooms",
         }),
     }
+}
+
+/// A room the read fleet does not hold, among the rooms that can be changed; `None` when the
+/// rooms were not asked for.
+fn room_to_change(changeable: &Changeable, asked: &str) -> Option<Value> {
+    if let Changeable::NotAsked = changeable {
+        return None;
+    }
+    if let Some(unknown) = changeable_unknown(changeable) {
+        return Some(unknown);
+    }
+    let Changeable::Read(list) = changeable else {
+        return None;
+    };
+    let devices = changeable_devices(list);
+    Some(match lookup(&devices, asked.trim()) {
+        RoomMatch::One(d) => json!({"matched": 1, "room": changeable_room(d)}),
+        RoomMatch::Several(found) => json!({
+            "matched": found.len(),
+            "shown": found.len().min(CANDIDATES_LISTED),
+            "candidates": found
+                .iter()
+                .take(CANDIDATES_LISTED)
+                .map(|d| json!({"id": d.id, "name": cap(&d.name, NAME_CHARS), "can_be_changed": true}))
+                .collect::<Vec<_>>(),
+            "note": "several rooms that can be changed fit: ask the operator which one, naming each by its ID",
+        }),
+        RoomMatch::None(_) | RoomMatch::NotNamed => json!({
+            "matched": 0,
+            "note": "no room fits that name or ID, among the team's rooms or the rooms that can be changed",
+        }),
+    })
 }
 
 fn full(d: &Device, snap: &Snapshot, lang: Lang) -> Value {

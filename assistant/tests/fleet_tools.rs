@@ -318,11 +318,26 @@ fn arguments_are_held_to_the_schema_and_pages_are_in_a_persons_order() {
         json!({"name": ""}),
         json!("offline"),
     ] {
-        let err =
-            fleet_tools::call(fleet_tools::SEARCH, schema, &bad, &snap, Lang::En).unwrap_err();
+        let err = fleet_tools::call(
+            fleet_tools::SEARCH,
+            schema,
+            &bad,
+            &snap,
+            &fleet_tools::Changeable::NotAsked,
+            Lang::En,
+        )
+        .unwrap_err();
         assert!(err.contains("schema"), "{err}");
     }
-    let page = fleet_tools::call(fleet_tools::SEARCH, schema, &json!({}), &snap, Lang::En).unwrap();
+    let page = fleet_tools::call(
+        fleet_tools::SEARCH,
+        schema,
+        &json!({}),
+        &snap,
+        &fleet_tools::Changeable::NotAsked,
+        Lang::En,
+    )
+    .unwrap();
     let names: Vec<&str> = page["rooms"]
         .as_array()
         .unwrap()
@@ -336,8 +351,98 @@ fn arguments_are_held_to_the_schema_and_pages_are_in_a_persons_order() {
         schema,
         &json!({"name": "room 3"}),
         &snap,
+        &fleet_tools::Changeable::NotAsked,
         Lang::En,
     )
     .unwrap();
     assert_eq!(named["matched"], json!(1));
+}
+
+#[test]
+fn rooms_that_can_be_changed_are_found_by_name_and_never_guessed() {
+    use fleetwatch::fleet_tools::Changeable;
+    use fleetwatch_protocol::wire::{RoomFacts, RoomList};
+    let policy = fleetwatch_protocol::policy::Policy::from_yaml(
+        &std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../tool_policy.yaml"))
+            .unwrap(),
+    )
+    .unwrap();
+    let room_schema = &policy.fleet_tool(fleet_tools::ROOM).unwrap().schema;
+    let search_schema = &policy.fleet_tool(fleet_tools::SEARCH).unwrap().schema;
+    // The read fleet holds none of them: read and write teams apart.
+    let snap = snapshot(&[Room {
+        online: true,
+        recording: false,
+        streaming: false,
+        warning: false,
+        event_in_minutes: None,
+        name: "Lobby".into(),
+    }]);
+    let room = |id: &str, name: &str| RoomFacts {
+        id: id.into(),
+        name: name.into(),
+        channels: vec![("1".into(), "Program".into())],
+    };
+    let changeable = Changeable::Read(RoomList {
+        rooms: vec![
+            room("aa00000001", "Test Room A"),
+            room("aa00000002", "Courtroom 4"),
+            room("aa00000003", "Courtroom 4"),
+        ],
+        left_out: 0,
+    });
+    let ask = |args: Value, schema: &Value, changeable: &Changeable| {
+        assert!(fleet_tools::needs_changeable(
+            if schema == room_schema {
+                fleet_tools::ROOM
+            } else {
+                fleet_tools::SEARCH
+            },
+            &args,
+            &snap
+        ));
+        let tool = if schema == room_schema {
+            fleet_tools::ROOM
+        } else {
+            fleet_tools::SEARCH
+        };
+        fleet_tools::call(tool, schema, &args, &snap, changeable, Lang::En).unwrap()
+    };
+    let one = ask(
+        json!({"room": "start recording in test room a"}),
+        room_schema,
+        &changeable,
+    );
+    assert_eq!(one["room"]["id"], json!("aa00000001"));
+    assert_eq!(one["room"]["can_be_changed"], json!(true));
+    assert_eq!(
+        one["room"]["channels"][0]["channel_id"],
+        json!("aa00000001-1")
+    );
+    let two = ask(json!({"room": "Courtroom 4"}), room_schema, &changeable);
+    assert_eq!(two["matched"], json!(2));
+    assert!(two.get("room").is_none(), "{two}");
+    let listed = ask(json!({"state": "changeable"}), search_schema, &changeable);
+    assert_eq!(listed["matched"], json!(3));
+    let off = ask(
+        json!({"room": "Test Room A"}),
+        room_schema,
+        &Changeable::Off,
+    );
+    assert_eq!(off["matched"], json!(0));
+    let failed = ask(
+        json!({"room": "Test Room A"}),
+        room_schema,
+        &Changeable::Failed("the executor refused: busy".into()),
+    );
+    assert!(
+        failed["note"].as_str().unwrap().contains("busy"),
+        "{failed}"
+    );
+    // A room the read fleet holds needs no executor.
+    assert!(!fleet_tools::needs_changeable(
+        fleet_tools::ROOM,
+        &json!({"room": "Lobby"}),
+        &snap
+    ));
 }

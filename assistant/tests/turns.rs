@@ -387,7 +387,56 @@ async fn fleet_tools_answer_a_question_from_one_snapshot(api: Api) {
     assert!(w.sim.writes().is_empty());
 }
 
+/// Read and write teams apart, as a real install has them: the normal sign-in does not see the
+/// sandbox room, so the offline stand-in finds it through `fleet_room` among the rooms the
+/// executor says can be changed, and proposes recording on its first channel: one proposal,
+/// for the right channel, nothing written.
+async fn a_room_only_the_sandbox_holds_is_found_and_proposed_for(api: Api) {
+    let w = world(&["fleet", "recording"]).await;
+    let target = w.sandbox[0].clone();
+    assert!(!w.normal.contains(&target), "the teams overlap");
+    let socket = w.config.executor_socket.clone();
+    let rooms = fleetwatch::executor_client::ExecutorClient::new(&socket)
+        .rooms()
+        .await
+        .unwrap();
+    let name = rooms
+        .rooms
+        .iter()
+        .find(|r| r.id == target)
+        .map(|r| r.name.clone())
+        .unwrap();
+    let model = stand_in::start_offline_api(api, None, 0).await.unwrap();
+    let engine = assistant(&w, &model);
+    let reply = engine
+        .ask(&format!("start recording in {name}"), false)
+        .await;
+    assert_eq!(reply.proposals.len(), 1, "{reply:?}");
+    let stored = w
+        .store
+        .lock()
+        .unwrap()
+        .proposal(reply.proposals[0])
+        .unwrap()
+        .unwrap();
+    assert_eq!(stored.tool, "batch_recording");
+    assert!(
+        stored.arguments.contains(&format!("{target}-1")),
+        "{}",
+        stored.arguments
+    );
+    // The room was found among the rooms that can be changed, never in the read fleet.
+    let requests = model
+        .requests()
+        .iter()
+        .map(Value::to_string)
+        .collect::<String>();
+    assert!(requests.contains("can_be_changed"), "{requests}");
+    assert!(w.sim.writes().is_empty());
+}
+
 fleetwatch_sim::both_apis!(
+    a_room_only_the_sandbox_holds_is_found_and_proposed_for,
     fleet_tools_answer_a_question_from_one_snapshot,
     every_read_tool_in_a_scripted_turn_raises_zero_proposals,
     a_tool_the_prompt_omitted_is_refused_when_proposed,

@@ -357,6 +357,8 @@ fn device_of(room: &Value) -> Option<Device> {
     let warnings = |v: &Value| -> Vec<Warning> {
         serde_json::from_value(v["warnings"].clone()).unwrap_or_default()
     };
+    // A room that can be changed, from the executor's list: named, its state not read here.
+    let changeable = room["can_be_changed"] == true && room.get("online").is_none();
     let channels = room["channels"]
         .as_array()?
         .iter()
@@ -384,7 +386,7 @@ fn device_of(room: &Value) -> Option<Device> {
         model: text(room, "model"),
         group: text(room, "group"),
         firmware: text(room, "firmware"),
-        online: room["online"].as_bool().unwrap_or(false),
+        online: room["online"].as_bool().unwrap_or(changeable),
         state_time: room["state_since"].as_str().map(str::to_owned),
         warnings: warnings(room),
         channels,
