@@ -152,24 +152,7 @@ fn search_changeable(changeable: &Changeable, query: &Query) -> Value {
         })
         .collect();
     matched.sort_by(|a, b| natural(&a.name, &b.name).then_with(|| a.id.cmp(&b.id)));
-    let total = matched.len();
-    let from = query.cursor.min(total);
-    let rooms: Vec<Value> = matched
-        .iter()
-        .skip(from)
-        .take(PAGE_ROOMS)
-        .map(|d| changeable_room(d))
-        .collect();
-    let shown = rooms.len();
-    let next = (from + shown < total).then_some(from + shown);
-    let mut out = json!({
-        "matched": total,
-        "shown": shown,
-        "from": from,
-        "sorted_by": "name",
-        "rooms": rooms,
-        "next_cursor": next,
-    });
+    let mut out = page(&matched, query.cursor, "name", |d| changeable_room(d));
     if list.left_out > 0 {
         out["left_out_by_the_executor"] = json!(list.left_out);
     }
@@ -532,25 +515,34 @@ pub fn search(snap: &Snapshot, query: &Query, lang: Lang) -> Value {
         }),
         _ => matched.sort_by(|a, b| natural(&a.name, &b.name).then_with(|| a.id.cmp(&b.id))),
     }
+    let mut out = page(&matched, query.cursor, sort, |d| {
+        brief(d, snap, finding_of(&d.id), newest.behind(d), lang)
+    });
+    if !snap.not_read.is_empty() {
+        out["not_read"] = json!(not_read(snap));
+    }
+    out
+}
+
+/// One page of `matched` from `cursor`: at most [`PAGE_ROOMS`] rooms drawn by `room`, how many
+/// matched in all, and the cursor of the next page with a note that says so.
+fn page(
+    matched: &[&Device],
+    cursor: usize,
+    sorted_by: &str,
+    room: impl Fn(&Device) -> Value,
+) -> Value {
     let total = matched.len();
-    let from = query.cursor.min(total);
+    let from = cursor.min(total);
     let rooms: Vec<Value> = matched
         .iter()
         .skip(from)
         .take(PAGE_ROOMS)
-        .map(|d| brief(d, snap, finding_of(&d.id), newest.behind(d), lang))
+        .map(|d| room(d))
         .collect();
     let shown = rooms.len();
     let next = (from + shown < total).then_some(from + shown);
-    let mut out = json!({
-        "matched": total,
-        "shown": shown,
-        "from": from,
-        "sorted_by": sort,
-        "rooms": rooms,
-        "next_cursor": next,
-    });
-    out["note"] = json!(match next {
+    let note = match next {
         Some(n) => format!(
             "rooms {}–{} of {total}; call again with cursor {n} for the next page",
             from + 1,
@@ -562,11 +554,16 @@ pub fn search(snap: &Snapshot, query: &Query, lang: Lang) -> Value {
             from + 1,
             from + shown
         ),
-    });
-    if !snap.not_read.is_empty() {
-        out["not_read"] = json!(not_read(snap));
-    }
-    out
+    };
+    json!({
+        "matched": total,
+        "shown": shown,
+        "from": from,
+        "sorted_by": sorted_by,
+        "rooms": rooms,
+        "next_cursor": next,
+        "note": note,
+    })
 }
 
 /// A room on a page: what a person would scan for.
