@@ -152,7 +152,7 @@ fn search_changeable(changeable: &Changeable, query: &Query) -> Value {
         })
         .collect();
     matched.sort_by(|a, b| natural(&a.name, &b.name).then_with(|| a.id.cmp(&b.id)));
-    let mut out = page(&matched, query.cursor, "name", |d| changeable_room(d));
+    let mut out = page(&matched, query.cursor, "name", changeable_room);
     if list.left_out > 0 {
         out["left_out_by_the_executor"] = json!(list.left_out);
     }
