@@ -196,6 +196,17 @@ impl Harness {
         h
     }
 
+    /// Starts the simulator and the executor fenced to the sandbox team's devices (known only
+    /// once the simulator runs), and returns those devices in list order.
+    pub async fn start_fenced(setup: Setup) -> (Harness, Vec<String>) {
+        let mut h = Harness::prepare(setup).await;
+        let devices = sandbox_devices(&h.sim);
+        h.setup.allowlist = Some(devices.clone());
+        h.spawn();
+        h.wait_ready().await;
+        (h, devices)
+    }
+
     /// Starts the simulator and writes the executor's files, without starting it.
     pub async fn prepare(setup: Setup) -> Harness {
         fleetwatch_signin::tls::install_provider();

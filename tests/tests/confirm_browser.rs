@@ -8,7 +8,7 @@
 use base64::Engine as _;
 use fleetwatch_e2e::browser::{self, eval, text, wait_until};
 use fleetwatch_e2e::confirm_page::ConfirmPage;
-use fleetwatch_e2e::{Harness, Setup, sandbox_devices};
+use fleetwatch_e2e::{Harness, Setup};
 use fleetwatch_protocol::claims::NameKind;
 use serde_json::json;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
@@ -19,11 +19,7 @@ async fn a_lying_page_cannot_make_the_confirm_page_show_another_change() {
         return;
     };
     // Change B, the one a taken-over assistant wants signed: a reboot of the third device.
-    let mut h = Harness::prepare(Setup::default()).await;
-    h.setup.allowlist = Some(sandbox_devices(&h.sim));
-    h.spawn();
-    h.wait_ready().await;
-    let devices = sandbox_devices(&h.sim);
+    let (h, devices) = Harness::start_fenced(Setup::default()).await;
     let b = h
         .claims("batch_reboot", &json!({"device_ids": [devices[2]]}))
         .await;

@@ -62,11 +62,8 @@ fn b64(bytes: &[u8]) -> String {
 }
 
 async fn reboot_claims() -> (Harness, ApprovalClaims) {
-    let mut h = Harness::prepare(Setup::default()).await;
-    h.setup.allowlist = Some(sandbox_devices(&h.sim));
-    h.spawn();
-    h.wait_ready().await;
-    let target = sandbox_devices(&h.sim)[2].clone();
+    let (h, devices) = Harness::start_fenced(Setup::default()).await;
+    let target = devices[2].clone();
     let c = h
         .claims("batch_reboot", &json!({"device_ids": [target]}))
         .await;
@@ -135,11 +132,7 @@ async fn the_change_is_shown_from_the_claims_alone_in_both_languages() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_calm_change_asks_the_passkey_as_the_page_opens() {
     let confirm = start().await;
-    let mut h = Harness::prepare(Setup::default()).await;
-    let devices = sandbox_devices(&h.sim);
-    h.setup.allowlist = Some(devices.clone());
-    h.spawn();
-    h.wait_ready().await;
+    let (h, devices) = Harness::start_fenced(Setup::default()).await;
     let c = h
         .claims(
             "batch_recording",
@@ -234,7 +227,7 @@ async fn another_host_another_origin_and_a_get_change_nothing() {
 async fn the_assistants_doctor_checks_that_the_confirm_page_answers() {
     use fleetwatch_e2e::authenticator::SoftPasskey;
     let state = fleetwatch_e2e::page::AssistantState::new();
-    let mut h = Harness::prepare(Setup {
+    let (h, devices) = Harness::start_fenced(Setup {
         extra_key_lines: vec![
             state.key_line.clone(),
             SoftPasskey::es256(31).person_line("ana", "Ana Gómez"),
@@ -243,10 +236,6 @@ async fn the_assistants_doctor_checks_that_the_confirm_page_answers() {
         ..Setup::default()
     })
     .await;
-    let devices = sandbox_devices(&h.sim);
-    h.setup.allowlist = Some(devices.clone());
-    h.spawn();
-    h.wait_ready().await;
     let doctor = |origin: &str| {
         let out = state
             .command()

@@ -8,11 +8,7 @@ use fleetwatch_sim::Fault;
 use serde_json::json;
 
 async fn fenced() -> Harness {
-    let mut h = Harness::prepare(Setup::default()).await;
-    h.setup.allowlist = Some(sandbox_devices(&h.sim));
-    h.spawn();
-    h.wait_ready().await;
-    h
+    Harness::start_fenced(Setup::default()).await.0
 }
 
 fn start_recording(device: &str) -> serde_json::Value {

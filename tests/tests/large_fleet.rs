@@ -5,7 +5,7 @@
 //! answer the model read was cut.
 
 use fleetwatch_e2e::page::{AssistantState, Page, free_port};
-use fleetwatch_e2e::{Harness, Setup, printed, sandbox_devices};
+use fleetwatch_e2e::{Harness, Setup, printed};
 use fleetwatch_sim::model::Api;
 use fleetwatch_sim::{SimConfig, TeamSource};
 use serde_json::{Value, json};
@@ -47,17 +47,12 @@ async fn ask_offline(api: Api, rooms: usize, offline: usize) {
         normal.source = TeamSource::Replay(folder.path().to_path_buf());
     }
     let state = AssistantState::new();
-    let mut h = Harness::prepare(Setup {
+    let (h, devices) = Harness::start_fenced(Setup {
         sim,
         extra_key_lines: vec![state.key_line.clone()],
         ..Setup::default()
     })
     .await;
-    // The fence holds the sandbox team, as the page's own tests set it up.
-    let devices = sandbox_devices(&h.sim);
-    h.setup.allowlist = Some(devices.clone());
-    h.spawn();
-    h.wait_ready().await;
     let model = fleetwatch_sim::model::start_offline_api(api, None, 0)
         .await
         .expect("model stand-in");
