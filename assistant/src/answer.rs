@@ -8,11 +8,13 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use fleetwatch_protocol::policy::Policy;
+use fleetwatch_words::question::Question;
 use serde_json::{Value, json};
 
 use crate::config::Config;
 use crate::executor_client::ExecutorClient;
 use crate::grants::Grants;
+use crate::grounding::SetAside;
 use crate::lang::{self, Lang};
 use crate::model::{self, ModelConfig, ProposeResult, ToolHandler, TurnEnd};
 use crate::proposals::Proposer;
@@ -280,6 +282,13 @@ impl Assistant {
             }
         };
         let tools = toolspec::tools(&self.policy, &grants, self.proposing, self.fence_configured);
+        if !toolspec::reads_shown(&tools) {
+            // With nothing it may read, whatever the model says about the fleet is invented:
+            // it is not asked at all.
+            self.audit_question(json!({"chars": chars, "outcome": "no_read_category"}));
+            let line = self.no_category_line(lang);
+            return self.code_answer(question, lang, line).await;
+        }
         let policy = Arc::clone(&self.policy);
         let visible_grants = grants.clone();
         let (proposing, fenced) = (self.proposing, self.fence_configured);
@@ -335,6 +344,15 @@ impl Assistant {
                     note: Some(note),
                 }
             }
+            TurnEnd::SetAside(why) => {
+                self.audit_question(detail(&format!("set_aside:{}", why.label())));
+                let line = set_aside_line(*why, lang);
+                let mut reply = self.code_answer(question, lang, line).await;
+                // What the turn stored was checked by code; it is shown by its number.
+                reply.page = (!outcome.proposals.is_empty()).then(|| self.page.clone());
+                reply.proposals = outcome.proposals.clone();
+                reply
+            }
             end => {
                 let label = match (end, outcome.stopped_by) {
                     (TurnEnd::Apologised, Some(bound)) => format!("stopped:{}", bound.label()),
@@ -350,6 +368,52 @@ impl Assistant {
                     note: None,
                 }
             }
+        }
+    }
+
+    /// Code's own answer in place of the model's: the keyword answer with `line` as its note
+    /// when the question is one it knows, otherwise `line` and what the keyword answer can say.
+    async fn code_answer(&self, question: &str, lang: Lang, line: String) -> Reply {
+        let answer = if fleetwatch_words::question::of(question) == Question::Help {
+            format!("{line}\n\n{}", keyword::help(lang))
+        } else {
+            let answer = self.keyword_answer(question, lang).await;
+            return Reply {
+                answer,
+                proposals: Vec::new(),
+                page: None,
+                note: Some(line),
+            };
+        };
+        Reply {
+            answer,
+            proposals: Vec::new(),
+            page: None,
+            note: None,
+        }
+    }
+
+    /// Why the model was not asked when no read category is open, and the command that opens
+    /// the one its fleet tools need.
+    fn no_category_line(&self, lang: Lang) -> String {
+        let policy = &self.policy;
+        let category = policy
+            .fleet_tools()
+            .find_map(|t| t.reads.first())
+            .and_then(|read| policy.read_tool(read))
+            .or_else(|| policy.read_tools().next())
+            .map_or("fleet", |t| t.category.as_str());
+        match lang {
+            Lang::En => format!(
+                "The AI model was not asked: no read category is open, so it could not read \
+                 anything about the fleet. An administrator opens one with `fleetwatch grants \
+                 open {category}` (`fleetwatch grants list` names them all)."
+            ),
+            Lang::Es => format!(
+                "No se preguntó al modelo de IA: no hay ninguna categoría de lectura abierta, así \
+                 que no podía leer nada de los equipos. Un administrador abre una con \
+                 `fleetwatch grants open {category}` (`fleetwatch grants list` las nombra todas)."
+            ),
         }
     }
 
@@ -382,5 +446,31 @@ impl Assistant {
         if let Err(e) = store.audit("question", None, &detail) {
             tracing::warn!("audit: {e}");
         }
+    }
+}
+
+/// The line said when the model's answer was set aside, and why, in the operator's language.
+fn set_aside_line(why: SetAside, lang: Lang) -> String {
+    let reason = match (why, lang) {
+        (SetAside::NoRead, Lang::En) => "it rested on nothing read from the fleet",
+        (SetAside::DataTag, Lang::En) => "it held text made to look like Fleetwatch's fleet data",
+        (SetAside::Unseen, Lang::En) => {
+            "it named a room or device that nothing read for this question returned"
+        }
+        (SetAside::NoRead, Lang::Es) => "no se basaba en nada leído de los equipos",
+        (SetAside::DataTag, Lang::Es) => "contenía texto con la forma de los datos de Fleetwatch",
+        (SetAside::Unseen, Lang::Es) => {
+            "nombraba una sala o un equipo que ninguna lectura de esta pregunta devolvió"
+        }
+    };
+    match lang {
+        Lang::En => format!(
+            "The AI model's answer was set aside: {reason}. This is Fleetwatch's own answer, \
+             read just now."
+        ),
+        Lang::Es => format!(
+            "Se descartó la respuesta del modelo de IA: {reason}. Esta es la respuesta propia de \
+             Fleetwatch, leída ahora mismo."
+        ),
     }
 }

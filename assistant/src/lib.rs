@@ -5,6 +5,7 @@
 
 pub mod fleet_tools;
 pub mod grants;
+pub mod grounding;
 pub mod keyword;
 /// Language detection and question words, shared with the simulator's offline model.
 pub use fleetwatch_words::lang;

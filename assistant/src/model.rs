@@ -24,6 +24,7 @@ use serde_json::{Value, json};
 use tokio::time::Instant;
 
 use crate::datablock::data_block;
+use crate::grounding::{Evidence, SetAside};
 use crate::lang::{self, Lang};
 use crate::toolspec::{PROPOSE_TOOL, REASON_MAX_CHARS};
 
@@ -429,6 +430,10 @@ pub enum TurnEnd {
     /// A model call failed; the reason is a short fixed text safe to show. The caller falls
     /// back to the keyword answer and expires the proposals listed in the outcome.
     Failed(String),
+    /// The model's answer did not rest on what the question read ([`crate::grounding`]); it is
+    /// not kept. The caller answers with code's own answer or says what to try. Proposals the
+    /// turn stored stand: each was checked by code and is shown by its number.
+    SetAside(SetAside),
 }
 
 /// The result of one question.
@@ -498,7 +503,10 @@ pub enum Stop {
     ToolUse,
     /// It declined (Anthropic's `refusal`, a content filter).
     Refusal,
-    /// Anything else: an answer, or a length limit.
+    /// It reached `max_tokens` (Anthropic's `max_tokens`, Chat Completions' `length`): what it
+    /// wrote may be cut off mid-sentence.
+    Length,
+    /// Anything else: an answer.
     Other,
 }
 
@@ -742,6 +750,14 @@ pub fn apology(bound: LoopBound, lang: Lang) -> String {
     }
 }
 
+/// The line after an answer the model ended at its token limit.
+pub fn cut_off(lang: Lang) -> &'static str {
+    lang.pick(
+        "(This answer reached the model's length limit and may be cut off.)",
+        "(Esta respuesta llegó al límite de longitud del modelo y puede estar incompleta.)",
+    )
+}
+
 /// A read failure text for the model: shortened, on one line, with no markup characters, so
 /// that even an error that quotes the server cannot pose as a data block or an instruction tag.
 fn read_failure(text: &str) -> String {
@@ -780,6 +796,8 @@ struct Tally {
     input_tokens: u64,
     output_tokens: u64,
     tools_called: u32,
+    /// What the turn read, for judging its answer.
+    evidence: Evidence,
 }
 
 impl Tally {
@@ -810,6 +828,7 @@ impl Tally {
                 TurnEnd::Answered => "answered",
                 TurnEnd::Apologised => "apologised",
                 TurnEnd::Failed(_) => "failed",
+                TurnEnd::SetAside(_) => "set_aside",
             },
             "model turn ended"
         );
@@ -859,6 +878,7 @@ pub async fn run_turn_in_chat<H: ToolHandler>(
         input_tokens: 0,
         output_tokens: 0,
         tools_called: 0,
+        evidence: Evidence::new(question, context),
     };
     if let Some(problem) = cfg.base_url_problem() {
         return tally.finish(String::new(), TurnEnd::Failed(problem.to_owned()), None);
@@ -909,13 +929,20 @@ pub async fn run_turn_in_chat<H: ToolHandler>(
                     None,
                 );
             }
-            let answer = clean_answer(&reply.text.join("\n")).trim().to_owned();
+            let mut answer = clean_answer(&reply.text.join("\n")).trim().to_owned();
             if answer.is_empty() {
                 return tally.finish(
                     String::new(),
                     TurnEnd::Failed(String::from("the model gave an empty answer")),
                     None,
                 );
+            }
+            if let Some(why) = tally.evidence.judge(&answer, question) {
+                return tally.finish(String::new(), TurnEnd::SetAside(why), None);
+            }
+            if reply.stop == Stop::Length {
+                answer.push_str("\n\n");
+                answer.push_str(cut_off(lang));
             }
             return tally.finish(answer, TurnEnd::Answered, None);
         }
@@ -928,7 +955,7 @@ pub async fn run_turn_in_chat<H: ToolHandler>(
                 call.input,
                 visible,
                 handler,
-                &mut tally.proposals,
+                (&mut tally.proposals, &mut tally.evidence),
                 deadline,
             )
             .await
@@ -963,7 +990,7 @@ async fn answer_call<H: ToolHandler>(
     input: Value,
     visible: &(dyn Fn(&str) -> bool + Send + Sync),
     handler: &H,
-    proposals: &mut Vec<u64>,
+    (proposals, evidence): (&mut Vec<u64>, &mut Evidence),
     deadline: Instant,
 ) -> Option<ToolAnswer> {
     // The call-time gate: what the model was shown earlier does not matter here.
@@ -974,14 +1001,19 @@ async fn answer_call<H: ToolHandler>(
         // Not cut short by the wall clock: dropping a proposal half-way could leave one stored
         // whose number this turn never learns, so the caller could not expire it. The store
         // bounds its own waits.
-        return Some(answer_propose(input, handler, proposals).await);
+        return Some(answer_propose(input, handler, proposals, evidence).await);
     }
-    tokio::time::timeout_at(deadline, answer_read(name, input, handler))
+    tokio::time::timeout_at(deadline, answer_read(name, input, handler, evidence))
         .await
         .ok()
 }
 
-async fn answer_read<H: ToolHandler>(name: &str, input: Value, handler: &H) -> ToolAnswer {
+async fn answer_read<H: ToolHandler>(
+    name: &str,
+    input: Value,
+    handler: &H,
+    evidence: &mut Evidence,
+) -> ToolAnswer {
     let shaped = name.starts_with("get_") || name.starts_with("kb_") || name.starts_with("fleet_");
     if !shaped || name == "get_channel_image" {
         // `visible` should never allow these; refuse even if a caller's check is wrong.
@@ -999,11 +1031,14 @@ async fn answer_read<H: ToolHandler>(name: &str, input: Value, handler: &H) -> T
         }
     };
     match handler.read(name, args).await {
-        Ok(value) => ToolAnswer {
-            content: data_block(name, &value),
-            is_error: false,
-            invalid: false,
-        },
+        Ok(value) => {
+            evidence.read(&value);
+            ToolAnswer {
+                content: data_block(name, &value),
+                is_error: false,
+                invalid: false,
+            }
+        }
         Err(text) => ToolAnswer {
             content: read_failure(&text),
             is_error: true,
@@ -1016,6 +1051,7 @@ async fn answer_propose<H: ToolHandler>(
     input: Value,
     handler: &H,
     proposals: &mut Vec<u64>,
+    evidence: &mut Evidence,
 ) -> ToolAnswer {
     let tool = input.get("tool").and_then(Value::as_str);
     let arguments = input.get("arguments").filter(|a| a.is_object());
@@ -1047,6 +1083,7 @@ async fn answer_propose<H: ToolHandler>(
     let result = handler.propose(tool, arguments.clone(), reason).await;
     if let Some(id) = result.proposal_id {
         proposals.push(id);
+        evidence.proposed(&result.message);
     }
     ToolAnswer {
         content: result.message,

@@ -139,6 +139,16 @@ pub fn is_shown_with(
     }
 }
 
+/// Whether `tools` (as [`tools`] built them) offer the model anything to read: a read or a fleet
+/// tool, not only `propose_change`.
+pub fn reads_shown(tools: &[Value]) -> bool {
+    tools.iter().any(|t| {
+        t.get("name")
+            .and_then(Value::as_str)
+            .is_some_and(|name| name != PROPOSE_TOOL)
+    })
+}
+
 /// The tools shown to the model: Anthropic tool objects, sorted by name, with the prompt-cache
 /// marker on the last one so the whole tool list is part of the cached prefix.
 pub fn tools(

@@ -184,19 +184,30 @@ async fn text_answer(api: Api) {
     let state = state_with(&policy, &["fleet"]);
     let g = Grants::load(state.path()).unwrap();
     let tools = toolspec::tools(&policy, &g, false, false);
-    let m = model(api, vec![text_reply("Every room is online.")]).await;
+    // A question that is not about the fleet, answered with no fact about it: it stands with
+    // nothing read (an answer about the fleet with nothing read is set aside, below).
+    let m = model(
+        api,
+        vec![text_reply(
+            "Hello. I answer questions about your recorders.",
+        )],
+    )
+    .await;
     let handler = Double::new(fleet());
     let visible = |name: &str| toolspec::is_shown(&policy, &g, false, false, name);
     let out = run_turn(
         &config(m.api(), &m.url()),
         &tools,
         &visible,
-        "what's offline?",
+        "hello, who are you?",
         &handler,
     )
     .await;
     assert_eq!(out.outcome, TurnEnd::Answered);
-    assert_eq!(out.answer, "Every room is online.");
+    assert_eq!(
+        out.answer,
+        "Hello. I answer questions about your recorders."
+    );
     assert_eq!(out.model_calls, 1);
     assert_eq!(out.tools_called, 0);
     assert_eq!(out.input_tokens, 100);
@@ -210,7 +221,7 @@ async fn text_answer(api: Api) {
     assert_eq!(req["system"][0]["text"], SYSTEM_PROMPT);
     assert_eq!(
         req["messages"],
-        json!([{"role": "user", "content": "what's offline?"}])
+        json!([{"role": "user", "content": "hello, who are you?"}])
     );
     assert!(
         !req.to_string().contains("TESTKEY"),
@@ -690,7 +701,8 @@ async fn prefix_is_byte_identical_across_turns_and_marked_for_caching(api: Api) 
     let m = model(api, vec![text_reply("one"), text_reply("dos")]).await;
     let handler = Double::new(fleet());
     let cfg = config(m.api(), &m.url());
-    for question in ["what's offline?", "¿qué salas graban?"] {
+    // Questions whose answers need no read, so both turns end at the first call.
+    for question in ["hello, who are you?", "hola, ¿quién eres?"] {
         // Each turn reloads the grants and rebuilds the list, as the server does.
         let g = Grants::load(state.path()).unwrap();
         let tools = toolspec::tools(&policy, &g, true, true);
@@ -895,20 +907,23 @@ async fn overlong_reason_is_refused_before_the_store(api: Api) {
 async fn answer_is_cleaned_of_terminal_controls(api: Api) {
     let m = model(
         api,
-        vec![text_reply("Room \u{1b}]0;pwned\u{7}101 is \u{202e}online")],
+        vec![
+            read_tool_use("t1"),
+            text_reply("Room 101 \u{1b}]0;pwned\u{7}is \u{202e}online"),
+        ],
     )
     .await;
     let handler = Double::new(fleet());
     let out = run_turn(
         &config(m.api(), &m.url()),
         &[],
-        &|_: &str| false,
+        &|name: &str| name == "get_devices_in_my_team",
         "status?",
         &handler,
     )
     .await;
     assert_eq!(out.outcome, TurnEnd::Answered);
-    assert_eq!(out.answer, "Room ]0;pwned101 is online");
+    assert_eq!(out.answer, "Room 101 ]0;pwnedis online");
     m.shutdown().await;
 }
 

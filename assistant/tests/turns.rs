@@ -435,7 +435,128 @@ async fn a_room_only_the_sandbox_holds_is_found_and_proposed_for(api: Api) {
     assert!(w.sim.writes().is_empty());
 }
 
+/// What a weak model does, scripted: each ends with an answer that must not reach the operator
+/// as one. The operator gets the keyword answer to the same question (read now) with a line
+/// saying the model's answer was set aside, and never the invented text.
+async fn set_aside(api: Api, script: Vec<Value>, question: &str, invented: &str) {
+    let w = world(&["fleet", "schedule"]).await;
+    let model = stand_in::start_api(api, script, 0).await.unwrap();
+    let engine = assistant(&w, &model);
+    let reply = engine.ask(question, false).await;
+    let shown = format!(
+        "{}\n{}",
+        reply.answer,
+        reply.note.clone().unwrap_or_default()
+    );
+    assert!(!shown.contains(invented), "{shown}");
+    assert!(
+        reply
+            .note
+            .as_deref()
+            .is_some_and(|n| n.contains("set aside")),
+        "{reply:?}"
+    );
+    let code = engine.ask(question, true).await;
+    assert_eq!(reply.answer, code.answer, "the code's own answer stands in");
+    let outcome: String = w
+        .store
+        .lock()
+        .unwrap()
+        .connection()
+        .query_row(
+            "SELECT detail FROM audit WHERE kind = 'question' ORDER BY id LIMIT 1",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert!(outcome.contains("set_aside:"), "{outcome}");
+    assert!(w.sim.writes().is_empty());
+}
+
+async fn an_answer_with_nothing_read_is_set_aside(api: Api) {
+    let invented = "All 13 rooms are online";
+    set_aside(api, vec![text_reply(invented)], "what's offline?", invented).await;
+}
+
+async fn a_room_invented_after_a_real_read_is_set_aside(api: Api) {
+    let invented = "Courtroom 4477 is offline";
+    let script = vec![
+        tool_use_reply("toolu_1", "fleet_search", json!({"state": "offline"})),
+        text_reply(&format!("{invented}; every other room is fine.")),
+    ];
+    set_aside(api, script, "what's offline?", invented).await;
+}
+
+async fn an_answer_holding_the_data_tag_is_set_aside(api: Api) {
+    let invented = r#"<fleet_data tool="fleet_overview">{"offline": 0}</fleet_data>"#;
+    let script = vec![
+        tool_use_reply("toolu_1", "fleet_overview", json!({})),
+        text_reply(&format!("{invented} Nothing is offline.")),
+    ];
+    set_aside(api, script, "what's offline?", "Nothing is offline").await;
+}
+
+/// A question the keyword answer does not know: the line and what to try, nothing else.
+async fn a_set_aside_answer_to_another_question_says_what_to_try(api: Api) {
+    let w = world(&["fleet"]).await;
+    let model = stand_in::start_api(api, vec![text_reply("Device 19012341234 is fine.")], 0)
+        .await
+        .unwrap();
+    let reply = assistant(&w, &model).ask("tell me a story", false).await;
+    assert!(!reply.answer.contains("19012341234"), "{reply:?}");
+    assert!(reply.answer.contains("set aside"), "{reply:?}");
+    assert!(reply.answer.contains("what's offline?"), "{reply:?}");
+}
+
+async fn an_answer_cut_at_the_token_limit_says_so(api: Api) {
+    let w = world(&["fleet"]).await;
+    let mut cut = text_reply("The team has rooms online and");
+    cut["stop_reason"] = json!("max_tokens");
+    let overview = tool_use_reply("toolu_1", "fleet_overview", json!({}));
+    let script = vec![overview.clone(), cut.clone(), overview, cut];
+    let model = stand_in::start_api(api, script, 0).await.unwrap();
+    let reply = assistant(&w, &model).ask("how is the team?", false).await;
+    assert!(
+        reply.answer.starts_with("The team has rooms online and"),
+        "{reply:?}"
+    );
+    assert!(reply.answer.contains("length limit"), "{reply:?}");
+    let reply = assistant(&w, &model)
+        .ask("¿cómo va el equipo?", false)
+        .await;
+    assert!(reply.answer.contains("límite de longitud"), "{reply:?}");
+}
+
+/// A fresh install grants nothing: the model is not asked, and the answer says what to open.
+async fn with_no_read_category_open_the_model_is_not_asked(api: Api) {
+    let w = world(&["recording"]).await;
+    let model = stand_in::start_api(api, vec![text_reply("All 13 rooms are online.")], 0)
+        .await
+        .unwrap();
+    let engine = assistant(&w, &model);
+    let reply = engine.ask("what's offline?", false).await;
+    assert!(model.requests().is_empty(), "the model was asked");
+    let note = reply.note.clone().unwrap_or_default();
+    assert!(note.contains("fleetwatch grants open fleet"), "{reply:?}");
+    assert_eq!(
+        reply.answer,
+        engine.ask("what's offline?", true).await.answer
+    );
+    let reply = engine.ask("hola, ¿qué tal?", false).await;
+    assert!(
+        reply.answer.contains("fleetwatch grants open fleet") && reply.answer.contains("categoría"),
+        "{reply:?}"
+    );
+    assert!(model.requests().is_empty(), "the model was asked");
+}
+
 fleetwatch_sim::both_apis!(
+    an_answer_with_nothing_read_is_set_aside,
+    a_room_invented_after_a_real_read_is_set_aside,
+    an_answer_holding_the_data_tag_is_set_aside,
+    a_set_aside_answer_to_another_question_says_what_to_try,
+    an_answer_cut_at_the_token_limit_says_so,
+    with_no_read_category_open_the_model_is_not_asked,
     a_room_only_the_sandbox_holds_is_found_and_proposed_for,
     fleet_tools_answer_a_question_from_one_snapshot,
     every_read_tool_in_a_scripted_turn_raises_zero_proposals,

@@ -25,8 +25,17 @@ pub fn open_every_proposing_category(state: &Path) {
     }
 }
 
-/// An assistant state folder (0750, `autonomy: propose`, every proposing category open) and
-/// its approver key line.
+/// Opens one category in the assistant state folder `state`, as `fleetwatch grants open` does.
+pub fn open_category(state: &Path, category: &str) {
+    let policy = fleetwatch_protocol::policy::Policy::from_yaml(
+        &std::fs::read_to_string(workspace_root().join("tool_policy.yaml")).expect("policy"),
+    )
+    .expect("policy");
+    fleetwatch::grants::open(state, &policy, category).expect("grants");
+}
+
+/// An assistant state folder (0750, `autonomy: propose`, the `fleet` read category and every
+/// proposing category open, as the README's step 5 has it) and its approver key line.
 pub struct AssistantState {
     /// The folder.
     pub dir: tempfile::TempDir,
@@ -54,6 +63,8 @@ impl AssistantState {
             env: Vec::new(),
         };
         open_every_proposing_category(state.path());
+        // A model with nothing it may read is not asked at all.
+        open_category(state.path(), "fleet");
         let shown = state.run(&["keys", "show"], "");
         assert!(shown.status.success(), "{shown:?}");
         let key_line = String::from_utf8_lossy(&shown.stdout)

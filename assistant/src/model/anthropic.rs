@@ -103,6 +103,7 @@ pub fn parse_reply(value: &Value) -> Result<Reply, CallError> {
     let stop = match value.get("stop_reason").and_then(Value::as_str) {
         Some("tool_use") => Stop::ToolUse,
         Some("refusal") => Stop::Refusal,
+        Some("max_tokens") => Stop::Length,
         _ => Stop::Other,
     };
     let count = |field: &str| super::token_count(value.get("usage"), field);

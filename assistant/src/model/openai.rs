@@ -111,6 +111,7 @@ pub fn parse_reply(value: &Value) -> Result<Reply, CallError> {
         _ if refused => Stop::Refusal,
         Some("tool_calls" | "function_call") => Stop::ToolUse,
         Some("content_filter") => Stop::Refusal,
+        Some("length") => Stop::Length,
         _ => Stop::Other,
     };
     let count = |field: &str| super::token_count(value.get("usage"), field);
