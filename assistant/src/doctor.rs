@@ -360,6 +360,14 @@ async fn model() -> Vec<Check> {
             }
         ),
     )];
+    let limits = format!(
+        "{} s a call, {} s a question ({} and {})",
+        cfg.request_timeout.as_secs(),
+        cfg.wall_clock.as_secs(),
+        crate::model::ENV_CALL_TIMEOUT,
+        crate::model::ENV_QUESTION_TIMEOUT
+    );
+    out.push(check(Level::Ok, "model limits", limits));
     if cfg.api == crate::model::ModelApi::OpenAi {
         out.push(match crate::model::list_models(&cfg).await {
             Err(why) => check(Level::Fail, "model server", why),
@@ -385,7 +393,61 @@ async fn model() -> Vec<Check> {
             ),
         });
     }
+    // A server the team runs (or any Chat Completions server) is probed: whether it calls tools
+    // and how fast, against the limit. Anthropic's hosted service is not (see above).
+    if cfg.api == crate::model::ModelApi::OpenAi || cfg.is_local() {
+        out.push(model_probe(&cfg).await);
+    }
     out
+}
+
+/// One probe with one tool: a real tool call within the call limit is OK; text instead of a
+/// call, or more than half the limit, is a warning; no answer in time is a failure.
+async fn model_probe(cfg: &ModelConfig) -> Check {
+    const NAME: &str = "model tool call";
+    let limit = cfg.request_timeout;
+    match crate::model::probe(cfg).await {
+        Err(why) => check(Level::Fail, NAME, format!("the probe failed: {why}")),
+        Ok(probe) => {
+            let took = format!(
+                "{:.1} s of the {} s call limit",
+                probe.elapsed.as_secs_f64(),
+                limit.as_secs()
+            );
+            if !probe.called_tool {
+                check(
+                    Level::Warn,
+                    NAME,
+                    format!(
+                        "{} answered a one-tool probe with text, not a tool call ({took}): this \
+                         model may not read the fleet; its answers are set aside when they rest \
+                         on nothing read",
+                        cfg.model
+                    ),
+                )
+            } else if probe.elapsed * 2 > limit {
+                check(
+                    Level::Warn,
+                    NAME,
+                    format!(
+                        "{} called the tool, but slowly ({took}); a question takes several calls: \
+                         consider raising {}",
+                        cfg.model,
+                        crate::model::ENV_CALL_TIMEOUT
+                    ),
+                )
+            } else {
+                check(
+                    Level::Ok,
+                    NAME,
+                    format!(
+                        "{} answered a one-tool probe with a tool call ({took})",
+                        cfg.model
+                    ),
+                )
+            }
+        }
+    }
 }
 
 /// Whether the confirm page (`fleetwatch-confirm serve`) answers at its origin: every approval

@@ -53,6 +53,17 @@ const MAX_KEY_FILE_BYTES: u64 = 4096;
 pub const ENV_BASE_URL: &str = "FLEETWATCH_ANTHROPIC_BASE_URL";
 /// Environment variable choosing the model.
 pub const ENV_MODEL: &str = "FLEETWATCH_AI_MODEL";
+/// Environment variable: the longest one model call may take, in seconds.
+pub const ENV_CALL_TIMEOUT: &str = "FLEETWATCH_MODEL_CALL_TIMEOUT_SECS";
+/// Environment variable: the longest one question may take (model calls and reads), in seconds.
+pub const ENV_QUESTION_TIMEOUT: &str = "FLEETWATCH_MODEL_QUESTION_TIMEOUT_SECS";
+/// Default for [`ENV_CALL_TIMEOUT`].
+pub const DEFAULT_CALL_TIMEOUT_SECS: u64 = 90;
+/// Default for [`ENV_QUESTION_TIMEOUT`].
+pub const DEFAULT_QUESTION_TIMEOUT_SECS: u64 = 180;
+/// The most either limit may be: an hour. A model slower than that cannot serve an operator,
+/// and a question must end some time.
+const MAX_TIMEOUT_SECS: u64 = 3600;
 
 /// Default Anthropic API base URL.
 pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
@@ -183,9 +194,44 @@ impl ModelConfig {
             max_calls: 8,
             max_tokens_per_call: 2_048,
             token_budget: 200_000,
-            wall_clock: Duration::from_secs(180),
-            request_timeout: Duration::from_secs(90),
+            wall_clock: Duration::from_secs(DEFAULT_QUESTION_TIMEOUT_SECS),
+            request_timeout: Duration::from_secs(DEFAULT_CALL_TIMEOUT_SECS),
         }
+    }
+
+    /// The time limits from the environment's lookup, defaults when unset; an error naming the
+    /// variable when a value is not a whole number of seconds from 1 to 3600, or when a call
+    /// may take longer than the whole question.
+    fn with_limits(mut self, lookup: &impl Fn(&str) -> Option<String>) -> Result<Self, String> {
+        let seconds = |name: &str, default: u64| -> Result<u64, String> {
+            let Some(text) = lookup(name).map(|v| v.trim().to_owned()) else {
+                return Ok(default);
+            };
+            if text.is_empty() {
+                return Ok(default);
+            }
+            match text.parse::<u64>() {
+                Ok(n) if (1..=MAX_TIMEOUT_SECS).contains(&n) => Ok(n),
+                _ => Err(format!(
+                    "{name}={}: give a whole number of seconds from 1 to {MAX_TIMEOUT_SECS}",
+                    crate::page::card::show_text(&text, 40)
+                )),
+            }
+        };
+        let call = seconds(ENV_CALL_TIMEOUT, DEFAULT_CALL_TIMEOUT_SECS)?;
+        let question = seconds(
+            ENV_QUESTION_TIMEOUT,
+            DEFAULT_QUESTION_TIMEOUT_SECS.max(call),
+        )?;
+        if call > question {
+            return Err(format!(
+                "{ENV_CALL_TIMEOUT}={call} is longer than {ENV_QUESTION_TIMEOUT}={question}: one \
+                 call cannot take longer than the whole question"
+            ));
+        }
+        self.request_timeout = Duration::from_secs(call);
+        self.wall_clock = Duration::from_secs(question);
+        Ok(self)
     }
 
     /// Reads the environment (and the key file it names); `Ok(None)` when no model is
@@ -253,14 +299,14 @@ impl ModelConfig {
         };
         let base = url_vars.iter().find_map(|name| non_empty(name));
         let model = non_empty(ENV_MODEL);
-        match api {
-            ModelApi::Anthropic => Ok(key.map(|key| {
+        let config: Option<ModelConfig> = match api {
+            ModelApi::Anthropic => key.map(|key| {
                 ModelConfig::new(
                     base.unwrap_or_else(|| DEFAULT_BASE_URL.to_owned()),
                     key,
                     model.unwrap_or_else(|| DEFAULT_MODEL.to_owned()),
                 )
-            })),
+            }),
             ModelApi::OpenAi => {
                 if key.is_none() && base.is_none() {
                     return Err(format!(
@@ -274,14 +320,15 @@ impl ModelConfig {
                          (`fleetwatch doctor` lists them)"
                     )
                 })?;
-                Ok(Some(ModelConfig::with_api(
+                Some(ModelConfig::with_api(
                     ModelApi::OpenAi,
                     base.unwrap_or_else(|| DEFAULT_OPENAI_BASE_URL.to_owned()),
                     key,
                     model,
-                )))
+                ))
             }
-        }
+        };
+        config.map(|c| c.with_limits(&lookup)).transpose()
     }
 
     /// Why the base URL cannot be used, if it cannot: the key would travel in the clear to
@@ -685,6 +732,57 @@ pub async fn list_models(cfg: &ModelConfig) -> Result<Vec<String>, String> {
         .filter_map(|m| m.get("id").and_then(Value::as_str))
         .map(|id| crate::page::card::show_text(id, 120))
         .collect())
+}
+
+/// The one tool a probe offers: named and shaped as the fleet tool the model is asked to use
+/// first, so the probe asks what a question asks.
+pub const PROBE_TOOL: &str = "fleet_overview";
+
+/// What one probe of the model found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Probe {
+    /// The model answered with a call of the one tool it was offered, arguments an object.
+    pub called_tool: bool,
+    /// How long the call took.
+    pub elapsed: Duration,
+}
+
+/// One short request as a question makes it (the system prompt, one tool, a question that
+/// needs it), within the per-call limit: whether the server answers with a real tool call, and
+/// how long it takes. For `fleetwatch doctor`; nothing read from the fleet is sent.
+pub async fn probe(cfg: &ModelConfig) -> Result<Probe, String> {
+    if let Some(problem) = cfg.base_url_problem() {
+        return Err(problem.to_owned());
+    }
+    let client = build_client(cfg).map_err(|e| e.reason())?;
+    let tools = [json!({
+        "name": PROBE_TOOL,
+        "description": "Counts of the team's rooms: how many there are, online, offline and \
+                        recording.",
+        "input_schema": {"type": "object", "properties": {}, "additionalProperties": false},
+    })];
+    let turns = [Turn::Question {
+        context: None,
+        text: String::from("How many rooms are offline? Use the tool to find out."),
+    }];
+    let body = request_body(cfg, &tools, &turns);
+    let start = Instant::now();
+    let reply = call_model(&client, cfg, &body, start + cfg.request_timeout)
+        .await
+        .map_err(|e| match e {
+            CallError::OutOfTime => format!(
+                "no answer within the call limit of {} s ({ENV_CALL_TIMEOUT})",
+                cfg.request_timeout.as_secs()
+            ),
+            CallError::Failed(..) => e.reason(),
+        })?;
+    Ok(Probe {
+        called_tool: reply
+            .calls
+            .iter()
+            .any(|c| c.name == PROBE_TOOL && c.input.is_object()),
+        elapsed: start.elapsed(),
+    })
 }
 
 /// Largest reply body read; a real reply is a few kilobytes, and a broken or hostile endpoint
@@ -1197,6 +1295,65 @@ mod tests {
         assert_eq!(c.api_key.as_ref().unwrap().expose(), "sk-new");
         assert_eq!(c.endpoint(), "http://[::1]:9/v1/messages");
         assert_eq!(c.auth_headers().unwrap()["x-api-key"], "sk-new");
+    }
+
+    #[test]
+    fn the_time_limits_are_settings_with_todays_defaults_and_said_errors() {
+        let no_file = |_: &std::path::Path| -> std::io::Result<String> { panic!("no file") };
+        let limits = |pairs| {
+            ModelConfig::from_lookup(env(pairs), no_file)
+                .map(|c| c.map(|c| (c.request_timeout.as_secs(), c.wall_clock.as_secs())))
+        };
+        assert_eq!(limits(&[(ENV_KEY, "k")]), Ok(Some((90, 180))));
+        assert_eq!(
+            limits(&[
+                (ENV_KEY, "k"),
+                (ENV_CALL_TIMEOUT, "300"),
+                (ENV_QUESTION_TIMEOUT, "900")
+            ]),
+            Ok(Some((300, 900)))
+        );
+        // A longer call alone lengthens the question to hold it.
+        assert_eq!(
+            limits(&[(ENV_KEY, "k"), (ENV_CALL_TIMEOUT, "240")]),
+            Ok(Some((240, 240)))
+        );
+        for (name, value) in [
+            (ENV_CALL_TIMEOUT, "0"),
+            (ENV_CALL_TIMEOUT, "90s"),
+            (ENV_QUESTION_TIMEOUT, "-5"),
+            (ENV_QUESTION_TIMEOUT, "3601"),
+        ] {
+            let err =
+                ModelConfig::from_lookup(env_owned(&[(ENV_KEY, "k"), (name, value)]), no_file)
+                    .err()
+                    .unwrap();
+            assert!(err.starts_with(name) && err.contains("1 to 3600"), "{err}");
+        }
+        let err = limits(&[
+            (ENV_KEY, "k"),
+            (ENV_CALL_TIMEOUT, "200"),
+            (ENV_QUESTION_TIMEOUT, "100"),
+        ])
+        .err()
+        .unwrap();
+        assert!(err.contains("longer than"), "{err}");
+        // No model, no limits read.
+        assert_eq!(limits(&[(ENV_CALL_TIMEOUT, "x")]), Ok(None));
+    }
+
+    /// [`env`] over pairs built at run time.
+    fn env_owned(pairs: &[(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
+        let pairs: Vec<(String, String)> = pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        move |name: &str| {
+            pairs
+                .iter()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| v.clone())
+        }
     }
 
     #[test]

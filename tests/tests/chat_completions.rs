@@ -8,7 +8,7 @@
 
 use fleetwatch_e2e::page::PagePath;
 use fleetwatch_e2e::{printed, sandbox_devices};
-use fleetwatch_sim::model::Api;
+use fleetwatch_sim::model::{Api, text_reply, tool_use_reply};
 use serde_json::{Value, json};
 
 /// A Chat Completions answer as a server sends it.
@@ -230,6 +230,38 @@ async fn doctor_asks_the_server_for_its_models() {
         "{text}"
     );
 
+    // The probe: one short request with one tool, and how long it took against the limit.
+    assert!(model.push_replies(vec![tool_use_reply(
+        "call_1",
+        fleetwatch::model::PROBE_TOOL,
+        json!({})
+    )]));
+    let text = doctor(fleetwatch_sim::model::SCRIPTED_MODEL);
+    let probe = line(&text, "model tool call");
+    assert!(probe.starts_with("OK"), "{text}");
+    assert!(
+        probe.contains("with a tool call") && probe.contains("of the 90 s call limit"),
+        "{probe}"
+    );
+    assert!(
+        line(&text, "model limits").contains("90 s a call, 180 s a question"),
+        "{text}"
+    );
+    let probe_request = model.requests().last().cloned().unwrap_or_default();
+    assert_eq!(
+        probe_request["tools"].as_array().map(Vec::len),
+        Some(1),
+        "{probe_request}"
+    );
+    // A model that writes text instead of calling the tool is said to, as a warning.
+    assert!(model.push_replies(vec![text_reply("3 rooms are offline.")]));
+    let text = doctor(fleetwatch_sim::model::SCRIPTED_MODEL);
+    let probe = line(&text, "model tool call");
+    assert!(
+        probe.starts_with("WARN") && probe.contains("not a tool call"),
+        "{text}"
+    );
+
     let text = doctor("llama3.1:70b");
     let server = line(&text, "model server");
     assert!(server.starts_with("FAIL"), "{text}");
@@ -254,4 +286,48 @@ async fn doctor_asks_the_server_for_its_models() {
         line(&text, "model server").contains(&format!("could not reach {gone}/v1/models")),
         "{text}"
     );
+
+    // A server that takes the connection and never answers: the probe ends at the call limit
+    // the team set, and says which setting that is.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let out = state
+        .command()
+        .env("FLEETWATCH_MODEL_API", "openai")
+        .env(
+            "FLEETWATCH_MODEL_BASE_URL",
+            format!("http://{}", silent.local_addr().expect("addr")),
+        )
+        .env("FLEETWATCH_AI_MODEL", "m")
+        .env("FLEETWATCH_MODEL_CALL_TIMEOUT_SECS", "1")
+        .arg("doctor")
+        .output()
+        .expect("doctor");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let probe = line(&text, "model tool call");
+    assert!(
+        probe.starts_with("FAIL")
+            && probe.contains("call limit of 1 s (FLEETWATCH_MODEL_CALL_TIMEOUT_SECS)"),
+        "{text}"
+    );
+    assert!(
+        line(&text, "model limits").contains("1 s a call, 180 s a question"),
+        "{text}"
+    );
+    // A limit that is not a number of seconds stops doctor's model check with the variable.
+    let out = state
+        .command()
+        .env("FLEETWATCH_MODEL_API", "openai")
+        .env("FLEETWATCH_MODEL_BASE_URL", "http://127.0.0.1:9")
+        .env("FLEETWATCH_AI_MODEL", "m")
+        .env("FLEETWATCH_MODEL_QUESTION_TIMEOUT_SECS", "3 minutes")
+        .arg("doctor")
+        .output()
+        .expect("doctor");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        line(&text, "model").starts_with("FAIL")
+            && line(&text, "model").contains("FLEETWATCH_MODEL_QUESTION_TIMEOUT_SECS"),
+        "{text}"
+    );
+    drop(silent);
 }
