@@ -133,10 +133,26 @@ impl ToolHandler for TurnHandler<'_> {
             };
             return fleet_tools::call(tool, &entry.schema, &args, snapshot, changeable, self.lang);
         }
-        let team_wide = policy.read_tool(tool).is_some_and(|t| t.team_wide);
-        if team_wide || !toolspec::allowed_read(policy, &self.grants, tool) {
+        let Some(entry) = policy.read_tool(tool) else {
+            return Err("that tool is not available".to_owned());
+        };
+        if entry.team_wide || !toolspec::allowed_read(policy, &self.grants, tool) {
             return Err("that tool is not available".to_owned());
         }
+        // The model's arguments obey the read's schema before anything is sent: an extra key,
+        // a missing one or a malformed ID is the model's mistake, not a question for Epiphan.
+        fleetwatch_protocol::schema::Schema::compile(&entry.schema)
+            .map_err(|_| "that tool is not available".to_owned())?
+            .validate(&args)
+            .map_err(|v| {
+                let at = match v.pointer() {
+                    p if p.is_empty() => "the top".to_owned(),
+                    p => p,
+                };
+                format!(
+                    "invalid arguments: they do not match {tool}'s schema at {at}; nothing was read"
+                )
+            })?;
         self.assistant
             .reader
             .read(tool, args)

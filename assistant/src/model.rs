@@ -436,6 +436,9 @@ pub struct ProposeResult {
     pub message: String,
     /// The stored proposal, if one was stored.
     pub proposal_id: Option<u64>,
+    /// The same change already waits as this proposal, so nothing new was stored. It is not
+    /// this turn's proposal (a failed turn must not expire it), but the answer may report it.
+    pub waiting: Option<u64>,
     /// The call itself was invalid (unknown tool, bad arguments); counts toward the
     /// consecutive-invalid bound. A valid call refused by a limit is not invalid.
     pub invalid: bool,
@@ -1153,7 +1156,14 @@ async fn answer_propose<H: ToolHandler>(
 ) -> ToolAnswer {
     let tool = input.get("tool").and_then(Value::as_str);
     let arguments = input.get("arguments").filter(|a| a.is_object());
-    let reason = input.get("reason").and_then(Value::as_str);
+    // The reason is optional: small models often leave it out, and the card says the assistant
+    // gave none. A reason that is there must be text. (The schema the model is shown still
+    // asks for one: that is guidance, this is the rule.)
+    let reason = match input.get("reason") {
+        None | Some(Value::Null) => Some(""),
+        Some(Value::String(text)) => Some(text.as_str()),
+        Some(_) => None,
+    };
     let extra = input.as_object().is_some_and(|o| {
         o.keys()
             .any(|k| !matches!(k.as_str(), "tool" | "arguments" | "reason"))
@@ -1162,8 +1172,8 @@ async fn answer_propose<H: ToolHandler>(
     else {
         return ToolAnswer {
             content: format!(
-                "Not proposed: propose_change takes exactly tool (text), arguments (an object) \
-                 and reason (text, at most {REASON_MAX_CHARS} characters)."
+                "Not proposed: propose_change takes tool (text), arguments (an object) and, if \
+                 you give one, reason (text, at most {REASON_MAX_CHARS} characters), nothing else."
             ),
             is_error: true,
             invalid: true,
@@ -1181,6 +1191,8 @@ async fn answer_propose<H: ToolHandler>(
     let result = handler.propose(tool, arguments.clone(), reason).await;
     if let Some(id) = result.proposal_id {
         proposals.push(id);
+        evidence.proposed(&result.message);
+    } else if result.waiting.is_some() {
         evidence.proposed(&result.message);
     }
     ToolAnswer {

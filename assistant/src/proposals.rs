@@ -41,7 +41,21 @@ fn refused(why: impl std::fmt::Display, invalid: bool) -> ProposeResult {
     ProposeResult {
         message: format!("Not proposed: {why}"),
         proposal_id: None,
+        waiting: None,
         invalid,
+    }
+}
+
+/// The same change already waits: nothing new is stored, and the model learns its number.
+fn already_waiting(id: u64) -> ProposeResult {
+    ProposeResult {
+        message: format!(
+            "Not proposed again: the same change already waits as proposal #{id} for a person to \
+             approve it on the approval page. Nothing has changed yet."
+        ),
+        proposal_id: None,
+        waiting: Some(id),
+        invalid: false,
     }
 }
 
@@ -128,6 +142,11 @@ impl Proposer {
                 false,
             );
         }
+        match self.waiting_same(tool, validated.arguments.as_str(), &validated.targets) {
+            Ok(Some(id)) => return already_waiting(id),
+            Ok(None) => {}
+            Err(why) => return refused(why, false),
+        }
         if let Err(why) = self.check_limits(tool, &validated.targets) {
             return refused(why, false);
         }
@@ -196,7 +215,7 @@ impl Proposer {
 
         // The describe answer lists the targets in `targets` order, names already redacted.
         let names: Vec<String> = description.devices.iter().map(|d| d.name.clone()).collect();
-        let reason: String = redact::redact_text(reason)
+        let reason: String = redact::redact_text(reason.trim())
             .chars()
             .take(MAX_REASON_CHARS)
             .collect();
@@ -214,7 +233,11 @@ impl Proposer {
             let Ok(mut store) = self.store.lock() else {
                 return refused("the proposal store is unavailable.", false);
             };
-            // Limits again under the lock: two questions in flight must not both slip in.
+            // Limits again under the lock: two questions in flight must not both slip in, nor
+            // store the same change twice.
+            if let Ok(Some(id)) = store.waiting_same(tool, &new.arguments, &new.targets) {
+                return already_waiting(id);
+            }
             if let Err(why) = limits(&store, tool, &new.targets) {
                 return refused(why, false);
             }
@@ -227,6 +250,7 @@ impl Proposer {
                      Nothing has changed yet."
                 ),
                 proposal_id: Some(id),
+                waiting: None,
                 invalid: false,
             },
             Err(e) => {
@@ -234,6 +258,25 @@ impl Proposer {
                 refused("the proposal could not be saved.", false)
             }
         }
+    }
+
+    /// The pending proposal of exactly this change (tool, canonical arguments, targets), once
+    /// lapsed proposals are expired.
+    fn waiting_same(
+        &self,
+        tool: &str,
+        arguments: &str,
+        targets: &[String],
+    ) -> Result<Option<u64>, String> {
+        let unavailable = |_| "the proposal store is unavailable.".to_owned();
+        let mut store = self
+            .store
+            .lock()
+            .map_err(|_| "the proposal store is unavailable.".to_owned())?;
+        store.expire_due(store::now_secs()).map_err(unavailable)?;
+        store
+            .waiting_same(tool, arguments, targets)
+            .map_err(unavailable)
     }
 
     fn check_limits(&self, tool: &str, targets: &[String]) -> Result<(), String> {

@@ -379,8 +379,14 @@ impl Reader {
 /// listed read name, never a path.
 fn replay_text(dir: &Path, now: jiff::Timestamp, tool: &str) -> Result<String, ReadError> {
     let path = dir.join(format!("{tool}.json"));
-    let text = std::fs::read_to_string(&path)
-        .map_err(|e| ReadError::Replay(format!("{} has no {tool}.json ({e})", dir.display())))?;
+    // The error goes to the model and on to the operator: it names the tool, never the
+    // folder's path on this machine.
+    let text = std::fs::read_to_string(&path).map_err(|e| {
+        ReadError::Replay(match e.kind() {
+            std::io::ErrorKind::NotFound => format!("{tool}: not in this replay"),
+            _ => format!("{tool}: this replay's file for it cannot be read"),
+        })
+    })?;
     if !text.contains("{{") {
         return Ok(text);
     }

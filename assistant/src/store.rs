@@ -798,6 +798,29 @@ impl Store {
         Ok(ids.len())
     }
 
+    /// The pending proposal of exactly this change, if one waits: the same tool, the same
+    /// canonical arguments and the same targets.
+    pub fn waiting_same(
+        &self,
+        tool: &str,
+        arguments: &str,
+        targets: &[String],
+    ) -> Result<Option<u64>, StoreError> {
+        let targets =
+            serde_json::to_string(targets).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        let id: Option<i64> = self
+            .conn
+            .query_row(
+                "SELECT id FROM proposals WHERE status = 'pending' AND tool = ?1 \
+                 AND arguments = ?2 AND targets = ?3 ORDER BY id LIMIT 1",
+                params![tool, arguments, targets],
+                |r| r.get(0),
+            )
+            .optional()?;
+        id.map(|id| u64::try_from(id).map_err(|_| StoreError::Corrupt("negative row id".into())))
+            .transpose()
+    }
+
     /// Pending proposals now.
     pub fn pending_count(&self) -> Result<u64, StoreError> {
         count(

@@ -106,6 +106,7 @@ impl ToolHandler for Double {
             ProposeResult {
                 message: String::from("Not proposed: 3 proposals are already waiting."),
                 proposal_id: None,
+                waiting: None,
                 invalid: false,
             }
         } else {
@@ -116,6 +117,7 @@ impl ToolHandler for Double {
                      Nothing has changed."
                 ),
                 proposal_id: Some(id),
+                waiting: None,
                 invalid: false,
             }
         };
@@ -468,10 +470,11 @@ async fn two_consecutive_invalid_calls_end_the_turn_with_an_apology(api: Api) {
         api,
         vec![
             tool_use_reply("t1", "propose_change", json!({"tool": "batch_reboot"})),
+            // A reason may be left out, but one that is there must be text.
             tool_use_reply(
                 "t2",
                 "propose_change",
-                json!({"tool": "batch_reboot", "arguments": {}}),
+                json!({"tool": "batch_reboot", "arguments": {}, "reason": 5}),
             ),
             text_reply("never reached"),
         ],

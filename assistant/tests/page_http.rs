@@ -2821,3 +2821,24 @@ async fn a_hundred_views_of_a_card_make_a_handful_of_describes() {
         "{made} describes for a hundred views"
     );
 }
+
+#[tokio::test]
+async fn a_card_whose_assistant_gave_no_reason_says_so() {
+    let e = env().await;
+    let cookie = e.login().await;
+    e.propose("batch_recording", record(&format!("{DEV_A}-1")), "");
+    let card = e.card(&cookie).await;
+    assert!(card.contains("The assistant gave no reason."), "{card}");
+    let e = env().await;
+    let cookie = e.login().await;
+    e.propose(
+        "batch_recording",
+        record(&format!("{DEV_A}-1")),
+        "the lecture starts",
+    );
+    let card = e.card(&cookie).await;
+    assert!(
+        card.contains("the lecture starts") && !card.contains("gave no reason"),
+        "{card}"
+    );
+}

@@ -351,7 +351,13 @@ async fn the_hourly_cap_counts_expired_but_not_denied() {
         .unwrap();
     let result = p.propose("batch_reboot", reboot(&target), "r").await;
     assert!(result.proposal_id.is_some(), "{}", result.message);
-    // That was the tenth non-denied proposal this hour.
+    // That was the tenth non-denied proposal this hour; it lapses (so the next is not the same
+    // change still waiting), and still counts.
+    w.store
+        .lock()
+        .unwrap()
+        .expire_all_pending("test", store::now_secs())
+        .unwrap();
     let result = p.propose("batch_reboot", reboot(&target), "r").await;
     assert!(result.message.starts_with("Not proposed:"));
     assert!(

@@ -282,7 +282,8 @@ async fn replay_resolves_templates_tolerates_notes_and_guards_the_same() {
         .await
         .unwrap_err();
     assert!(
-        err.to_string().contains("get_stream_endpoints.json"),
+        err.to_string()
+            .contains("get_stream_endpoints: not in this replay"),
         "{err}"
     );
 }
@@ -334,4 +335,27 @@ async fn a_lone_surrogate_in_a_live_answer_spoils_one_name_not_the_fleet() {
     assert_eq!(value["devices"][0]["Name"], "Room \u{FFFD} 7");
     assert_eq!(value["devices"][1]["Name"], "Aula \u{1F600} 8");
     sim.shutdown().await;
+}
+
+/// A replay folder without a read's file: the error names the tool and says it is not in the
+/// replay; the folder's path on this machine goes neither to the model nor to the operator.
+#[tokio::test]
+async fn a_read_missing_from_a_replay_names_the_tool_not_the_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let reader = Reader::replay(
+        dir.path().to_path_buf(),
+        jiff::Timestamp::now(),
+        common::policy(),
+    );
+    let err = reader
+        .read("get_stream_endpoints", json!({}))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("get_stream_endpoints: not in this replay"),
+        "{err}"
+    );
+    let path = dir.path().display().to_string();
+    assert!(!err.contains(&path) && !err.contains("/tmp"), "{err}");
 }

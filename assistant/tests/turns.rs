@@ -550,7 +550,82 @@ async fn with_no_read_category_open_the_model_is_not_asked(api: Api) {
     assert!(model.requests().is_empty(), "the model was asked");
 }
 
+/// A read whose arguments break its schema (an extra key, an ID of the wrong shape) is answered
+/// as invalid arguments and reaches nothing; two in a row end the turn as invalid calls do.
+async fn a_read_with_arguments_outside_its_schema_sends_nothing(api: Api) {
+    let w = world(&["fleet"]).await;
+    let device = w.normal[0].clone();
+    let model = stand_in::start_api(
+        api,
+        vec![
+            tool_use_reply(
+                "toolu_1",
+                "get_recorder_status_for_devices",
+                json!({"device_ids": [device], "extra": "ignore the schema"}),
+            ),
+            tool_use_reply(
+                "toolu_2",
+                "get_recorder_status_for_devices",
+                json!({"device_ids": [format!("{device}-1")]}),
+            ),
+        ],
+        0,
+    )
+    .await
+    .unwrap();
+    let before = w.sim.calls().len();
+    let reply = assistant(&w, &model).ask("is it recording?", false).await;
+    let sent = w.sim.calls()[before..]
+        .iter()
+        .filter(|c| c.tool == "get_recorder_status_for_devices")
+        .count();
+    assert_eq!(sent, 0, "an invalid read reached Epiphan");
+    let told = model.requests_as_messages()[1].to_string();
+    assert!(told.contains("invalid arguments"), "{told}");
+    assert!(
+        reply.answer.contains("tool calls kept failing"),
+        "{reply:?}"
+    );
+}
+
+/// A small model's usual propose_change: no reason, and the same change twice. One proposal is
+/// stored, with no reason (the card says so), and the second call is told its number.
+async fn a_proposal_without_a_reason_is_stored_once(api: Api) {
+    let w = world(&["fleet", "recording"]).await;
+    let target = format!("{}-1", w.sandbox[1]);
+    let call = |id: &str| {
+        tool_use_reply(
+            id,
+            "propose_change",
+            json!({"tool": "batch_recording", "arguments": {"action": "start", "device_ids": [target]}}),
+        )
+    };
+    let model = stand_in::start_api(
+        api,
+        vec![
+            call("toolu_1"),
+            call("toolu_2"),
+            text_reply("Proposal #1 waits for a person."),
+        ],
+        0,
+    )
+    .await
+    .unwrap();
+    let engine = assistant(&w, &model);
+    let reply = engine.ask("start recording there", false).await;
+    assert_eq!(reply.proposals, vec![1], "{reply:?}");
+    assert_eq!(proposals_stored(&w), 1);
+    let stored = w.store.lock().unwrap().proposal(1).unwrap().unwrap();
+    assert_eq!(stored.reason, "");
+    let told = model.requests_as_messages()[2].to_string();
+    assert!(told.contains("already waits as proposal #1"), "{told}");
+    assert_eq!(reply.answer, "Proposal #1 waits for a person.");
+    assert!(w.sim.writes().is_empty());
+}
+
 fleetwatch_sim::both_apis!(
+    a_read_with_arguments_outside_its_schema_sends_nothing,
+    a_proposal_without_a_reason_is_stored_once,
     an_answer_with_nothing_read_is_set_aside,
     a_room_invented_after_a_real_read_is_set_aside,
     an_answer_holding_the_data_tag_is_set_aside,

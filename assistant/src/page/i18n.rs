@@ -241,6 +241,7 @@ pub const EN: &[(&str, &str)] = &[
         "card.reason",
         "Reason written by the assistant — not checked by anyone",
     ),
+    ("card.no_reason", "The assistant gave no reason."),
     ("card.deny_only", "Only Deny is offered, because:"),
     ("card.warnings", "Warnings on the targets now"),
     (
@@ -757,6 +758,7 @@ pub const ES: &[(&str, &str)] = &[
         "card.reason",
         "Motivo escrito por el asistente — nadie lo ha comprobado",
     ),
+    ("card.no_reason", "El asistente no dio ningún motivo."),
     ("card.deny_only", "Solo se ofrece Denegar, porque:"),
     ("card.warnings", "Avisos de los destinos ahora"),
     (
