@@ -96,7 +96,7 @@ async fn what_a_small_model_sends_is_answered_through_serve_and_ask() {
     assert!(
         fed_back[0]
             .1
-            .starts_with("Not proposed: propose_change takes exactly"),
+            .starts_with("Not proposed: propose_change takes tool (text)"),
         "{fed_back:?}"
     );
     assert_eq!(pending(), json!([]), "nothing was stored");
