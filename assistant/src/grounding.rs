@@ -9,7 +9,7 @@
 //!
 //! * it holds the data tag (`fleet_data`): only Fleetwatch writes that, around what it read;
 //! * nothing was read, and it answers a question about the fleet, or states a number, a device
-//!   ID or a room (with nothing read, any of those is invented);
+//!   ID, a room or a state ("offline", "grabando"): with nothing read, any of those is invented;
 //! * it names a device ID, or a room in the form people write them ("Room 7", "Sala B2",
 //!   "Courtroom 4"), that appears nowhere in the evidence.
 //!
@@ -51,6 +51,34 @@ const ROOM_WORDS: &[&str] = &[
     "despacho",
     "office",
     "oficina",
+];
+
+/// Beginnings of the words a statement about the fleet's state is made of, English and
+/// Spanish ("offline", "recording", "desconectada", "grabando", "firmware"). With nothing read,
+/// an answer holding one states what it cannot know.
+const STATE_STEMS: &[&str] = &[
+    "online",
+    "offline",
+    "record",
+    "stream",
+    "firmware",
+    "disconnect",
+    "connected",
+    "reboot",
+    "warning",
+    "storage",
+    "disk",
+    "desconect",
+    "conectad",
+    "grab",
+    "transmit",
+    "emit",
+    "reinici",
+    "aviso",
+    "advertencia",
+    "almacen",
+    "disco",
+    "línea",
 ];
 
 /// Longest code after a room word that still reads as a room's code ("B2", "4A", "101").
@@ -106,7 +134,8 @@ impl Evidence {
         self.add_value(value);
     }
 
-    /// A stored proposal: the store's message, which names what was checked.
+    /// A proposal code answered (stored, already waiting, or refused by a rule): its message,
+    /// written by code, is what an answer about it rests on.
     pub fn proposed(&mut self, message: &str) {
         self.grounded = true;
         self.add_text(message);
@@ -148,13 +177,23 @@ impl Evidence {
         let rooms = room_mentions(answer);
         if !self.grounded {
             let about_fleet = question::of(question) != Question::Help;
-            let states_facts =
-                answer.chars().any(|c| c.is_ascii_digit()) || !ids.is_empty() || !rooms.is_empty();
+            let states_facts = answer.chars().any(|c| c.is_ascii_digit())
+                || !ids.is_empty()
+                || !rooms.is_empty()
+                || speaks_of_state(answer);
             return (about_fleet || states_facts).then_some(SetAside::NoRead);
         }
         let unseen = ids.iter().any(|id| !self.holds(id)) || rooms.iter().any(|r| !self.holds(r));
         unseen.then_some(SetAside::Unseen)
     }
+}
+
+/// Whether a word of `answer` begins like a word of the fleet's state.
+fn speaks_of_state(answer: &str) -> bool {
+    answer
+        .split(|c: char| !c.is_alphanumeric())
+        .map(str::to_lowercase)
+        .any(|word| STATE_STEMS.iter().any(|stem| word.starts_with(stem)))
 }
 
 /// Appends `text` lower-cased, with every run of white space as one space.
@@ -306,6 +345,18 @@ mod tests {
             None,
             "a greeting states nothing about the fleet"
         );
+        for invented in [
+            "Everything is online.",
+            "Nothing is recording right now.",
+            "Todas las salas están conectadas.",
+            "Ninguna sala está grabando.",
+        ] {
+            assert_eq!(
+                e.judge(invented, "hello"),
+                Some(SetAside::NoRead),
+                "{invented}"
+            );
+        }
     }
 
     #[test]
@@ -328,6 +379,20 @@ mod tests {
             e.judge(
                 "Proposal #42 (start recording on 50000001a2-1) waits for approval.",
                 "start recording in 50000001a2-1"
+            ),
+            None
+        );
+    }
+
+    #[test]
+    fn a_refusal_code_wrote_grounds_the_answer_that_explains_it() {
+        let q = "start recording in 50000001a2-1";
+        let mut e = Evidence::new(q, None);
+        e.proposed("Not proposed: device 50000001a2 is not on the write allowlist.");
+        assert_eq!(
+            e.judge(
+                "I could not propose recording on 50000001a2: it is not on the write allowlist.",
+                q
             ),
             None
         );

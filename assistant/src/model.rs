@@ -436,9 +436,6 @@ pub struct ProposeResult {
     pub message: String,
     /// The stored proposal, if one was stored.
     pub proposal_id: Option<u64>,
-    /// The same change already waits as this proposal, so nothing new was stored. It is not
-    /// this turn's proposal (a failed turn must not expire it), but the answer may report it.
-    pub waiting: Option<u64>,
     /// The call itself was invalid (unknown tool, bad arguments); counts toward the
     /// consecutive-invalid bound. A valid call refused by a limit is not invalid.
     pub invalid: bool,
@@ -1191,8 +1188,10 @@ async fn answer_propose<H: ToolHandler>(
     let result = handler.propose(tool, arguments.clone(), reason).await;
     if let Some(id) = result.proposal_id {
         proposals.push(id);
-        evidence.proposed(&result.message);
-    } else if result.waiting.is_some() {
+    }
+    // Code answered a valid call (stored, waiting, or refused by a rule): an answer explaining
+    // that rests on code's words. An invalid call rests on nothing.
+    if !result.invalid {
         evidence.proposed(&result.message);
     }
     ToolAnswer {

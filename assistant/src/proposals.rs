@@ -41,7 +41,6 @@ fn refused(why: impl std::fmt::Display, invalid: bool) -> ProposeResult {
     ProposeResult {
         message: format!("Not proposed: {why}"),
         proposal_id: None,
-        waiting: None,
         invalid,
     }
 }
@@ -54,7 +53,6 @@ fn already_waiting(id: u64) -> ProposeResult {
              approve it on the approval page. Nothing has changed yet."
         ),
         proposal_id: None,
-        waiting: Some(id),
         invalid: false,
     }
 }
@@ -250,7 +248,6 @@ impl Proposer {
                      Nothing has changed yet."
                 ),
                 proposal_id: Some(id),
-                waiting: None,
                 invalid: false,
             },
             Err(e) => {

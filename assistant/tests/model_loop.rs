@@ -106,7 +106,6 @@ impl ToolHandler for Double {
             ProposeResult {
                 message: String::from("Not proposed: 3 proposals are already waiting."),
                 proposal_id: None,
-                waiting: None,
                 invalid: false,
             }
         } else {
@@ -117,7 +116,6 @@ impl ToolHandler for Double {
                      Nothing has changed."
                 ),
                 proposal_id: Some(id),
-                waiting: None,
                 invalid: false,
             }
         };
@@ -188,13 +186,7 @@ async fn text_answer(api: Api) {
     let tools = toolspec::tools(&policy, &g, false, false);
     // A question that is not about the fleet, answered with no fact about it: it stands with
     // nothing read (an answer about the fleet with nothing read is set aside, below).
-    let m = model(
-        api,
-        vec![text_reply(
-            "Hello. I answer questions about your recorders.",
-        )],
-    )
-    .await;
+    let m = model(api, vec![text_reply("Hello. Ask me about your rooms.")]).await;
     let handler = Double::new(fleet());
     let visible = |name: &str| toolspec::is_shown(&policy, &g, false, false, name);
     let out = run_turn(
@@ -206,10 +198,7 @@ async fn text_answer(api: Api) {
     )
     .await;
     assert_eq!(out.outcome, TurnEnd::Answered);
-    assert_eq!(
-        out.answer,
-        "Hello. I answer questions about your recorders."
-    );
+    assert_eq!(out.answer, "Hello. Ask me about your rooms.");
     assert_eq!(out.model_calls, 1);
     assert_eq!(out.tools_called, 0);
     assert_eq!(out.input_tokens, 100);

@@ -92,7 +92,15 @@ impl Lang {
             ),
             "confirm.arguments" => ("Arguments, in full", "Argumentos completos"),
             "confirm.expires" => ("This approval expires at", "Esta aprobación caduca a las"),
-            "confirm.button" => ("Confirm with my passkey", "Confirmar con mi passkey"),
+            "confirm.expired" => (
+                "This approval has expired, so it can no longer be confirmed. Nothing was approved; go back to the approval page.",
+                "Esta aprobación ha caducado, así que ya no se puede confirmar. No se aprobó nada; vuelva a la página de aprobación.",
+            ),
+            "confirm.expired_at" => ("This approval expired at", "Esta aprobación caducó a las"),
+            "confirm.wait" => (
+                "The button works a moment after this page is shown and you move the pointer or press a key, so a click meant for the previous page cannot confirm.",
+                "El botón funciona un momento después de mostrarse esta página y de mover el puntero o pulsar una tecla, para que un clic pensado para la página anterior no pueda confirmar.",
+            ),
             "confirm.cancelled" => (
                 "Your passkey did not answer (cancelled, timed out, or not enrolled here). Nothing was approved; you can try again.",
                 "Su passkey no respondió (cancelada, agotó el tiempo o no está inscrita aquí). No se aprobó nada; puede intentarlo de nuevo.",

@@ -195,29 +195,37 @@ fn confirm(page: &Page, lang: Lang, request: &Request) -> Response {
     let expires = jiff::Timestamp::from_second(claims.expires_at)
         .map(|t| t.strftime("%H:%M:%S UTC").to_string())
         .unwrap_or_default();
+    // Expired claims are said so and offer no button: the executor would refuse them anyway,
+    // and a person must not be asked for a passkey that cannot count.
+    let expired = claims.expires_at <= jiff::Timestamp::now().as_second();
+    let (expiry_words, problem) = if expired {
+        (
+            lang.t("confirm.expired_at"),
+            Some(lang.t("confirm.expired").to_owned()),
+        )
+    } else {
+        (lang.t("confirm.expires"), shown.problem.clone())
+    };
     body.push_str(&format!(
-        "<p id=\"expiry\" data-expires=\"{}\">{} {}</p>\n",
+        "<p id=\"expiry\" data-expires=\"{}\" data-expired=\"{}\">{} {}</p>\n",
         claims.expires_at,
-        escape(lang.t("confirm.expires")),
+        escape(lang.t("confirm.expired")),
+        escape(expiry_words),
         escape(&expires)
     ));
-    let form = match &shown.problem {
+    let form = match &problem {
         Some(why) => Some(format!(
             "<p class=\"warning\" id=\"problem\">{}</p>\n",
             escape(why)
         )),
         None => {
             let challenge = passkey::challenge_base64url(bytes);
-            // A calm change asks at once (Approve brought the person here); a disruptive one
-            // waits for the button that names the rooms.
-            let ask = if shown.disruptive.is_some() {
-                "click"
-            } else {
-                "load"
-            };
+            // Read before it asks (DESIGN §9): nothing is asked on load, for any change. The
+            // one button names the change and its rooms, and the script enables it only once
+            // the page has been seen and a fresh pointer or key event arrived.
             Some(format!(
                 "<form method=\"post\" action=\"{origin}/confirmed\" id=\"confirm-form\" \
-                 data-challenge=\"{challenge}\" data-ask=\"{ask}\" \
+                 data-challenge=\"{challenge}\" \
                  data-cancelled=\"{cancelled}\">\n\
                  <input type=\"hidden\" name=\"return\" value=\"{ret}\">\n\
                  <input type=\"hidden\" name=\"claims\" value=\"{claims}\">\n\
@@ -225,10 +233,12 @@ fn confirm(page: &Page, lang: Lang, request: &Request) -> Response {
                  <input type=\"hidden\" name=\"authenticator_data\" value=\"\">\n\
                  <input type=\"hidden\" name=\"client_data_json\" value=\"\">\n\
                  <input type=\"hidden\" name=\"signature\" value=\"\">\n\
-                 <button type=\"button\" id=\"passkey\">{button}</button>\n\
+                 <button type=\"button\" id=\"passkey\" disabled>{button}</button>\n\
+                 <p class=\"hint\" id=\"passkey-wait\">{wait}</p>\n\
                  <p id=\"passkey-status\" role=\"status\"></p>\n\
                  </form>\n",
                 origin = escape(&page.page_origin),
+                wait = escape(lang.t("confirm.wait")),
                 cancelled = escape(lang.t("confirm.cancelled")),
                 ret = escape(&return_token),
                 claims = escape(&base64::engine::general_purpose::STANDARD.encode(bytes)),

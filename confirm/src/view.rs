@@ -24,9 +24,9 @@ pub struct Shown {
     pub effects: Vec<String>,
     /// The disruptive warning naming the rooms, when the change is disruptive.
     pub disruptive: Option<String>,
-    /// The passkey button's words: for a disruptive change they name the rooms, the one place
-    /// the person confirms them (the approval page hands such a change over without a step of
-    /// its own).
+    /// The passkey button's words: the change and every target by name and ID, the one place
+    /// the person confirms them (the approval page hands every change over without a step of
+    /// its own); a disruptive change's begin with what it interrupts.
     pub button: String,
     /// Why the change cannot be approved here, when it cannot be shown in full.
     pub problem: Option<String>,
@@ -59,6 +59,31 @@ fn tool_words(lang: Lang, tool: &str) -> Option<&'static str> {
         Lang::En => en,
         Lang::Es => es,
     })
+}
+
+/// The change in a few words for the button: a recording's action when it has one, the tool's
+/// words otherwise.
+fn change_words(lang: Lang, tool: &str, arguments: &Value) -> Option<&'static str> {
+    let es = lang == Lang::Es;
+    if tool == "batch_recording" {
+        match (arguments.get("action").and_then(Value::as_str), es) {
+            (Some("start"), false) => return Some("start recording"),
+            (Some("start"), true) => return Some("iniciar la grabación"),
+            (Some("stop"), false) => return Some("stop recording"),
+            (Some("stop"), true) => return Some("detener la grabación"),
+            _ => {}
+        }
+    }
+    tool_words(lang, tool)
+}
+
+/// `text` with its first letter in capitals.
+fn capitalised(text: &str) -> String {
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect(),
+        None => String::new(),
+    }
 }
 
 fn yes_no(lang: Lang, value: bool) -> &'static str {
@@ -153,6 +178,7 @@ pub fn show(lang: Lang, claims: &ApprovalClaims, policy: &Policy) -> Shown {
     let mut targets = Vec::new();
     let mut effects = Vec::new();
     let mut rooms = Vec::new();
+    let mut rooms_with_ids = Vec::new();
     for id in &claims.targets {
         let Some(name) = name_of(&claims.names, NameKind::Device, id) else {
             fail(
@@ -162,6 +188,7 @@ pub fn show(lang: Lang, claims: &ApprovalClaims, policy: &Policy) -> Shown {
             continue;
         };
         rooms.push(format!("“{name}”"));
+        rooms_with_ids.push(format!("“{name}” ({id})"));
         let Some(target) = state.as_ref().and_then(|s| s.0.get(id)) else {
             fail(
                 format!("Target {id} has no signed state."),
@@ -204,10 +231,19 @@ pub fn show(lang: Lang, claims: &ApprovalClaims, policy: &Policy) -> Shown {
             format!("This change interrupts what is happening in {rooms}.")
         }
     });
+    let change = change_words(lang, &claims.tool, &arguments).unwrap_or(&claims.tool);
+    let named = rooms_with_ids.join(", ");
     let button = match (&disruptive, es) {
-        (None, _) => lang.t("confirm.button").to_owned(),
-        (Some(_), false) => format!("Interrupt {rooms}: confirm with my passkey"),
-        (Some(_), true) => format!("Interrumpir {rooms}: confirmar con mi passkey"),
+        (None, false) => format!(
+            "{} in {named}: confirm with my passkey",
+            capitalised(change)
+        ),
+        (None, true) => format!(
+            "{} en {named}: confirmar con mi passkey",
+            capitalised(change)
+        ),
+        (Some(_), false) => format!("Interrupt {named} to {change}: confirm with my passkey"),
+        (Some(_), true) => format!("Interrumpir {named} para {change}: confirmar con mi passkey"),
     };
     Shown {
         heading,

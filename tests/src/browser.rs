@@ -89,9 +89,12 @@ pub async fn launch(extra_args: &[&str]) -> Option<TestBrowser> {
 }
 
 impl TestBrowser {
-    /// A new tab.
+    /// A new tab, focused as a person's tab in front is (headless tabs are not, and the
+    /// confirm page waits for focus before its button works).
     pub async fn page(&self) -> Page {
-        self.browser.new_page("about:blank").await.expect("new tab")
+        let page = self.browser.new_page("about:blank").await.expect("new tab");
+        focus(&page).await;
+        page
     }
 
     /// A new tab in a browser context of its own: its own cookies and storage, as a second
@@ -107,7 +110,9 @@ impl TestBrowser {
             .expect("a new browser context");
         let mut params = CreateTargetParams::new("about:blank");
         params.browser_context_id = Some(context);
-        self.browser.new_page(params).await.expect("new tab")
+        let page = self.browser.new_page(params).await.expect("new tab");
+        focus(&page).await;
+        page
     }
 
     /// Closes the browser and waits for it.
@@ -116,6 +121,34 @@ impl TestBrowser {
         let _ = self.browser.wait().await;
         self.handler.abort();
     }
+}
+
+/// Makes the tab behave as the focused one (`document.hasFocus()` true), as the tab a person
+/// is looking at is.
+async fn focus(page: &Page) {
+    use chromiumoxide::cdp::browser_protocol::emulation::SetFocusEmulationEnabledParams;
+    page.execute(SetFocusEmulationEnabledParams::new(true))
+        .await
+        .expect("Emulation.setFocusEmulationEnabled");
+}
+
+/// The confirm page's button, pressed as a person does once the page has been read: a moment
+/// after it appears (it works only after about a second on screen), with the pointer moved to
+/// it first. Waits for the button to exist.
+pub async fn press_confirm(tab: &Page) {
+    wait_until(tab, "document.getElementById('passkey')").await;
+    tokio::time::sleep(Duration::from_millis(1300)).await;
+    // From elsewhere on the page, as a hand moves: a press where the pointer already rests
+    // sends no movement first, and a press that begins on the disabled button never counts.
+    tab.move_mouse(chromiumoxide::layout::Point::new(4.0, 4.0))
+        .await
+        .expect("move the pointer");
+    tab.find_element("#passkey")
+        .await
+        .expect("the passkey button")
+        .click()
+        .await
+        .expect("click");
 }
 
 /// Evaluates a JavaScript expression to a JSON value (`null` while the page is navigating).

@@ -85,8 +85,137 @@ async fn a_lying_page_cannot_make_the_confirm_page_show_another_change() {
     let button = eval(&tab, "document.getElementById('passkey').textContent").await;
     assert_eq!(
         button.as_str(),
-        Some(format!("Interrupt “{b_room}”: confirm with my passkey").as_str())
+        Some(
+            format!(
+                "Interrupt “{b_room}” ({}) to reboot the recorder: confirm with my passkey",
+                devices[2]
+            )
+            .as_str()
+        )
     );
+    browser.close().await;
+}
+
+/// Read before it asks (DESIGN §9): the confirm page asks nothing when it opens, a calm change
+/// included; a click that lands in its first second does nothing; once the page has been in
+/// front of the person for a moment, its button (naming the change, the room and its ID) asks
+/// the passkey, once.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_confirm_page_asks_only_after_it_was_read_and_its_button_pressed() {
+    use chromiumoxide::cdp::browser_protocol::page::AddScriptToEvaluateOnNewDocumentParams;
+    let Some(browser) = browser::launch(&[]).await else {
+        return;
+    };
+    let (h, devices) = Harness::start_fenced(Setup::default()).await;
+    let c = h
+        .claims(
+            "batch_recording",
+            &json!({"action": "start", "device_ids": [format!("{}-1", devices[0])]}),
+        )
+        .await;
+    let room = c
+        .names
+        .iter()
+        .find(|n| n.kind == NameKind::Device)
+        .expect("the room")
+        .name
+        .clone();
+    let claims = base64::engine::general_purpose::STANDARD.encode(c.encode().expect("encode"));
+    let page_port = fleetwatch_e2e::page::free_port();
+    let confirm = ConfirmPage::start(&format!("http://localhost:{page_port}")).await;
+    let html = format!(
+        "<!doctype html><meta charset=\"utf-8\"><title>approve</title>\
+         <form method=\"post\" action=\"{}/\">\
+         <input type=\"hidden\" name=\"claims\" value=\"{claims}\">\
+         <input type=\"hidden\" name=\"return\" value=\"a-1-00-00-00\">\
+         <button type=\"submit\" id=\"approve\">Approve</button></form>",
+        confirm.origin()
+    );
+    serve_at(page_port, html).await;
+
+    let tab = browser.page().await;
+    // An authenticator with no credential: a request is answered at once, as refused.
+    browser::virtual_authenticator(&tab).await;
+    // Every passkey request the page makes is counted.
+    tab.evaluate_on_new_document(AddScriptToEvaluateOnNewDocumentParams::new(
+        "window.asked = 0; const realGet = navigator.credentials.get.bind(navigator.credentials); \
+         navigator.credentials.get = (o) => { window.asked += 1; return realGet(o); };",
+    ))
+    .await
+    .expect("counting script");
+
+    // A click right after the page appears: several tries, since a busy machine may be slow to
+    // click within the first second; the page's own clock says when the click landed.
+    let mut early = false;
+    for _ in 0..5 {
+        tab.goto(format!("http://localhost:{page_port}/"))
+            .await
+            .expect("goto");
+        wait_until(&tab, "document.getElementById('approve')").await;
+        tab.find_element("#approve")
+            .await
+            .expect("approve")
+            .click()
+            .await
+            .expect("click");
+        wait_until(&tab, "document.getElementById('passkey')").await;
+        tab.find_element("#passkey")
+            .await
+            .expect("passkey button")
+            .click()
+            .await
+            .expect("click");
+        let at = eval(&tab, "performance.now()")
+            .await
+            .as_f64()
+            .unwrap_or(f64::MAX);
+        if at < 900.0 {
+            early = true;
+            assert_eq!(
+                eval(&tab, "window.asked").await,
+                json!(0),
+                "a click in the first second asked"
+            );
+            break;
+        }
+    }
+    assert!(
+        early,
+        "no click landed within the first second in five tries"
+    );
+    let button = eval(&tab, "document.getElementById('passkey').textContent").await;
+    assert_eq!(
+        button.as_str(),
+        Some(
+            format!(
+                "Start recording in “{room}” ({}): confirm with my passkey",
+                devices[0]
+            )
+            .as_str()
+        )
+    );
+
+    // Open, read, untouched: nothing is asked, and the button waits for the person.
+    tokio::time::sleep(std::time::Duration::from_millis(2000)).await;
+    assert_eq!(
+        eval(&tab, "window.asked").await,
+        json!(0),
+        "asked without the button"
+    );
+    assert_eq!(
+        eval(&tab, "document.getElementById('passkey').disabled").await,
+        json!(true)
+    );
+
+    // The person moves to the button and presses it: one request, and the button waits for
+    // its answer (the authenticator here holds no passkey, so none comes).
+    browser::press_confirm(&tab).await;
+    wait_until(&tab, "window.asked === 1").await;
+    assert_eq!(
+        eval(&tab, "document.getElementById('passkey').disabled").await,
+        json!(true)
+    );
+    assert_eq!(h.writes(), 0);
     browser.close().await;
 }
 

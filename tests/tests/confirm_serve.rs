@@ -105,12 +105,14 @@ async fn the_change_is_shown_from_the_claims_alone_in_both_languages() {
         "{html}"
     );
     assert!(html.contains(&format!("data-expires=\"{}\"", c.expires_at)));
-    // A disruptive change: the passkey is asked only by the button naming the room (the
-    // approval page has no Confirm step of its own for it).
-    assert!(html.contains("data-ask=\"click\""), "{html}");
+    // The passkey is asked only by the button, which names what is interrupted, the room and
+    // its ID, and arrives disabled (the script enables it once the page has been read).
+    assert!(!html.contains("data-ask"), "{html}");
+    let target = &c.targets[0];
     assert!(
         html.contains(&format!(
-            "<button type=\"button\" id=\"passkey\">Interrupt “{room}”: confirm with my passkey</button>"
+            "<button type=\"button\" id=\"passkey\" disabled>Interrupt “{room}” ({target}) to \
+             reboot the recorder: confirm with my passkey</button>"
         )),
         "{html}"
     );
@@ -123,14 +125,16 @@ async fn the_change_is_shown_from_the_claims_alone_in_both_languages() {
     );
     assert!(html.contains("Este cambio interrumpe"), "{html}");
     assert!(
-        html.contains(&format!("Interrumpir “{room}”: confirmar con mi passkey")),
+        html.contains(&format!(
+            "Interrumpir “{room}” ({target}) para reiniciar el grabador: confirmar con mi passkey"
+        )),
         "{html}"
     );
 }
 
-/// A calm change is asked at once: Approve on the approval page was the person's decision.
+/// A calm change is not asked on load either: its button names the change and the room.
 #[tokio::test(flavor = "multi_thread")]
-async fn a_calm_change_asks_the_passkey_as_the_page_opens() {
+async fn a_calm_change_asks_only_by_its_button() {
     let confirm = start().await;
     let (h, devices) = Harness::start_fenced(Setup::default()).await;
     let c = h
@@ -141,12 +145,43 @@ async fn a_calm_change_asks_the_passkey_as_the_page_opens() {
         .await;
     let (status, _, html) = confirm.post(&b64(&c.encode().expect("encode")), "en").await;
     assert_eq!(status, 200, "{html}");
-    assert!(html.contains("data-ask=\"load\""), "{html}");
+    assert!(!html.contains("data-ask"), "{html}");
     assert!(!html.contains("id=\"disruptive\""), "{html}");
+    let room = &c
+        .names
+        .iter()
+        .find(|n| n.kind == NameKind::Device)
+        .expect("the signed name")
+        .name;
     assert!(
-        html.contains("<button type=\"button\" id=\"passkey\">Confirm with my passkey</button>"),
+        html.contains(&format!(
+            "<button type=\"button\" id=\"passkey\" disabled>Start recording in “{room}” ({}): \
+             confirm with my passkey</button>",
+            devices[0]
+        )),
         "{html}"
     );
+}
+
+/// Claims past their expiry: the page says they expired and offers no button.
+#[tokio::test(flavor = "multi_thread")]
+async fn expired_claims_are_said_so_and_get_no_button() {
+    let confirm = start().await;
+    let (_h, c) = reboot_claims().await;
+    let expired = ApprovalClaims {
+        expires_at: jiff::Timestamp::now().as_second() - 1,
+        ..c
+    };
+    let bytes = expired.encode().expect("encode");
+    let (status, _, html) = confirm.post(&b64(&bytes), "en").await;
+    assert_eq!(status, 200, "{html}");
+    assert!(html.contains("This approval has expired"), "{html}");
+    assert!(html.contains("This approval expired at"), "{html}");
+    assert!(!html.contains("id=\"passkey\""), "{html}");
+    assert!(!html.contains("data-challenge"), "{html}");
+    let (_, _, html) = confirm.post(&b64(&bytes), "es").await;
+    assert!(html.contains("ha caducado"), "{html}");
+    assert!(!html.contains("id=\"passkey\""), "{html}");
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -678,7 +678,11 @@ async fn a_person_enrolled_in_the_terminal_is_listed_on_the_page_which_enrols_no
         .await;
     let button = confirm_disruptive(&tab, &origin).await;
     assert!(
-        button.starts_with("Interrumpir “") && button.ends_with("”: confirmar con mi passkey"),
+        button.starts_with("Interrumpir “")
+            && button.ends_with(&format!(
+                "” ({}) para reiniciar el grabador: confirmar con mi passkey",
+                devices[2]
+            )),
         "{button}"
     );
     let shown = text(&tab).await;
@@ -688,12 +692,7 @@ async fn a_person_enrolled_in_the_terminal_is_listed_on_the_page_which_enrols_no
     );
     screenshot(&tab, &w.shot("confirm-page-es.png")).await;
     assert_eq!(w.h.writes(), 0);
-    tab.find_element("#passkey")
-        .await
-        .expect("passkey button")
-        .click()
-        .await
-        .expect("click");
+    browser::press_confirm(&tab).await;
     back_on_the_page(&tab).await;
     let outcome = text(&tab).await;
     assert!(outcome.contains("Hecho"), "{outcome}");
@@ -735,6 +734,8 @@ async fn with_a_passkey_enrolled_the_person_approves_with_it_and_nothing_else_wi
         .click()
         .await
         .expect("click");
+    // The confirm page asks nothing on load, a calm change too: its button asks.
+    browser::press_confirm(&tab).await;
     back_on_the_page(&tab).await;
     let outcome = text(&tab).await;
     assert!(outcome.contains("Done"), "{outcome}");
@@ -764,8 +765,13 @@ async fn with_a_passkey_enrolled_the_person_approves_with_it_and_nothing_else_wi
     let button = confirm_disruptive(&tab, &origin).await;
     let room = button
         .strip_prefix("Interrupt “")
-        .and_then(|b| b.strip_suffix("”: confirm with my passkey"))
-        .unwrap_or_else(|| panic!("the button names the room: {button:?}"));
+        .and_then(|b| {
+            b.strip_suffix(&format!(
+                "” ({}) to reboot the recorder: confirm with my passkey",
+                devices[2]
+            ))
+        })
+        .unwrap_or_else(|| panic!("the button names the room and its ID: {button:?}"));
     assert!(!room.is_empty());
     let warning = eval(&tab, "document.getElementById('disruptive').textContent").await;
     assert!(
@@ -778,12 +784,7 @@ async fn with_a_passkey_enrolled_the_person_approves_with_it_and_nothing_else_wi
         1,
         "nothing is asked or written before the button"
     );
-    tab.find_element("#passkey")
-        .await
-        .expect("passkey button")
-        .click()
-        .await
-        .expect("click");
+    browser::press_confirm(&tab).await;
     back_on_the_page(&tab).await;
     let outcome = text(&tab).await;
     assert!(outcome.contains("Done"), "{outcome}");
@@ -810,6 +811,7 @@ async fn with_a_passkey_enrolled_the_person_approves_with_it_and_nothing_else_wi
         .click()
         .await
         .expect("click");
+    browser::press_confirm(&tab).await;
     wait_until(
         &tab,
         "document.getElementById('passkey-status').textContent.includes('did not answer')",
@@ -859,12 +861,7 @@ async fn confirm_disruptive(tab: &Page, origin: &str) -> String {
 /// that follows.
 async fn approve_and_confirm(tab: &Page, origin: &str) -> String {
     confirm_disruptive(tab, origin).await;
-    tab.find_element("#passkey")
-        .await
-        .expect("passkey button")
-        .click()
-        .await
-        .expect("click");
+    browser::press_confirm(tab).await;
     back_on_the_page(tab).await;
     text(tab).await
 }
