@@ -69,7 +69,13 @@ pub(crate) fn signed_names(
     if let Some(id) = &validated.stream_id
         && let Some(e) = endpoints.iter().find(|e| e.id.eq_ignore_ascii_case(id))
     {
-        out.push(name(NameKind::Stream, id, &e.name));
+        // A destination is shown with where it sends: its URL's host, never the path or the
+        // query, which may hold the key.
+        let shown = match e.host.as_str() {
+            "" => e.name.clone(),
+            host => format!("{} ({host})", e.name),
+        };
+        out.push(name(NameKind::Stream, id, &shown));
     }
     if let Some(event) = &validated.event
         && let Some(Some(e)) = events.get(&event.device)

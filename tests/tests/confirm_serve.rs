@@ -326,3 +326,33 @@ async fn the_executors_doctor_checks_that_the_confirm_page_answers() {
         }
     }
 }
+
+/// A stream change names its destination and where it sends: the URL's host, signed with the
+/// name by the executor, and never the rest of the URL, which may hold the key.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_stream_change_shows_the_destination_by_name_and_host() {
+    let confirm = start().await;
+    let (h, devices) = Harness::start_fenced(Setup::default()).await;
+    let (stream, name) = h
+        .sim
+        .stream_endpoints("sandbox")
+        .into_iter()
+        .next()
+        .expect("a destination");
+    let c = h
+        .claims(
+            "start_stream_endpoint",
+            &json!({"stream_id": stream, "device_id": devices[0], "channel_id": "1"}),
+        )
+        .await;
+    let (status, _, html) = confirm.post(&b64(&c.encode().expect("encode")), "en").await;
+    assert_eq!(status, 200, "{html}");
+    assert!(
+        html.contains(&format!("to “{name} (live.sandbox.example.net)”")),
+        "{html}"
+    );
+    assert!(
+        !html.contains("sbx-55aa-key") && !html.contains("/app/"),
+        "{html}"
+    );
+}
