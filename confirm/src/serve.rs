@@ -175,13 +175,13 @@ fn confirm(page: &Page, lang: Lang, request: &Request) -> Response {
     if let Some(warning) = &shown.disruptive {
         body.push_str(&format!(
             "<p class=\"warning\" id=\"disruptive\">{}</p>\n",
-            escape(warning)
+            drawn(warning)
         ));
     }
     let list = |title: &str, id: &str, lines: &[String]| {
         let items: String = lines
             .iter()
-            .map(|l| format!("<li>{}</li>", escape(l)))
+            .map(|l| format!("<li>{}</li>", drawn(l)))
             .collect();
         format!("<h2>{}</h2>\n<ul id=\"{id}\">{items}</ul>\n", escape(title))
     };
@@ -216,7 +216,7 @@ fn confirm(page: &Page, lang: Lang, request: &Request) -> Response {
     let form = match &problem {
         Some(why) => Some(format!(
             "<p class=\"warning\" id=\"problem\">{}</p>\n",
-            escape(why)
+            drawn(why)
         )),
         None => {
             let challenge = passkey::challenge_base64url(bytes);
@@ -242,7 +242,7 @@ fn confirm(page: &Page, lang: Lang, request: &Request) -> Response {
                 cancelled = escape(lang.t("confirm.cancelled")),
                 ret = escape(&return_token),
                 claims = escape(&base64::engine::general_purpose::STANDARD.encode(bytes)),
-                button = escape(&shown.button),
+                button = drawn(&shown.button),
             ))
         }
     };
@@ -255,6 +255,13 @@ fn confirm(page: &Page, lang: Lang, request: &Request) -> Response {
         Some(body),
         &page.page_origin,
     )
+}
+
+/// A line of the view, escaped, with each name in an isolating element.
+fn drawn(line: &str) -> String {
+    escape(line)
+        .replace(view::NAME_OPEN, "<bdi>")
+        .replace(view::NAME_CLOSE, "</bdi>")
 }
 
 fn html(lang: Lang, lead: &str, body: Option<String>, page_origin: &str) -> Response {

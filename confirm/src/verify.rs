@@ -312,18 +312,23 @@ fn words(c: &ApprovalClaims, statement: &Statement, approved_by: &[String]) -> V
             .map(fleet::format_time)
             .unwrap_or_else(|_| t.to_string())
     };
+    // Every text taken from the receipt is shown the protocol's one readable way: a name
+    // cannot start a line of its own, pose as a verdict or hide part of itself.
+    let shown = |text: &str, cap: usize| fleetwatch_protocol::shown::readable(text, cap);
     let mut out = vec![
         format!(
             "Change: {} {} (proposal #{})",
-            c.tool, c.arguments, c.proposal_id
+            shown(&c.tool, 120),
+            shown(&c.arguments, 4000),
+            c.proposal_id
         ),
         format!(
             "Rooms: {}",
             c.targets
                 .iter()
                 .map(|t| match c.names.iter().find(|n| &n.id == t) {
-                    Some(n) => format!("{} ({t})", n.name),
-                    None => t.clone(),
+                    Some(n) => format!("“{}” ({})", shown(&n.name, 120), shown(t, 64)),
+                    None => shown(t, 64),
                 })
                 .collect::<Vec<_>>()
                 .join(", ")
@@ -342,11 +347,11 @@ fn words(c: &ApprovalClaims, statement: &Statement, approved_by: &[String]) -> V
     let codes: Vec<String> = statement
         .codes
         .iter()
-        .map(|(device, code)| format!("{device}: {code}"))
+        .map(|(device, code)| format!("{}: {}", shown(device, 64), shown(code, 64)))
         .collect();
     out.push(format!(
         "Outcome: {}{} at {} (executor audit row {})",
-        statement.outcome,
+        shown(&statement.outcome.to_string(), 64),
         if codes.is_empty() {
             String::new()
         } else {

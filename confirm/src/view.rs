@@ -7,9 +7,31 @@
 use fleetwatch_protocol::claims::{ApprovalClaims, NameKind, SignedName};
 use fleetwatch_protocol::fleet::Fingerprint;
 use fleetwatch_protocol::policy::Policy;
+use fleetwatch_protocol::shown::readable;
 use serde_json::Value;
 
 use crate::lang::Lang;
+
+/// Longest name shown, in characters; longer ones end in `…` (the page wraps what it shows).
+const NAME_CHARS: usize = 120;
+/// Longest ID or argument value shown, in characters.
+const VALUE_CHARS: usize = 400;
+/// Marks around a name in a line, drawn as an isolating element (`<bdi>`) so a name written
+/// right to left cannot move the ID beside it. Private-use code points: [`readable`] spells
+/// every one out, so no name can hold them.
+pub const NAME_OPEN: char = '\u{E000}';
+/// See [`NAME_OPEN`].
+pub const NAME_CLOSE: char = '\u{E001}';
+
+/// A name as the page shows it: readable, capped, marked to be isolated.
+fn name_shown(name: &str) -> String {
+    format!("{NAME_OPEN}{}{NAME_CLOSE}", readable(name, NAME_CHARS))
+}
+
+/// An ID or a value from the claims as the page shows it.
+fn value_shown(text: &str) -> String {
+    readable(text, VALUE_CHARS)
+}
 
 /// What the page shows for one change.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -105,21 +127,21 @@ fn name_of<'a>(names: &'a [SignedName], kind: NameKind, id: &str) -> Option<&'a 
 /// A value in full: strings as they are, anything else as compact JSON; any ID that a signed
 /// name names gets it beside it.
 fn value_words(value: &Value, names: &[SignedName]) -> String {
-    let one = |text: String| match names.iter().find(|n| n.id.eq_ignore_ascii_case(&text)) {
-        Some(n) => format!("{text} (“{}”)", n.name),
-        None => text,
+    let one = |text: &str| match names.iter().find(|n| n.id.eq_ignore_ascii_case(text)) {
+        Some(n) => format!("{} (“{}”)", value_shown(text), name_shown(&n.name)),
+        None => value_shown(text),
     };
     match value {
-        Value::String(s) => one(s.clone()),
+        Value::String(s) => one(s),
         Value::Array(items) => items
             .iter()
             .map(|v| match v {
-                Value::String(s) => one(s.clone()),
-                other => other.to_string(),
+                Value::String(s) => one(s),
+                other => value_shown(&other.to_string()),
             })
             .collect::<Vec<_>>()
             .join(", "),
-        other => other.to_string(),
+        other => value_shown(&other.to_string()),
     }
 }
 
@@ -133,26 +155,24 @@ pub fn show(lang: Lang, claims: &ApprovalClaims, policy: &Policy) -> Shown {
         }
     };
     let tool = tool_words(lang, &claims.tool);
+    let tool_shown = value_shown(&claims.tool);
     if tool.is_none() || policy.propose_entry(&claims.tool).is_none() {
         fail(
-            format!("This page cannot show the tool {:?} in words.", claims.tool),
-            format!(
-                "Esta página no sabe mostrar la herramienta {:?} en palabras.",
-                claims.tool
-            ),
+            format!("This page cannot show the tool “{tool_shown}” in words."),
+            format!("Esta página no sabe mostrar la herramienta «{tool_shown}» en palabras."),
         );
     }
     let heading = if es {
         format!(
             "Propuesta n.º {}: {}",
             claims.proposal_id,
-            tool.unwrap_or(&claims.tool)
+            tool.unwrap_or(&tool_shown)
         )
     } else {
         format!(
             "Proposal #{}: {}",
             claims.proposal_id,
-            tool.unwrap_or(&claims.tool)
+            tool.unwrap_or(&tool_shown)
         )
     };
     let arguments: Value = serde_json::from_str(&claims.arguments).unwrap_or(Value::Null);
@@ -160,7 +180,11 @@ pub fn show(lang: Lang, claims: &ApprovalClaims, policy: &Policy) -> Shown {
     match &arguments {
         Value::Object(map) => {
             for (key, value) in map {
-                argument_lines.push(format!("{key}: {}", value_words(value, &claims.names)));
+                argument_lines.push(format!(
+                    "{}: {}",
+                    value_shown(key),
+                    value_words(value, &claims.names)
+                ));
             }
         }
         _ => fail(
@@ -179,17 +203,19 @@ pub fn show(lang: Lang, claims: &ApprovalClaims, policy: &Policy) -> Shown {
     let mut effects = Vec::new();
     let mut rooms = Vec::new();
     let mut rooms_with_ids = Vec::new();
-    for id in &claims.targets {
-        let Some(name) = name_of(&claims.names, NameKind::Device, id) else {
+    for raw_id in &claims.targets {
+        let id = &value_shown(raw_id);
+        let Some(name) = name_of(&claims.names, NameKind::Device, raw_id) else {
             fail(
                 format!("Target {id} carries no name, so it cannot be shown."),
                 format!("El destino {id} no lleva nombre, así que no se puede mostrar."),
             );
             continue;
         };
+        let name = &name_shown(name);
         rooms.push(format!("“{name}”"));
         rooms_with_ids.push(format!("“{name}” ({id})"));
-        let Some(target) = state.as_ref().and_then(|s| s.0.get(id)) else {
+        let Some(target) = state.as_ref().and_then(|s| s.0.get(raw_id)) else {
             fail(
                 format!("Target {id} has no signed state."),
                 format!("El destino {id} no tiene estado firmado."),
@@ -198,7 +224,8 @@ pub fn show(lang: Lang, claims: &ApprovalClaims, policy: &Policy) -> Shown {
         };
         let event = target
             .next_event_start
-            .clone()
+            .as_deref()
+            .map(value_shown)
             .unwrap_or_else(|| if es { "ninguno" } else { "none" }.to_owned());
         targets.push(if es {
             format!(
@@ -271,10 +298,9 @@ fn effect(
             .and_then(Value::as_str)
             .unwrap_or_default()
     };
-    let named = |kind: NameKind, key: &str| {
-        name_of(&claims.names, kind, text(key))
-            .unwrap_or(text(key))
-            .to_owned()
+    let named = |kind: NameKind, key: &str| match name_of(&claims.names, kind, text(key)) {
+        Some(name) => name_shown(name),
+        None => value_shown(text(key)),
     };
     Some(match (claims.tool.as_str(), es) {
         ("batch_recording", _) => {

@@ -26,6 +26,7 @@ pub mod receipt;
 pub mod refusal;
 pub mod schema;
 pub mod secret;
+pub mod shown;
 pub mod wire;
 
 pub use canonical::Canonical;

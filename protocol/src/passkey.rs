@@ -42,7 +42,6 @@ use p256::ecdsa::signature::Verifier as _;
 use serde::de::{self, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 use sha2::{Digest as _, Sha256};
-use unicode_general_category::{GeneralCategory, get_general_category};
 
 use crate::claims::{SIGNING_DOMAIN, SignedApproval};
 use crate::refusal::Refusal;
@@ -574,27 +573,10 @@ fn check_name(name: &str) -> Result<String, RecordError> {
     if name.chars().count() > MAX_NAME_CHARS {
         return Err(RecordError::NameTooLong);
     }
-    if name.chars().any(hidden_character) {
+    if name.chars().any(crate::shown::is_hidden) {
         return Err(RecordError::NameHasControl);
     }
     Ok(name.to_owned())
-}
-
-/// Characters refused in a name: controls (tab and line breaks included), format characters
-/// (bidirectional overrides, zero-width joiners), private-use, unassigned and surrogate code
-/// points, line and paragraph separators, and every space but U+0020.
-fn hidden_character(c: char) -> bool {
-    match get_general_category(c) {
-        GeneralCategory::Control
-        | GeneralCategory::Format
-        | GeneralCategory::PrivateUse
-        | GeneralCategory::Unassigned
-        | GeneralCategory::Surrogate
-        | GeneralCategory::LineSeparator
-        | GeneralCategory::ParagraphSeparator => true,
-        GeneralCategory::SpaceSeparator => c != ' ',
-        _ => false,
-    }
 }
 
 /// Reads an SPKI of exactly the named algorithm's one allowed shape.

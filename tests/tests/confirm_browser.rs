@@ -123,15 +123,7 @@ async fn the_confirm_page_asks_only_after_it_was_read_and_its_button_pressed() {
     let claims = base64::engine::general_purpose::STANDARD.encode(c.encode().expect("encode"));
     let page_port = fleetwatch_e2e::page::free_port();
     let confirm = ConfirmPage::start(&format!("http://localhost:{page_port}")).await;
-    let html = format!(
-        "<!doctype html><meta charset=\"utf-8\"><title>approve</title>\
-         <form method=\"post\" action=\"{}/\">\
-         <input type=\"hidden\" name=\"claims\" value=\"{claims}\">\
-         <input type=\"hidden\" name=\"return\" value=\"a-1-00-00-00\">\
-         <button type=\"submit\" id=\"approve\">Approve</button></form>",
-        confirm.origin()
-    );
-    serve_at(page_port, html).await;
+    serve_at(page_port, sending_page(&confirm.origin(), &claims)).await;
 
     let tab = browser.page().await;
     // An authenticator with no credential: a request is answered at once, as refused.
@@ -217,6 +209,89 @@ async fn the_confirm_page_asks_only_after_it_was_read_and_its_button_pressed() {
     );
     assert_eq!(h.writes(), 0);
     browser.close().await;
+}
+
+/// Names a person can read (DESIGN §9): a name with a direction override, one with zero-width
+/// characters, a look-alike and a 5,000-character one are shown with what hides or reorders
+/// spelled out and long text capped, each ID beside its room in order, and the page keeps its
+/// width.
+#[tokio::test(flavor = "multi_thread")]
+async fn hostile_names_are_spelled_out_and_the_page_keeps_its_width() {
+    let Some(browser) = browser::launch(&[]).await else {
+        return;
+    };
+    let (h, devices) = Harness::start_fenced(Setup::default()).await;
+    let hostile = [
+        "Courtroom 4\u{202E}\u{200B}\u{200D} Bench\u{2066}".to_owned(),
+        "\u{421}ourtroom 4".to_owned(),
+        "W".repeat(5000),
+    ];
+    let tab = browser.page().await;
+    for (id, name) in devices.iter().zip(&hostile) {
+        assert!(h.sim.rename_device("sandbox", id, name), "rename {id}");
+        let c = h
+            .claims(
+                "batch_recording",
+                &json!({"action": "start", "device_ids": [format!("{id}-1")]}),
+            )
+            .await;
+        let claims = base64::engine::general_purpose::STANDARD.encode(c.encode().expect("encode"));
+        let page_port = fleetwatch_e2e::page::free_port();
+        let confirm = ConfirmPage::start(&format!("http://localhost:{page_port}")).await;
+        serve_at(page_port, sending_page(&confirm.origin(), &claims)).await;
+        tab.goto(format!("http://localhost:{page_port}/"))
+            .await
+            .expect("goto");
+        wait_until(&tab, "document.getElementById('approve')").await;
+        tab.find_element("#approve")
+            .await
+            .expect("approve")
+            .click()
+            .await
+            .expect("click");
+        wait_until(&tab, "document.getElementById('passkey')").await;
+        let button = eval(&tab, "document.getElementById('passkey').textContent")
+            .await
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        let page = text(&tab).await;
+        let readable = fleetwatch_protocol::shown::readable(name, 120);
+        for shown in [&button, &page] {
+            assert!(
+                !shown.contains(['\u{202E}', '\u{200B}', '\u{200D}', '\u{2066}']),
+                "{shown}"
+            );
+            assert!(!shown.contains(&"W".repeat(200)), "a long name is capped");
+            assert!(shown.contains(&format!("“{readable}” ({id})")), "{shown}");
+        }
+        // The page is as wide as the window, and the button inside it.
+        let fits = eval(
+            &tab,
+            "document.documentElement.scrollWidth <= window.innerWidth && \
+             document.getElementById('passkey').getBoundingClientRect().right <= \
+             document.getElementById('confirm').getBoundingClientRect().right + 1",
+        )
+        .await;
+        assert_eq!(fits, json!(true), "the page keeps its width for {readable}");
+    }
+    assert!(
+        fleetwatch_protocol::shown::readable(&hostile[0], 120)
+            .contains("Courtroom 4⟨U+202E⟩⟨U+200B⟩⟨U+200D⟩ Bench⟨U+2066⟩")
+    );
+    assert_eq!(h.writes(), 0);
+    browser.close().await;
+}
+
+/// A stand-in for the approval page: one form that sends `claims` to the confirm page.
+fn sending_page(confirm_origin: &str, claims: &str) -> String {
+    format!(
+        "<!doctype html><meta charset=\"utf-8\"><title>approve</title>\
+         <form method=\"post\" action=\"{confirm_origin}/\">\
+         <input type=\"hidden\" name=\"claims\" value=\"{claims}\">\
+         <input type=\"hidden\" name=\"return\" value=\"a-1-00-00-00\">\
+         <button type=\"submit\" id=\"approve\">Approve</button></form>"
+    )
 }
 
 /// Serves `html` for every request on 127.0.0.1 and ::1 of `port`, until the test ends.

@@ -88,7 +88,7 @@ async fn the_change_is_shown_from_the_claims_alone_in_both_languages() {
     assert!(html.contains(&room), "{html}");
     assert!(
         html.contains(&format!(
-            "This change interrupts what is happening in “{room}”"
+            "This change interrupts what is happening in “<bdi>{room}</bdi>”"
         )),
         "{html}"
     );
@@ -111,8 +111,8 @@ async fn the_change_is_shown_from_the_claims_alone_in_both_languages() {
     let target = &c.targets[0];
     assert!(
         html.contains(&format!(
-            "<button type=\"button\" id=\"passkey\" disabled>Interrupt “{room}” ({target}) to \
-             reboot the recorder: confirm with my passkey</button>"
+            "<button type=\"button\" id=\"passkey\" disabled>Interrupt “<bdi>{room}</bdi>” ({target}) \
+             to reboot the recorder: confirm with my passkey</button>"
         )),
         "{html}"
     );
@@ -126,7 +126,8 @@ async fn the_change_is_shown_from_the_claims_alone_in_both_languages() {
     assert!(html.contains("Este cambio interrumpe"), "{html}");
     assert!(
         html.contains(&format!(
-            "Interrumpir “{room}” ({target}) para reiniciar el grabador: confirmar con mi passkey"
+            "Interrumpir “<bdi>{room}</bdi>” ({target}) para reiniciar el grabador: confirmar con \
+             mi passkey"
         )),
         "{html}"
     );
@@ -155,8 +156,8 @@ async fn a_calm_change_asks_only_by_its_button() {
         .name;
     assert!(
         html.contains(&format!(
-            "<button type=\"button\" id=\"passkey\" disabled>Start recording in “{room}” ({}): \
-             confirm with my passkey</button>",
+            "<button type=\"button\" id=\"passkey\" disabled>Start recording in “<bdi>{room}</bdi>” \
+             ({}): confirm with my passkey</button>",
             devices[0]
         )),
         "{html}"
@@ -348,7 +349,9 @@ async fn a_stream_change_shows_the_destination_by_name_and_host() {
     let (status, _, html) = confirm.post(&b64(&c.encode().expect("encode")), "en").await;
     assert_eq!(status, 200, "{html}");
     assert!(
-        html.contains(&format!("to “{name} (live.sandbox.example.net)”")),
+        html.contains(&format!(
+            "to “<bdi>{name} (live.sandbox.example.net)</bdi>”"
+        )),
         "{html}"
     );
     assert!(

@@ -15,66 +15,20 @@ use crate::lang::Lang;
 /// Longest name shown, in characters (ellipsis included).
 pub const NAME_CAP: usize = 80;
 
-/// True for characters that could break or disguise a line.
-fn hazardous(c: char) -> bool {
-    c.is_control()
-        || matches!(c,
-            '\u{00AD}' | '\u{061C}' | '\u{180E}'
-            | '\u{200B}'..='\u{200F}'
-            | '\u{2028}'..='\u{202E}'
-            | '\u{2060}'..='\u{206F}'
-            | '\u{FEFF}'
-            | '\u{FFF9}'..='\u{FFFB}')
-}
+/// How a character that must not be printed as itself is spelled (the protocol's one rule).
+pub use fleetwatch_protocol::shown::spelled;
 
-/// How a character that must not be printed as itself is spelled: a C0 control or DEL as its
-/// Unicode control picture (`␊`, `␍`, `␡`), anything else as `⟨U+XXXX⟩`.
-pub fn spelled(c: char) -> String {
-    let code = u32::from(c);
-    let picture = match code {
-        0x00..=0x1F => char::from_u32(0x2400 + code),
-        0x7F => Some('\u{2421}'),
-        _ => None,
-    };
-    picture.map_or_else(|| format!("⟨U+{code:04X}⟩"), String::from)
-}
-
-/// `text` made safe for one line: hazardous characters [`spelled`] out, at most
+/// `text` made safe for one line: hidden characters [`spelled`] out, at most
 /// [`NAME_CAP`] characters with an ellipsis when cut.
 pub fn shown(text: &str) -> String {
     shown_capped(text, NAME_CAP)
 }
 
-/// [`shown`] with its own cap (at least 2 characters).
+/// [`shown`] with its own cap (at least 2 characters): the protocol's
+/// [`fleetwatch_protocol::shown::readable`], so a name reads the same on the page, the confirm
+/// page and the terminal.
 pub fn shown_capped(text: &str, cap: usize) -> String {
-    let cap = cap.max(2);
-    let pieces: Vec<String> = text
-        .chars()
-        .map(|c| {
-            if hazardous(c) {
-                spelled(c)
-            } else {
-                c.to_string()
-            }
-        })
-        .collect();
-    let total: usize = pieces.iter().map(|p| p.chars().count()).sum();
-    if total <= cap {
-        return pieces.concat();
-    }
-    // Cut on whole pieces so an escape is never split in half.
-    let mut out = String::new();
-    let mut used = 0;
-    for piece in pieces {
-        let len = piece.chars().count();
-        if used + len > cap - 1 {
-            break;
-        }
-        used += len;
-        out.push_str(&piece);
-    }
-    out.push('…');
-    out
+    fleetwatch_protocol::shown::readable(text, cap)
 }
 
 /// `text` shown and in the language's quotation marks: “…” or «…».

@@ -12,7 +12,6 @@ use fleetwatch_protocol::policy::{ChannelRef, Policy, Validated};
 use fleetwatch_protocol::wire::{Description, DeviceFacts, LimitsReport, PublisherState};
 use serde_json::Value;
 use sha2::{Digest as _, Sha256};
-use unicode_general_category::{GeneralCategory, get_general_category};
 
 use super::i18n::{Lang, ToolText, tool_text};
 use super::sessions::hex;
@@ -32,44 +31,12 @@ pub const MAX_REASON_CHARS: usize = 500;
 /// Device names, channel names, titles are cut to this many characters (after escaping).
 pub const MAX_NAME_CHARS: usize = 80;
 
-/// Characters a reader cannot see or that may render as something else: controls, format
-/// characters (bidi overrides, zero-width), private-use and unassigned code points, line and
-/// paragraph separators, and every space that is not the plain space.
-pub fn is_hidden(c: char) -> bool {
-    match get_general_category(c) {
-        GeneralCategory::Control
-        | GeneralCategory::Format
-        | GeneralCategory::PrivateUse
-        | GeneralCategory::Unassigned
-        | GeneralCategory::Surrogate
-        | GeneralCategory::LineSeparator
-        | GeneralCategory::ParagraphSeparator => true,
-        GeneralCategory::SpaceSeparator => c != ' ',
-        _ => false,
-    }
-}
-
-/// Text from outside (device names, the model's reason) made safe to read: hidden characters
-/// are spelled out as everywhere else (`␊` for a control, `⟨U+202E⟩` otherwise), and the result is cut to `cap` characters with an ellipsis. HTML escaping
-/// is the template engine's job, done on top of this.
+/// Text from outside (device names, the model's reason) made safe to read, the protocol's one
+/// way ([`fleetwatch_protocol::shown::readable`]): hidden characters spelled out (`␊` for a
+/// control, `⟨U+202E⟩` otherwise), at most `cap` characters with an ellipsis. HTML escaping is
+/// the template engine's job, done on top of this.
 pub fn show_text(text: &str, cap: usize) -> String {
-    let mut out = String::new();
-    let mut count = 0usize;
-    for c in text.chars() {
-        let piece = if is_hidden(c) {
-            fleetwatch_words::shown::spelled(c)
-        } else {
-            c.to_string()
-        };
-        let len = piece.chars().count();
-        if count + len > cap {
-            out.push('…');
-            return out;
-        }
-        count += len;
-        out.push_str(&piece);
-    }
-    out
+    fleetwatch_protocol::shown::readable(text, cap)
 }
 
 /// Exactly the values the approval will sign. Taken once from the stored proposal (already
@@ -213,7 +180,7 @@ fn value_problem(value: &Value, parent_depth: usize) -> Option<&'static str> {
 fn string_problem(s: &str) -> Option<&'static str> {
     if s.chars().count() > MAX_ARG_CHARS {
         Some("deny.arg_long")
-    } else if s.chars().any(is_hidden) {
+    } else if s.chars().any(fleetwatch_protocol::shown::is_hidden) {
         Some("deny.arg_hidden")
     } else if s.trim() != s {
         Some("deny.arg_space")
@@ -757,15 +724,15 @@ mod tests {
         );
         assert_eq!(show_text("\u{E000}", 100), "⟨U+E000⟩");
         assert_eq!(show_text("plain words", 100), "plain words");
-        assert_eq!(show_text("abcdef", 3), "abc…");
+        assert_eq!(show_text("abcdef", 3), "ab…");
         assert_eq!(
             show_text(&"x".repeat(600), MAX_REASON_CHARS)
                 .chars()
                 .count(),
-            501
+            MAX_REASON_CHARS
         );
         // The escape counts toward the cap, so a wall of hidden characters stays short.
-        assert!(show_text(&"\u{200B}".repeat(600), 20).chars().count() <= 21);
+        assert!(show_text(&"\u{200B}".repeat(600), 20).chars().count() <= 20);
     }
 
     #[test]
