@@ -2842,3 +2842,22 @@ async fn a_card_whose_assistant_gave_no_reason_says_so() {
         "{card}"
     );
 }
+
+/// A disruptive stop of a recording: the window line names the event window only, never
+/// "nothing recording" of the room whose recording it stops.
+#[tokio::test]
+async fn the_window_line_of_a_recording_stop_says_what_is_true() {
+    let e = env().await;
+    let cookie = e.login().await;
+    e.propose(
+        "batch_recording",
+        json!({"action": "stop", "device_ids": [format!("{DEV_A}-1")]}),
+        "stop it",
+    );
+    let card = e.card(&cookie).await;
+    assert!(
+        card.contains("stopping its recording is what this change does"),
+        "{card}"
+    );
+    assert!(!card.contains("nothing recording"), "{card}");
+}

@@ -44,30 +44,30 @@ impl Lang {
             ),
             "intro" => (
                 "An administrator started this enrolment in a terminal. The passkey you make here approves changes to the recorders as this person.",
-                "Un administrador inició esta inscripción en un terminal. La passkey que cree aquí aprueba cambios en los grabadores en nombre de esta persona.",
+                "Un administrador inició esta inscripción en un terminal. La passkey que crees aquí aprueba cambios en los grabadores en nombre de esta persona.",
             ),
             "name" => ("Name", "Nombre"),
             "person" => ("Person ID", "ID de persona"),
             "steps" => (
                 "Your browser will ask twice: once to make the passkey, once to prove it works. The line to install appears only in the administrator's terminal.",
-                "El navegador le preguntará dos veces: una para crear la passkey y otra para probar que funciona. La línea que se instala aparece solo en el terminal del administrador.",
+                "El navegador te preguntará dos veces: una para crear la passkey y otra para probar que funciona. La línea que se instala aparece solo en el terminal del administrador.",
             ),
             "button" => ("Make the passkey", "Crear la passkey"),
             "working" => (
                 "Follow your browser's passkey prompts…",
-                "Siga las indicaciones de passkey del navegador…",
+                "Sigue las indicaciones de passkey del navegador…",
             ),
             "cancelled" => (
                 "The passkey was not made (cancelled or refused by the browser). You can try again.",
-                "No se creó la passkey (cancelada o rechazada por el navegador). Puede intentarlo de nuevo.",
+                "No se creó la passkey (cancelada o rechazada por el navegador). Puedes intentarlo de nuevo.",
             ),
             "unsupported" => (
                 "This browser cannot make passkeys here. Open the address in a current browser on this machine.",
-                "Este navegador no puede crear passkeys aquí. Abra la dirección en un navegador actual en esta máquina.",
+                "Este navegador no puede crear passkeys aquí. Abre la dirección en un navegador actual en esta máquina.",
             ),
             "used" => (
                 "This enrolment page was already used. Ask the administrator to run the command again.",
-                "Esta página de inscripción ya se usó. Pida al administrador que ejecute el comando de nuevo.",
+                "Esta página de inscripción ya se usó. Pide al administrador que ejecute el comando de nuevo.",
             ),
             "confirm.title" => (
                 "Confirm a change — Fleetwatch",
@@ -75,35 +75,35 @@ impl Lang {
             ),
             "confirm.explain" => (
                 "This page is not the assistant's: it shows the change exactly as your passkey will sign it. Read it; if it is not what you meant to approve, close this tab.",
-                "Esta página no es del asistente: muestra el cambio exactamente como lo firmará su passkey. Léalo; si no es lo que quería aprobar, cierre esta pestaña.",
+                "Esta página no es del asistente: muestra el cambio exactamente como lo firmará tu passkey. Léelo; si no es lo que querías aprobar, cierra esta pestaña.",
             ),
             "confirm.idle" => (
                 "Nothing to confirm: the approval page sends a change here when you approve it.",
-                "Nada que confirmar: la página de aprobación envía aquí un cambio cuando lo aprueba.",
+                "Nada que confirmar: la página de aprobación envía aquí un cambio cuando lo apruebas.",
             ),
             "confirm.undecodable" => (
                 "The change sent here cannot be read, so it cannot be confirmed. Nothing was approved; go back to the approval page and deny it.",
-                "El cambio enviado aquí no se puede leer, así que no se puede confirmar. No se aprobó nada; vuelva a la página de aprobación y deniéguelo.",
+                "El cambio enviado aquí no se puede leer, así que no se puede confirmar. No se aprobó nada; vuelve a la página de aprobación y deniégalo.",
             ),
             "confirm.effects" => ("What changes", "Qué cambia"),
             "confirm.targets" => (
-                "Rooms, as the executor read them",
-                "Salas, tal como las leyó el ejecutor",
+                "Rooms, as this change signs them",
+                "Salas, tal como las firma este cambio",
             ),
             "confirm.arguments" => ("Arguments, in full", "Argumentos completos"),
             "confirm.expires" => ("This approval expires at", "Esta aprobación caduca a las"),
             "confirm.expired" => (
                 "This approval has expired, so it can no longer be confirmed. Nothing was approved; go back to the approval page.",
-                "Esta aprobación ha caducado, así que ya no se puede confirmar. No se aprobó nada; vuelva a la página de aprobación.",
+                "Esta aprobación ha caducado, así que ya no se puede confirmar. No se aprobó nada; vuelve a la página de aprobación.",
             ),
             "confirm.expired_at" => ("This approval expired at", "Esta aprobación caducó a las"),
             "confirm.wait" => (
                 "The button works a moment after this page is shown and you move the pointer or press a key, so a click meant for the previous page cannot confirm.",
-                "El botón funciona un momento después de mostrarse esta página y de mover el puntero o pulsar una tecla, para que un clic pensado para la página anterior no pueda confirmar.",
+                "El botón funciona un momento después de mostrarse esta página y de que muevas el puntero o pulses una tecla, para que un clic pensado para la página anterior no pueda confirmar.",
             ),
             "confirm.cancelled" => (
                 "Your passkey did not answer (cancelled, timed out, or not enrolled here). Nothing was approved; you can try again.",
-                "Su passkey no respondió (cancelada, agotó el tiempo o no está inscrita aquí). No se aprobó nada; puede intentarlo de nuevo.",
+                "Tu passkey no respondió (cancelada, agotó el tiempo o no está inscrita aquí). No se aprobó nada; puedes intentarlo de nuevo.",
             ),
             _ => ("", ""),
         };

@@ -147,9 +147,22 @@ fn form_field(body: &[u8], name: &str) -> Option<String> {
 }
 
 fn confirm(page: &Page, lang: Lang, request: &Request) -> Response {
-    // Only the approval page sends the tab here.
+    // Only the approval page sends the tab here. The usual way to arrive from elsewhere is
+    // the approval page opened as 127.0.0.1: say, in the page's language, which address works.
     if request.header("origin") != Some(page.page_origin.as_str()) {
-        return Response::text(403, "Only the approval page sends changes here.\n");
+        let text = match lang {
+            Lang::En => format!(
+                "Only the approval page at {0}/ sends changes here. If you opened it under \
+                 another address (such as 127.0.0.1), open {0}/ instead and approve there.\n",
+                page.page_origin
+            ),
+            Lang::Es => format!(
+                "Solo la página de aprobación en {0}/ envía cambios aquí. Si la abriste con otra \
+                 dirección (como 127.0.0.1), abre {0}/ y aprueba allí.\n",
+                page.page_origin
+            ),
+        };
+        return Response::text(403, &text);
     }
     let return_token = form_field(&request.body, "return").unwrap_or_default();
     let token_ok = !return_token.is_empty()

@@ -23,9 +23,17 @@ pub const NAME_OPEN: char = '\u{E000}';
 /// See [`NAME_OPEN`].
 pub const NAME_CLOSE: char = '\u{E001}';
 
-/// A name as the page shows it: readable, capped, marked to be isolated.
-fn name_shown(name: &str) -> String {
-    format!("{NAME_OPEN}{}{NAME_CLOSE}", readable(name, NAME_CHARS))
+/// A name as the page shows it: readable, capped, marked to be isolated, in the language's
+/// quotation marks (“…” or «…», as the approval page's card).
+fn name_shown(lang: Lang, name: &str) -> String {
+    let (open, close) = match lang {
+        Lang::En => ('“', '”'),
+        Lang::Es => ('«', '»'),
+    };
+    format!(
+        "{open}{NAME_OPEN}{}{NAME_CLOSE}{close}",
+        readable(name, NAME_CHARS)
+    )
 }
 
 /// An ID or a value from the claims as the page shows it.
@@ -126,9 +134,9 @@ fn name_of<'a>(names: &'a [SignedName], kind: NameKind, id: &str) -> Option<&'a 
 
 /// A value in full: strings as they are, anything else as compact JSON; any ID that a signed
 /// name names gets it beside it.
-fn value_words(value: &Value, names: &[SignedName]) -> String {
+fn value_words(lang: Lang, value: &Value, names: &[SignedName]) -> String {
     let one = |text: &str| match names.iter().find(|n| n.id.eq_ignore_ascii_case(text)) {
-        Some(n) => format!("{} (“{}”)", value_shown(text), name_shown(&n.name)),
+        Some(n) => format!("{} ({})", value_shown(text), name_shown(lang, &n.name)),
         None => value_shown(text),
     };
     match value {
@@ -183,7 +191,7 @@ pub fn show(lang: Lang, claims: &ApprovalClaims, policy: &Policy) -> Shown {
                 argument_lines.push(format!(
                     "{}: {}",
                     value_shown(key),
-                    value_words(value, &claims.names)
+                    value_words(lang, value, &claims.names)
                 ));
             }
         }
@@ -212,9 +220,9 @@ pub fn show(lang: Lang, claims: &ApprovalClaims, policy: &Policy) -> Shown {
             );
             continue;
         };
-        let name = &name_shown(name);
-        rooms.push(format!("“{name}”"));
-        rooms_with_ids.push(format!("“{name}” ({id})"));
+        let name = &name_shown(lang, name);
+        rooms.push(name.clone());
+        rooms_with_ids.push(format!("{name} ({id})"));
         let Some(target) = state.as_ref().and_then(|s| s.0.get(raw_id)) else {
             fail(
                 format!("Target {id} has no signed state."),
@@ -229,13 +237,13 @@ pub fn show(lang: Lang, claims: &ApprovalClaims, policy: &Policy) -> Shown {
             .unwrap_or_else(|| if es { "ninguno" } else { "none" }.to_owned());
         targets.push(if es {
             format!(
-                "“{name}” ({id}) — en línea: {}, grabando: {}, próximo evento: {event}",
+                "{name} ({id}) — en línea: {}, grabando: {}, próximo evento: {event}",
                 yes_no(lang, target.online),
                 yes_no(lang, target.recording)
             )
         } else {
             format!(
-                "“{name}” ({id}) — online: {}, recording: {}, next event: {event}",
+                "{name} ({id}) — online: {}, recording: {}, next event: {event}",
                 yes_no(lang, target.online),
                 yes_no(lang, target.recording)
             )
@@ -299,7 +307,7 @@ fn effect(
             .unwrap_or_default()
     };
     let named = |kind: NameKind, key: &str| match name_of(&claims.names, kind, text(key)) {
-        Some(name) => name_shown(name),
+        Some(name) => name_shown(lang, name),
         None => value_shown(text(key)),
     };
     Some(match (claims.tool.as_str(), es) {
@@ -307,52 +315,52 @@ fn effect(
             let after = text("action") == "start";
             if es {
                 format!(
-                    "Grabación en “{room}”: {} → {}",
+                    "Grabación en {room}: {} → {}",
                     if recording { "grabando" } else { "detenida" },
                     if after { "grabando" } else { "detenida" }
                 )
             } else {
                 format!(
-                    "Recording in “{room}”: {} → {}",
+                    "Recording in {room}: {} → {}",
                     if recording { "recording" } else { "stopped" },
                     if after { "recording" } else { "stopped" }
                 )
             }
         }
         ("batch_reboot", false) => {
-            format!("“{room}” restarts: offline for a few minutes, any recording stops")
+            format!("{room} restarts: offline for a few minutes, any recording stops")
         }
-        ("batch_reboot", true) => format!(
-            "“{room}” se reinicia: sin conexión unos minutos, se detiene cualquier grabación"
-        ),
+        ("batch_reboot", true) => {
+            format!("{room} se reinicia: sin conexión unos minutos, se detiene cualquier grabación")
+        }
         ("batch_firmware_update", false) => {
-            format!("“{room}” installs new firmware and restarts")
+            format!("{room} installs new firmware and restarts")
         }
         ("batch_firmware_update", true) => {
-            format!("“{room}” instala firmware nuevo y se reinicia")
+            format!("{room} instala firmware nuevo y se reinicia")
         }
         ("start_stream_endpoint", false) => format!(
-            "Streaming from “{room}” to “{}”: → publishing",
+            "Streaming from {room} to {}: → publishing",
             named(NameKind::Stream, "stream_id")
         ),
         ("start_stream_endpoint", true) => format!(
-            "Transmisión de “{room}” a “{}”: → publicando",
+            "Transmisión de {room} a {}: → publicando",
             named(NameKind::Stream, "stream_id")
         ),
         ("stop_stream_endpoint", false) => format!(
-            "Streaming from “{room}” to “{}”: → stopped",
+            "Streaming from {room} to {}: → stopped",
             named(NameKind::Stream, "stream_id")
         ),
         ("stop_stream_endpoint", true) => format!(
-            "Transmisión de “{room}” a “{}”: → detenida",
+            "Transmisión de {room} a {}: → detenida",
             named(NameKind::Stream, "stream_id")
         ),
         ("confirm_cms_event_on_device", false) => format!(
-            "Event “{}” in “{room}”: → confirmed",
+            "Event {} in {room}: → confirmed",
             named(NameKind::Event, "event_id")
         ),
         ("confirm_cms_event_on_device", true) => format!(
-            "Evento “{}” en “{room}”: → confirmado",
+            "Evento {} en {room}: → confirmado",
             named(NameKind::Event, "event_id")
         ),
         _ => return None,

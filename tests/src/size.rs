@@ -491,6 +491,10 @@ pub const READING_ORDER: &[(&str, &str)] = &[
     ),
     ("protocol/src/hex.rs", "hex"),
     ("protocol/src/secret.rs", "a secret value that never prints"),
+    (
+        "protocol/src/shown.rs",
+        "a name shown the way a person can read it, the one rule for every place",
+    ),
     ("protocol/src/lib.rs", "the protocol crate's parts"),
     // The executor's administrative commands.
     (

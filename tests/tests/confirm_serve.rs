@@ -126,7 +126,7 @@ async fn the_change_is_shown_from_the_claims_alone_in_both_languages() {
     assert!(html.contains("Este cambio interrumpe"), "{html}");
     assert!(
         html.contains(&format!(
-            "Interrumpir “<bdi>{room}</bdi>” ({target}) para reiniciar el grabador: confirmar con \
+            "Interrumpir «<bdi>{room}</bdi>» ({target}) para reiniciar el grabador: confirmar con \
              mi passkey"
         )),
         "{html}"
@@ -230,17 +230,25 @@ async fn another_host_another_origin_and_a_get_change_nothing() {
         .expect("answers")
         .status();
     assert_eq!(status.as_u16(), 421);
-    // A post from another origin: refused.
-    let status = client
-        .post(confirm.url())
-        .header("origin", "http://localhost:1")
-        .header("content-type", "application/x-www-form-urlencoded")
-        .body("claims=AAAA&return=x")
-        .send()
-        .await
-        .expect("answers")
-        .status();
-    assert_eq!(status.as_u16(), 403);
+    // A post from another origin (the approval page opened as 127.0.0.1, say): refused, and
+    // told in the browser's language which address works.
+    for (lang, words) in [("en", "instead and approve"), ("es", "y aprueba allí")] {
+        let response = client
+            .post(confirm.url())
+            .header("origin", "http://127.0.0.1:8767")
+            .header("accept-language", lang)
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body("claims=AAAA&return=x")
+            .send()
+            .await
+            .expect("answers");
+        assert_eq!(response.status().as_u16(), 403);
+        let text = response.text().await.expect("text");
+        assert!(
+            text.contains(words) && text.contains(&format!("{PAGE}/")),
+            "{text}"
+        );
+    }
     // A GET shows nothing to confirm.
     let html = fleetwatch_e2e::http_get(confirm.url())
         .await

@@ -678,9 +678,9 @@ async fn a_person_enrolled_in_the_terminal_is_listed_on_the_page_which_enrols_no
         .await;
     let button = confirm_disruptive(&tab, &origin).await;
     assert!(
-        button.starts_with("Interrumpir “")
+        button.starts_with("Interrumpir «")
             && button.ends_with(&format!(
-                "” ({}) para reiniciar el grabador: confirmar con mi passkey",
+                "» ({}) para reiniciar el grabador: confirmar con mi passkey",
                 devices[2]
             )),
         "{button}"

@@ -371,6 +371,11 @@ pub fn build(
     }
 
     if card.disruptive {
+        // A stop of a recording is not held up by the recording it stops: its line names the
+        // event window only, never "nothing recording" of a room that records.
+        let stops = value
+            .as_ref()
+            .is_some_and(|v| policy.stops_recording(&proposal.tool, v));
         for d in description.devices.iter().filter(|d| d.on_team) {
             let room = name_of(Some(d), &d.id);
             let title = d
@@ -379,6 +384,7 @@ pub fn build(
                 .map(|e| show_text(&e.title, MAX_NAME_CHARS))
                 .unwrap_or_else(|| lang.t("an_event").to_owned());
             let line = match d.block {
+                RoomBlock::None if stops => lang.f("window.none_stop", &[("device", &room)]),
                 RoomBlock::None => lang.f("window.none", &[("device", &room)]),
                 RoomBlock::Recording => lang.f("window.recording", &[("device", &room)]),
                 RoomBlock::Live => lang.f("window.live", &[("device", &room), ("title", &title)]),

@@ -532,6 +532,10 @@ pub const EN: &[(&str, &str)] = &[
         "{device}: nothing recording and no event in the window.",
     ),
     (
+        "window.none_stop",
+        "{device}: no event on now or starting soon; stopping its recording is what this change does.",
+    ),
+    (
         "window.recording",
         "{device} is recording, or its recorder state is not clearly stopped, so the executor would refuse this.",
     ),
@@ -1053,6 +1057,10 @@ pub const ES: &[(&str, &str)] = &[
     (
         "window.none",
         "{device}: nada grabando y ningún evento en la ventana.",
+    ),
+    (
+        "window.none_stop",
+        "{device}: ningún evento en curso ni a punto de empezar; detener su grabación es lo que hace este cambio.",
     ),
     (
         "window.recording",

@@ -56,16 +56,16 @@ impl Refusal {
                 "The passkey confirmed a different approval than the one the executor received, so the change may have been altered after you confirmed it. Nothing ran. Review the change on the approval page and approve it again."
             }
             Refusal::PasskeyOriginNotAllowed => {
-                "The passkey was used on a page whose address the executor does not accept. Nothing ran. Open the approval page at its configured address (http://localhost and its port), or add that origin to the executor's configuration."
+                "The passkey was used on a page the executor does not take passkeys from. Only the confirm page (fleetwatch-confirm serve, at the origin in the executor's passkeys.origins: http://localhost:8768 unless changed) may ask for it. Nothing ran. Approve the change again; the approval page hands it to the confirm page."
             }
             Refusal::PasskeyCrossOrigin => {
-                "The passkey was used from inside a frame of another site. Nothing ran. Open the approval page directly in its own tab and approve again."
+                "The passkey was used from inside a frame of another site. Nothing ran. Approve again from the approval page in its own tab; the confirm page opens in that tab."
             }
             Refusal::PasskeyAuthenticatorDataShort => {
                 "The passkey's authenticator data was too short to be genuine. Nothing ran. Approve the change again; if it repeats, try another passkey."
             }
             Refusal::PasskeyRpIdMismatch => {
-                "The passkey answered for a different site than this executor's. Nothing ran. Use a passkey enrolled on the approval page opened as http://localhost."
+                "The passkey answered for a different site than this executor's. Nothing ran. Use a passkey enrolled with `fleetwatch-confirm enrol` (at http://localhost)."
             }
             Refusal::PasskeyUserNotPresent => {
                 "The passkey did not report that a person touched or confirmed it. Nothing ran. Approve again and confirm on your passkey when it asks."
