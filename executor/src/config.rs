@@ -97,12 +97,17 @@ struct FilePasskeys {
     quorum_disruptive: Option<u32>,
     tools: Option<BTreeMap<String, u32>>,
     device_bound: Option<bool>,
+    origin_owner: Option<u32>,
 }
 
 /// The confirm page's default address (`fleetwatch-confirm serve`), the only origin passkeys
 /// are used on when none is configured: an assertion made on the assistant's own page is
 /// refused (DESIGN §9).
 pub const DEFAULT_ORIGIN: &str = "http://localhost:8768";
+
+/// The assistant's approval page port unless `FLEETWATCH_APPROVE_PORT` says otherwise: never an
+/// origin passkeys may come from.
+pub const APPROVAL_PAGE_PORT: u16 = 8767;
 
 /// Who must approve: where passkey assertions must come from and how many distinct enrolled
 /// passkeys a change needs (DESIGN §9). Read only from the executor's configuration.
@@ -121,6 +126,9 @@ pub struct PasskeyConfig {
     pub tools: BTreeMap<String, u32>,
     /// `passkeys.device_bound`: refuse an assertion from a passkey that may be synced.
     pub device_bound: bool,
+    /// `passkeys.origin_owner`: the uid that must alone hold each loopback origin's port when
+    /// an assertion comes back (0: systemd's socket unit).
+    pub origin_owner: u32,
 }
 
 impl Default for PasskeyConfig {
@@ -133,6 +141,7 @@ impl Default for PasskeyConfig {
             quorum_disruptive: None,
             tools: BTreeMap::new(),
             device_bound: false,
+            origin_owner: 0,
         }
     }
 }
@@ -323,7 +332,25 @@ fn passkeys(file: FilePasskeys) -> Result<PasskeyConfig, ConfigError> {
             return Err(ConfigError::Value {
                 name: "passkeys.origins",
                 problem: format!(
-                    "{origin:?} is not an origin (`http://localhost:8767`: scheme, host and port, no path)"
+                    "{origin:?} is not an origin (`{DEFAULT_ORIGIN}`: scheme, host and port, no path)"
+                ),
+            });
+        }
+        // The approval page is the assistant's: a passkey used there proves nothing about
+        // what the person saw. Its port is FLEETWATCH_APPROVE_PORT, 8767 unless set.
+        let page_port = std::env::var("FLEETWATCH_APPROVE_PORT")
+            .ok()
+            .and_then(|p| p.trim().parse::<u16>().ok())
+            .unwrap_or(APPROVAL_PAGE_PORT);
+        let is_page = ["localhost", "127.0.0.1", "[::1]"]
+            .iter()
+            .any(|host| origin.eq_ignore_ascii_case(&format!("http://{host}:{page_port}")));
+        if is_page {
+            return Err(ConfigError::Value {
+                name: "passkeys.origins",
+                problem: format!(
+                    "{origin:?} is the assistant's approval page; passkeys are used on the \
+                     confirm page only: write {DEFAULT_ORIGIN}"
                 ),
             });
         }
@@ -344,6 +371,7 @@ fn passkeys(file: FilePasskeys) -> Result<PasskeyConfig, ConfigError> {
         quorum_disruptive: quorum("passkeys.quorum_disruptive", file.quorum_disruptive)?,
         tools,
         device_bound: file.device_bound.unwrap_or(false),
+        origin_owner: file.origin_owner.unwrap_or(0),
     })
 }
 

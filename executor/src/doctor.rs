@@ -115,6 +115,28 @@ pub async fn doctor(config: &Config) -> Vec<Line> {
         for origin in &config.passkeys.origins {
             lines.push(confirm_page(origin).await);
         }
+        // What each Execute checks: the origin's port held by its owner alone.
+        let owner = config.passkeys.origin_owner;
+        lines.push(
+            match crate::holder::check(&config.passkeys.origins, owner) {
+                Ok(()) => line(
+                    Level::Ok,
+                    "confirm origin held",
+                    format!(
+                        "by uid {owner} alone (passkeys.origin_owner), on the loopback addresses"
+                    ),
+                ),
+                Err(why) => line(
+                    Level::Fail,
+                    "confirm origin held",
+                    format!(
+                        "{why}: every passkey is refused until uid {owner} alone holds it \
+                         (`systemctl enable --now fleetwatch-confirm.socket`; \
+                         passkeys.origin_owner names the owner)"
+                    ),
+                ),
+            },
+        );
     }
     lines.push(
         match epiphan::check_url(&config.epiphan_url, config.allow_loopback_http) {

@@ -41,6 +41,20 @@ pub async fn execute(ctx: &Context, peer: PeerChecked, request: ExecuteRequest) 
         Ok(p) => p,
         Err(r) => return refused_early(ctx, r, Err(uid), &request.assistant_chain_head),
     };
+    // The origin the passkeys answered on must be held now by the configured owner alone: a
+    // page anyone else serves there could have shown the person another change (DESIGN §9).
+    if !request.approval.passkeys.is_empty() {
+        let passkeys = &ctx.config.passkeys;
+        if let Err(why) = crate::holder::check(&passkeys.origins, passkeys.origin_owner) {
+            tracing::warn!(%why, owner = passkeys.origin_owner, "the confirm origin is not held by its owner");
+            return refused_early(
+                ctx,
+                Refusal::ConfirmOriginNotHeld,
+                Err(uid),
+                &request.assistant_chain_head,
+            );
+        }
+    }
     let claims = match checks::claims(person, &ctx.policy) {
         Ok(c) => c,
         Err(r) => return refused_early(ctx, r, Err(uid), &request.assistant_chain_head),

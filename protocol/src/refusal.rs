@@ -164,6 +164,10 @@ pub enum Refusal {
     /// event's) is not the name the executor reads now: the person saw another name, or the
     /// assistant changed it.
     NameChanged,
+    /// The confirm page's port is not held on the loopback addresses by the owner the
+    /// executor's configuration names (systemd's socket unit): whoever holds it could have
+    /// shown the person another change.
+    ConfirmOriginNotHeld,
 }
 
 impl Refusal {
@@ -234,6 +238,7 @@ impl Refusal {
             Refusal::Internal => "internal",
             Refusal::PasskeySynced => "passkey_synced",
             Refusal::NameChanged => "name_changed",
+            Refusal::ConfirmOriginNotHeld => "confirm_origin_not_held",
         }
     }
 }
@@ -467,6 +472,10 @@ pub fn code_words(code: &str, spanish: bool) -> Option<&'static str> {
             "a name it showed is not the name read now",
             "un nombre que mostró no es el que se lee ahora",
         ),
+        "confirm_origin_not_held" => (
+            "the confirm page's address was not held by its service",
+            "la dirección de la página de confirmación no la tenía su servicio",
+        ),
         "passkey_synced" => (
             "a synced passkey confirmed it, and only device-bound ones are accepted",
             "la confirmó una passkey sincronizada, y solo se aceptan las ligadas a un dispositivo",
@@ -549,6 +558,7 @@ mod tests {
             Refusal::Internal,
             Refusal::PasskeySynced,
             Refusal::NameChanged,
+            Refusal::ConfirmOriginNotHeld,
         ];
         for r in &list {
             match r {
@@ -615,7 +625,8 @@ mod tests {
                 | Refusal::Busy
                 | Refusal::Internal
                 | Refusal::PasskeySynced
-                | Refusal::NameChanged => {}
+                | Refusal::NameChanged
+                | Refusal::ConfirmOriginNotHeld => {}
             }
         }
         list

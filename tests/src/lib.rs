@@ -142,6 +142,45 @@ pub struct Setup {
 /// The executor configuration's explicit trial mode: the assistant's signature alone.
 pub const TRIAL_SECTION: &str = "passkeys:\n  quorum: 0\n";
 
+/// `extra` with `origin_owner:` set to this test's uid in its `passkeys:` section (added when
+/// there is none): the executor accepts a passkey only while the confirm origin's port is held
+/// by that owner alone, which in a test is the test (or the confirm page it started), not
+/// systemd.
+pub fn with_origin_owner(extra: &str) -> String {
+    let line = format!(
+        "passkeys:\n  origin_owner: {}\n",
+        rustix::process::getuid().as_raw()
+    );
+    if extra.contains("origin_owner:") {
+        // The test chose its own owner.
+        extra.to_owned()
+    } else if extra.contains("passkeys:\n") {
+        extra.replacen("passkeys:\n", &line, 1)
+    } else {
+        format!("{extra}{line}")
+    }
+}
+
+/// Holds the confirm page's default origin (`http://localhost:8768`, the origin the soft
+/// authenticator's assertions carry) on both loopback addresses for the rest of this test
+/// process, as `fleetwatch-confirm.socket` holds it in an installation.
+pub fn hold_default_origin() {
+    static HELD: std::sync::OnceLock<Vec<std::net::TcpListener>> = std::sync::OnceLock::new();
+    HELD.get_or_init(|| {
+        let port = 8768;
+        let mut held = Vec::new();
+        for address in ["127.0.0.1", "::1"] {
+            match std::net::TcpListener::bind((address, port)) {
+                Ok(listener) => held.push(listener),
+                Err(e) => {
+                    eprintln!("could not hold {address} port {port} for the passkey origin: {e}")
+                }
+            }
+        }
+        held
+    });
+}
+
 impl Default for Setup {
     fn default() -> Self {
         Setup {
@@ -249,12 +288,15 @@ impl Harness {
             setup.max_connections,
             setup.describes_per_minute,
             setup.frame_timeout_secs
-        ) + &setup.config_extra
-            + if setup.trial && !setup.config_extra.contains("passkeys:") {
-                TRIAL_SECTION
-            } else {
-                ""
-            };
+        ) + &with_origin_owner(
+            &(setup.config_extra.clone()
+                + if setup.trial && !setup.config_extra.contains("passkeys:") {
+                    TRIAL_SECTION
+                } else {
+                    ""
+                }),
+        );
+        hold_default_origin();
         std::fs::write(&config, yaml).expect("config");
         std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o644)).expect("chmod");
         std::fs::create_dir(&state).expect("state");

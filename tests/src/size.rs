@@ -384,6 +384,10 @@ pub const READING_ORDER: &[(&str, &str)] = &[
         "each check, each with its refusal, as witness values in order",
     ),
     (
+        "executor/src/holder.rs",
+        "who holds the confirm origin's port: the kernel's socket table, at each Execute with passkeys",
+    ),
+    (
         "protocol/src/claims.rs",
         "the signed claims: strict signature over raw bytes, then decoding and lengths",
     ),

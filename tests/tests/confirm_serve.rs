@@ -329,6 +329,12 @@ async fn the_executors_doctor_checks_that_the_confirm_page_answers() {
             .unwrap_or_default();
         assert!(said.starts_with(says), "{origin}: {text}");
         assert!(said.contains(origin), "{said}");
+        // And whether its port is held by the owner alone, as each Execute checks.
+        let held = text
+            .lines()
+            .find(|l| l.contains("confirm origin held"))
+            .unwrap_or_default();
+        assert!(held.starts_with(says), "{origin}: {text}");
         if says == "FAIL" {
             assert!(!out.status.success(), "{text}");
             assert!(said.contains("fleetwatch-confirm.socket"), "{said}");

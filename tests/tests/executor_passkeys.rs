@@ -770,3 +770,94 @@ async fn approvers_add_keeps_one_name_per_person_and_remove_takes_a_person() {
     .await;
     refused(&h, sign(&c, 7), Refusal::PasskeyRequired, "and nobody else").await;
 }
+
+/// An origin only systemd holds (DESIGN §9): a valid passkey is refused while the confirm
+/// origin's port is held by anyone but the configured owner, or not held at all, through the
+/// real executor, with nothing written; held by the owner alone, it runs.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_confirm_origin_not_held_by_its_owner_refuses_a_valid_passkey() {
+    let me = rustix::process::getuid().as_raw();
+    // This test process holds the default origin's port: as another owner than the one
+    // configured, it is the wrong holder.
+    fleetwatch_e2e::hold_default_origin();
+    let mut ana = SoftPasskey::es256(31);
+    let someone_else = me.wrapping_add(4242);
+    let h = harness_with_lines(
+        vec![ana.person_line("ana", "Ana Gómez")],
+        &format!("passkeys:\n  origin_owner: {someone_else}\n"),
+    )
+    .await;
+    let c = h
+        .claims("batch_recording", &start_recording(&device(&h, 0)))
+        .await;
+    refused(
+        &h,
+        sign_with_passkeys(&c, 7, &mut [&mut ana]),
+        Refusal::ConfirmOriginNotHeld,
+        "the origin's port held by another uid",
+    )
+    .await;
+    assert!(
+        h.log_text()
+            .contains(&format!("uid {me} also listens on port 8768")),
+        "{}",
+        h.log_text()
+    );
+
+    // The owner is right, but a second origin's port is held by nobody.
+    let free = fleetwatch_e2e::page::free_port();
+    let h = harness_with_lines(
+        vec![ana.person_line("ana", "Ana Gómez")],
+        &format!(
+            "passkeys:\n  origin_owner: {me}\n  origins: [\"http://localhost:8768\", \"http://localhost:{free}\"]\n"
+        ),
+    )
+    .await;
+    let c = h
+        .claims("batch_recording", &start_recording(&device(&h, 0)))
+        .await;
+    refused(
+        &h,
+        sign_with_passkeys(&c, 7, &mut [&mut ana]),
+        Refusal::ConfirmOriginNotHeld,
+        "an origin's port held by nobody",
+    )
+    .await;
+
+    // Held by the owner alone: the same passkey runs.
+    let h = harness_with_lines(
+        vec![ana.person_line("ana", "Ana Gómez")],
+        &format!("passkeys:\n  origin_owner: {me}\n"),
+    )
+    .await;
+    let c = h
+        .claims("batch_recording", &start_recording(&device(&h, 0)))
+        .await;
+    done(
+        &h,
+        sign_with_passkeys(&c, 7, &mut [&mut ana]),
+        "held by the owner",
+    )
+    .await;
+}
+
+/// The approval page's own origin is refused at start: a passkey used on the assistant's page
+/// proves nothing about what the person saw.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_approval_pages_origin_stops_the_executor_at_start() {
+    let mut h = Harness::prepare(Setup {
+        config_extra: "passkeys:\n  origins: [\"http://localhost:8767\"]\n".to_owned(),
+        trial: false,
+        ..Setup::default()
+    })
+    .await;
+    h.setup.allowlist = Some(sandbox_devices(&h.sim));
+    let out = h.cli(&["serve"], None);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("passkeys.origins") && err.contains("approval page"),
+        "{err}"
+    );
+    assert_eq!(h.writes(), 0);
+}

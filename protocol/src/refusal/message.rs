@@ -208,6 +208,9 @@ impl Refusal {
             Refusal::NameChanged => {
                 "A name the approval showed (a room, a channel, a stream destination or an event) is not the name the executor reads now, so the person may have approved something other than what will change. Nothing ran. Check the names on the card and approve again."
             }
+            Refusal::ConfirmOriginNotHeld => {
+                "The confirm page's address was not held by the confirm page's own service (systemd's fleetwatch-confirm.socket) when the passkey came back, so another program may have shown you the change. Nothing ran. An administrator runs `sudo systemctl start fleetwatch-confirm.socket` and `fleetwatch-executor doctor`; then approve again."
+            }
             Refusal::PasskeySynced => {
                 "A passkey that confirmed the approval can be copied to other devices (a synced passkey), and this executor accepts only passkeys bound to one device. Nothing ran. Confirm with a security key or another device-bound passkey enrolled with `fleetwatch-confirm enrol`."
             }
