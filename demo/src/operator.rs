@@ -370,11 +370,10 @@ pub(crate) async fn through_confirm_page(
     let challenge = confirm
         .form_attribute(&action, "data-challenge")
         .ok_or_else(|| format!("the confirm page asks no passkey:\n{}", confirm.main_text()))?;
-    // A disruptive change asks only when the person presses the button naming its rooms.
-    if confirm.form_attribute(&action, "data-ask").as_deref() == Some("click") {
-        let button = confirm.text_by_id("passkey").unwrap_or_default();
-        println!("{indent}confirm page: the person presses \"{button}\"");
-    }
+    // The confirm page asks nothing on its own: the person reads it and presses the one button,
+    // which names the change and its rooms.
+    let button = confirm.text_by_id("passkey").unwrap_or_default();
+    println!("{indent}confirm page: the person presses \"{button}\"");
     let answer = stand_in.answer(&challenge, &browser.confirm_origin);
     let form: Vec<(String, String)> = confirm
         .form_fields(&action)

@@ -52,7 +52,8 @@ impl Element {
         }
     }
 
-    /// The visible text: element boundaries count as spaces, whitespace is collapsed.
+    /// The visible text: element boundaries count as spaces, but for a name's `<bdi>` (which
+    /// sits inside its quotation marks), whitespace is collapsed.
     fn text(&self) -> String {
         let mut raw = String::new();
         self.collect_text(&mut raw);
@@ -64,6 +65,8 @@ impl Element {
             match child {
                 Node::Text(t) => out.push_str(t),
                 Node::Element(e) if matches!(e.name.as_str(), "script" | "style") => {}
+                // A name isolated inside its quotes: no boundary of its own.
+                Node::Element(e) if e.name == "bdi" => e.collect_text(out),
                 Node::Element(e) => {
                     out.push(' ');
                     e.collect_text(out);
@@ -246,7 +249,7 @@ mod tests {
 <style>p { color: red } </p></style></head><body><main><h1 id="heading" class="done">Done &amp; dusted</h1>
 <!-- <p>a comment</p> -->
 <p>It ran.</p><p><a href="/" id="back">Back</a></p>
-<ul id="effects"><li>recording: stopped → <b>recording</b></li><li>x</li></ul>
+<ul id="effects"><li>recording: stopped → <b>recording</b></li><li>“<bdi>x</bdi>”</li></ul>
 <form method="post" action="/approve" class="approve">
 <input type="hidden" name="proposal" value="3">
 <input type="hidden" name=token value='a&amp;b &quot;c&quot;'>
@@ -260,7 +263,10 @@ mod tests {
         assert_eq!(page.paragraphs(), vec!["It ran.".to_owned()]);
         assert_eq!(
             page.list_items("effects"),
-            vec!["recording: stopped → recording".to_owned(), "x".to_owned()]
+            vec![
+                "recording: stopped → recording".to_owned(),
+                "“x”".to_owned()
+            ]
         );
         let fields = page.form_fields("/approve").unwrap();
         assert_eq!(field(&fields, "proposal"), Some("3"));

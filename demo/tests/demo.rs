@@ -200,7 +200,9 @@ fn the_scripted_demo_passes_every_step_and_leaves_nothing_behind() {
         // The rooms are named once, on the confirm page: the card's Approve hands over.
         "page: POST /approve → 200, hands the tab to the confirm page",
         "This change interrupts what is happening in “Lab Bench 2”.",
-        "confirm page: the person presses \"Interrupt “Lab Bench 2”: confirm with my passkey\"",
+        "confirm page: the person presses \"Interrupt “Lab Bench 2” (",
+        ") to reboot the recorder: confirm with my passkey\"",
+        "confirm page: the person presses \"Start recording in “Test Room A” (",
         "confirm page: the passkey \"Demo operator (stand-in passkey)\" answers → page: POST /confirmed → 200, \"Your approval is kept\"",
         "Approved by Demo operator (stand-in passkey), waiting for a second person",
         "simulator: nothing written yet",
