@@ -11,7 +11,7 @@ use std::io::{self, Read, Write};
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, TcpStream};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Largest request head (request line and headers), in bytes.
 pub const MAX_HEAD: usize = 16 * 1024;
@@ -19,11 +19,13 @@ pub const MAX_HEAD: usize = 16 * 1024;
 /// Largest request body, in bytes.
 pub const MAX_BODY: usize = 64 * 1024;
 
-/// Connections handled at once; more are closed unanswered.
-const MAX_CONNECTIONS: usize = 16;
+/// Connections handled at once; more are closed unanswered. Each costs a thread with a small
+/// stack and at most [`MAX_HEAD`] + [`MAX_BODY`] bytes, and is held at most [`DEADLINE`].
+const MAX_CONNECTIONS: usize = 64;
 
-/// How long a connection may take to send its request, or to take the answer.
-const IO_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a connection may take to send its whole request (head and body together), and
+/// then to take the answer: a client that sends a byte now and then cannot hold a slot longer.
+const DEADLINE: Duration = Duration::from_secs(10);
 
 /// The policy every answer carries: scripts, styles and requests only from the page's own
 /// origin, nothing inline, no frames around it, forms only back to itself.
@@ -361,7 +363,7 @@ impl From<Response> for Reply {
 pub type Handler = Arc<dyn Fn(&Request) -> Reply + Send + Sync>;
 
 /// Serves every listener on its own thread until the process ends. Each connection is read on
-/// a thread of its own, within [`IO_TIMEOUT`], and at most [`MAX_CONNECTIONS`] at once.
+/// a thread of its own, within [`DEADLINE`], and at most [`MAX_CONNECTIONS`] at once.
 pub fn serve(listeners: Listeners, handler: Handler) {
     let open = Arc::new(AtomicUsize::new(0));
     for listener in listeners.sockets {
@@ -385,10 +387,36 @@ pub fn serve(listeners: Listeners, handler: Handler) {
     }
 }
 
-fn answer(mut stream: TcpStream, handler: &Handler) {
-    let _ = stream.set_read_timeout(Some(IO_TIMEOUT));
-    let _ = stream.set_write_timeout(Some(IO_TIMEOUT));
-    let reply = match read_request(&mut stream) {
+/// A stream read against one deadline for the whole request: each read waits at most for
+/// what is left of it, and none starts once it has passed.
+struct WithinDeadline<'a> {
+    stream: &'a TcpStream,
+    deadline: Instant,
+}
+
+impl Read for WithinDeadline<'_> {
+    fn read(&mut self, buffer: &mut [u8]) -> io::Result<usize> {
+        let left = self
+            .deadline
+            .checked_duration_since(Instant::now())
+            .filter(|d| !d.is_zero())
+            .ok_or_else(|| io::Error::from(io::ErrorKind::TimedOut))?;
+        self.stream.set_read_timeout(Some(left))?;
+        (&mut &*self.stream).read(buffer)
+    }
+}
+
+fn answer(stream: TcpStream, handler: &Handler) {
+    answer_within(stream, handler, DEADLINE);
+}
+
+fn answer_within(mut stream: TcpStream, handler: &Handler, deadline: Duration) {
+    let _ = stream.set_write_timeout(Some(deadline));
+    let mut reader = WithinDeadline {
+        stream: &stream,
+        deadline: Instant::now() + deadline,
+    };
+    let reply = match read_request(&mut reader) {
         Ok(request) => handler(&request),
         Err(ReadError::Bad(status, why)) => Response::text(status, &format!("{why}.\n")).into(),
         Err(ReadError::Io(_)) => return,
@@ -468,6 +496,47 @@ mod tests {
         assert!(text.contains("frame-ancestors 'none'"));
         assert!(text.contains("referrer-policy: no-referrer"));
         assert!(text.ends_with("\r\n\r\nhi"));
+    }
+
+    /// A client that sends its request a byte at a time, each well within any per-read
+    /// timeout, is cut off at the whole request's deadline, unanswered.
+    #[test]
+    fn a_request_sent_slowly_ends_at_its_deadline() {
+        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+        let address = listener.local_addr().unwrap();
+        let client = std::thread::spawn(move || {
+            let mut stream = TcpStream::connect(address).unwrap();
+            let request = b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n";
+            for byte in request {
+                if stream.write_all(&[*byte]).is_err() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            let mut answer = Vec::new();
+            let _ = stream.read_to_end(&mut answer);
+            answer
+        });
+        let (stream, _) = listener.accept().unwrap();
+        let handler: Handler = Arc::new(|_: &Request| Response::text(200, "hi").into());
+        answer_within(stream, &handler, Duration::from_millis(600));
+        assert!(
+            client.join().unwrap().is_empty(),
+            "a slow request was answered"
+        );
+        // The same request sent at once is answered.
+        let client = std::thread::spawn(move || {
+            let mut stream = TcpStream::connect(address).unwrap();
+            stream
+                .write_all(b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n")
+                .unwrap();
+            let mut answer = Vec::new();
+            let _ = stream.read_to_end(&mut answer);
+            answer
+        });
+        let (stream, _) = listener.accept().unwrap();
+        answer_within(stream, &handler, Duration::from_millis(600));
+        assert!(client.join().unwrap().ends_with(b"hi"));
     }
 
     #[test]

@@ -161,6 +161,25 @@ pub fn with_origin_owner(extra: &str) -> String {
     }
 }
 
+/// `config` without its `passkeys:` section (the line and the indented lines under it).
+pub fn without_passkeys_section(config: &str) -> String {
+    let mut out = String::new();
+    let mut inside = false;
+    for line in config.lines() {
+        if line == "passkeys:" {
+            inside = true;
+            continue;
+        }
+        if inside && line.starts_with(' ') {
+            continue;
+        }
+        inside = false;
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
+}
+
 /// Holds the confirm page's default origin (`http://localhost:8768`, the origin the soft
 /// authenticator's assertions carry) on both loopback addresses for the rest of this test
 /// process, as `fleetwatch-confirm.socket` holds it in an installation.

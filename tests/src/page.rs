@@ -459,9 +459,12 @@ impl PagePath {
         h.setup.config_extra = config_extra(port);
         let mut config = std::fs::read_to_string(&h.config).expect("executor config");
         if h.setup.config_extra.contains("passkeys:") {
-            config = config.replace(crate::TRIAL_SECTION, "");
+            // Its own section replaces the one the harness wrote (with the test's origin owner).
+            config = crate::without_passkeys_section(&config);
+            config.push_str(&crate::with_origin_owner(&h.setup.config_extra));
+        } else {
+            config.push_str(&h.setup.config_extra);
         }
-        config.push_str(&h.setup.config_extra);
         std::fs::write(&h.config, config).expect("executor config");
         let devices = sandbox_devices(&h.sim);
         h.setup.allowlist = Some(devices.clone());
