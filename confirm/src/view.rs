@@ -170,6 +170,20 @@ pub fn show(lang: Lang, claims: &ApprovalClaims, policy: &Policy) -> Shown {
             format!("Esta página no sabe mostrar la herramienta «{tool_shown}» en palabras."),
         );
     }
+    // The words and the disruptive rule come from this page's policy file: claims checked
+    // against another one could mean something else here.
+    if tool.is_some() && policy.digest(&claims.tool) != Some(claims.policy_digest) {
+        fail(
+            "This change was checked against another tool policy than this page's, so it \
+             cannot be shown as it will run. The administrator installs the same \
+             tool_policy.yaml for the confirm page as for the executor."
+                .into(),
+            "Este cambio se comprobó con otra política de herramientas que la de esta página, \
+             así que no se puede mostrar tal como se ejecutará. El administrador instala el \
+             mismo tool_policy.yaml para la página de confirmación que para el ejecutor."
+                .into(),
+        );
+    }
     let heading = if es {
         format!(
             "Propuesta n.º {}: {}",

@@ -204,6 +204,16 @@ async fn claims_that_cannot_be_shown_in_full_get_no_passkey_button() {
         .await;
     assert!(html.contains("carries no name"), "{html}");
     assert!(!html.contains("id=\"passkey\""), "{html}");
+    // Claims checked against another policy than this page's: not confirmable, and why.
+    let other_policy = ApprovalClaims {
+        policy_digest: [0x5a; 32],
+        ..c.clone()
+    };
+    let (_, _, html) = confirm
+        .post(&b64(&other_policy.encode().expect("encode")), "en")
+        .await;
+    assert!(html.contains("another tool policy"), "{html}");
+    assert!(!html.contains("id=\"passkey\""), "{html}");
     // A tool this page cannot put in words.
     let unknown = ApprovalClaims {
         tool: "factory_reset".into(),
