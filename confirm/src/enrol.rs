@@ -330,7 +330,8 @@ fn page(ceremony: &Ceremony, lang: Lang) -> String {
 <body>
 <main id="enrol" data-rp="{rp}" data-person="{person}" data-name="{name}" data-user="{user}"
  data-create-challenge="{create}" data-get-challenge="{get}" data-exclude="{exclude}"
- data-working="{working}" data-cancelled="{cancelled}" data-unsupported="{unsupported}">
+ data-working="{working}" data-cancelled="{cancelled}" data-unsupported="{unsupported}"
+ data-not-discoverable="{not_discoverable}">
 <h1>{title}</h1>
 <p>{intro}</p>
 <dl>
@@ -356,6 +357,7 @@ fn page(ceremony: &Ceremony, lang: Lang) -> String {
         working = e(lang.t("working")),
         cancelled = e(lang.t("cancelled")),
         unsupported = e(lang.t("unsupported")),
+        not_discoverable = e(lang.t("not_discoverable")),
         intro = e(lang.t("intro")),
         name_label = e(lang.t("name")),
         person_label = e(lang.t("person")),

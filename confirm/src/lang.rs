@@ -58,12 +58,16 @@ impl Lang {
                 "Sigue las indicaciones de passkey del navegador…",
             ),
             "cancelled" => (
-                "The passkey was not made (cancelled or refused by the browser). You can try again.",
-                "No se creó la passkey (cancelada o rechazada por el navegador). Puedes intentarlo de nuevo.",
+                "The passkey was not made (cancelled, refused by the browser, or the authenticator cannot keep a passkey on itself, which Fleetwatch needs). You can try again.",
+                "No se creó la passkey (cancelada, rechazada por el navegador, o el autenticador no puede guardar una passkey en sí mismo, lo que Fleetwatch necesita). Puedes intentarlo de nuevo.",
             ),
             "unsupported" => (
                 "This browser cannot make passkeys here. Open the address in a current browser on this machine.",
                 "Este navegador no puede crear passkeys aquí. Abre la dirección en un navegador actual en esta máquina.",
+            ),
+            "not_discoverable" => (
+                "This authenticator made a passkey it does not keep on itself, and the confirm page asks without naming a passkey, so it could never approve. Nothing was enrolled. Use a security key or device that keeps passkeys (a discoverable credential).",
+                "Este autenticador creó una passkey que no guarda en sí mismo, y la página de confirmación pregunta sin nombrar ninguna passkey, así que nunca podría aprobar. No se inscribió nada. Usa una llave de seguridad o un dispositivo que guarde las passkeys (una credencial detectable).",
             ),
             "used" => (
                 "This enrolment page was already used. Ask the administrator to run the command again.",
@@ -142,6 +146,7 @@ mod tests {
             "working",
             "cancelled",
             "unsupported",
+            "not_discoverable",
             "used",
         ] {
             assert!(!Lang::En.t(key).is_empty(), "{key}");

@@ -33,16 +33,28 @@ window.addEventListener("DOMContentLoaded", () => {
         user: { id: fromB64u(data.user), name: data.person, displayName: data.name },
         challenge: fromB64u(data.createChallenge),
         pubKeyCredParams: [{ type: "public-key", alg: -7 }, { type: "public-key", alg: -8 }],
-        authenticatorSelection: { userVerification: "required", residentKey: "preferred" },
+        // Discoverable: the confirm page asks without a credential list, so a passkey the
+        // authenticator does not keep could never approve.
+        authenticatorSelection: {
+          userVerification: "required", residentKey: "required", requireResidentKey: true,
+        },
+        extensions: { credProps: true },
         attestation: "none",
         excludeCredentials: (data.exclude ? data.exclude.split(" ") : [])
           .map((id) => ({ type: "public-key", id: fromB64u(id) })),
         timeout: 120000,
       }});
+      const props = made.getClientExtensionResults().credProps;
+      if (props && props.rk === false) {
+        say(data.notDiscoverable, "error");
+        button.disabled = false;
+        return;
+      }
+      // The proof asks as the confirm page will: with no credential list, so only a passkey
+      // the authenticator keeps can answer (the program checks it is the one just made).
       proof = await navigator.credentials.get({ publicKey: {
         rpId: data.rp,
         challenge: fromB64u(data.getChallenge),
-        allowCredentials: [{ type: "public-key", id: made.rawId }],
         userVerification: "required",
         timeout: 120000,
       }});

@@ -283,6 +283,63 @@ async fn hostile_names_are_spelled_out_and_the_page_keeps_its_width() {
     browser.close().await;
 }
 
+/// Enrolment makes only a passkey the authenticator keeps (a discoverable credential): the
+/// confirm page asks without naming one, so any other could never approve. An authenticator
+/// that cannot keep one enrols nothing, and the page says why.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_authenticator_that_keeps_no_passkey_enrols_nothing() {
+    use chromiumoxide::cdp::browser_protocol::web_authn::{
+        AddVirtualAuthenticatorParams, AuthenticatorProtocol, AuthenticatorTransport, EnableParams,
+        VirtualAuthenticatorOptions,
+    };
+    let Some(browser) = browser::launch(&[]).await else {
+        return;
+    };
+    let folder = tempfile::tempdir().expect("folder");
+    let approvers = folder.path().join("approvers.pub");
+    let enrolment = fleetwatch_e2e::enrol::start("bo", "Bo Li", &approvers);
+    let tab = browser.page().await;
+    tab.execute(EnableParams::default())
+        .await
+        .expect("WebAuthn.enable");
+    let options = VirtualAuthenticatorOptions::builder()
+        .protocol(AuthenticatorProtocol::Ctap2)
+        .transport(AuthenticatorTransport::Usb)
+        .has_resident_key(false)
+        .has_user_verification(true)
+        .is_user_verified(true)
+        .automatic_presence_simulation(true)
+        .build()
+        .expect("options");
+    tab.execute(AddVirtualAuthenticatorParams::new(options))
+        .await
+        .expect("WebAuthn.addVirtualAuthenticator");
+    tab.goto(enrolment.url.clone()).await.expect("goto");
+    wait_until(&tab, "document.getElementById('start')").await;
+    tab.find_element("#start")
+        .await
+        .expect("the enrol button")
+        .click()
+        .await
+        .expect("click");
+    wait_until(
+        &tab,
+        "document.getElementById('status').className === 'error'",
+    )
+    .await;
+    let said = text(&tab).await;
+    assert!(said.contains("keep a passkey on itself"), "{said}");
+    drop(enrolment);
+    assert!(
+        std::fs::read_to_string(&approvers)
+            .unwrap_or_default()
+            .trim()
+            .is_empty(),
+        "nothing is enrolled"
+    );
+    browser.close().await;
+}
+
 /// A stand-in for the approval page: one form that sends `claims` to the confirm page.
 fn sending_page(confirm_origin: &str, claims: &str) -> String {
     format!(
