@@ -502,6 +502,9 @@ fn assistant_unit_reaches_the_socket_and_gets_its_key_as_a_credential() {
     assert_eq!(one(&d, "SupplementaryGroups"), "fleetwatch-sock");
     assert_eq!(one(&d, "StateDirectory"), "fleetwatch");
     assert!(values(&d, "PrivateUsers").is_empty());
+    // It may bind the approval page's port and nothing else: never the confirm origin's.
+    assert_eq!(one(&d, "SocketBindAllow"), "tcp:8767");
+    assert_eq!(one(&d, "SocketBindDeny"), "any");
     assert_eq!(
         one(&d, "LoadCredential"),
         "anthropic-api-key:/etc/fleetwatch/anthropic-api-key"
