@@ -477,6 +477,12 @@ install_if_absent /dev/null "$P_ETC/anthropic-api-key" 0600 root:root
 # The executor serves only the assistant's uid, so the example's placeholder is replaced by it.
 if [[ -e $P_ETC/executor.yaml ]]; then
     say "kept: $P_ETC/executor.yaml (existing configuration is never overwritten)"
+    # An upgraded configuration may still trust another origin (the approval page's, from before
+    # the confirm page): passkeys must come from the confirm page only. Say the one line.
+    kept_origins=$(grep -E '^  origins:' "$P_ETC/executor.yaml" || true)
+    if [[ -n $kept_origins && $kept_origins != "  origins: [\"$confirm_origin\"]" ]]; then
+        die "$P_ETC/executor.yaml has '$kept_origins'; passkeys are taken from the confirm page only: change that line to '  origins: [\"$confirm_origin\"]' and run install.sh again"
+    fi
     if [[ -n $SECOND_PERSON ]]; then
         say "  --second-person applies to a new executor.yaml only: set passkeys.quorum_disruptive in it by hand"
     fi
@@ -568,8 +574,17 @@ elif [[ -d /run/systemd/system ]]; then
     # units take effect now (a running page is restarted on its next connection).
     systemctl enable --now fleetwatch-confirm.socket
     if [[ $CONFIRM_CHANGED -gt 0 ]]; then
+        # The port is free between the socket's stop and start: never while the assistant runs.
+        assistant_was_running=0
+        if systemctl is-active --quiet fleetwatch.service; then
+            assistant_was_running=1
+            systemctl stop fleetwatch.service
+        fi
         systemctl stop fleetwatch-confirm.service
         systemctl restart fleetwatch-confirm.socket
+        if [[ $assistant_was_running -eq 1 ]]; then
+            systemctl start fleetwatch.service
+        fi
     fi
 else
     say "systemd is not running here: run \`systemd-tmpfiles --create fleetwatch.conf\`, \`systemctl daemon-reload\` and \`systemctl enable --now fleetwatch-confirm.socket\` on the target"

@@ -1093,3 +1093,38 @@ fn tmpfiles_rules_restore_modes_and_name_the_right_groups() {
     }
     assert_eq!(mode(&s.etc("anthropic-api-key")), 0o600);
 }
+
+/// An upgraded `executor.yaml` that still trusts another origin (the approval page's, from
+/// before the confirm page) stops the install with the one line to change, and is kept as it
+/// is; with that line changed the install goes on.
+#[test]
+fn an_upgraded_configuration_trusting_another_origin_stops_the_install_with_its_line() {
+    let s = Sandbox::new();
+    s.install_ok(&["--second-person", "no"]);
+    let path = s.etc("executor.yaml");
+    let config = std::fs::read_to_string(&path).unwrap();
+    let old = config.replace(
+        "  origins: [\"http://localhost:8768\"]",
+        "  origins: [\"http://localhost:8767\"]",
+    );
+    assert_ne!(
+        old, config,
+        "the installed configuration names the confirm origin"
+    );
+    std::fs::write(&path, &old).unwrap();
+    let out = s.install(&[]);
+    assert!(!out.status.success(), "{}", text(&out.stdout));
+    let said = text(&out.stderr);
+    assert!(
+        said.contains("origins: [\"http://localhost:8767\"]")
+            && said.contains("change that line to '  origins: [\"http://localhost:8768\"]'"),
+        "{said}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        old,
+        "nothing rewritten"
+    );
+    std::fs::write(&path, &config).unwrap();
+    s.install_ok(&[]);
+}
