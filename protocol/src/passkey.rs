@@ -291,6 +291,12 @@ pub enum RecordError {
     /// The backup field is neither `synced` nor `device-bound`.
     #[error("the backup field is neither `synced` nor `device-bound`")]
     BackupUnknown,
+    /// A person ID already listed under another display name: "approved by" must name one
+    /// person one way.
+    #[error(
+        "the person ID is listed under another name: a second passkey of theirs must carry the same name"
+    )]
+    PersonNamedTwice,
 }
 
 /// Whether a passkey may be copied to other devices, from the backup-eligible (BE) flag its
@@ -671,6 +677,14 @@ impl Approvers {
         }
         if self.records.iter().any(|r| r.spki == record.spki) {
             return Err(RecordError::DuplicateKey);
+        }
+        if let Some(person) = record.person()
+            && self
+                .records
+                .iter()
+                .any(|r| r.person() == Some(person) && r.name() != record.name())
+        {
+            return Err(RecordError::PersonNamedTwice);
         }
         self.records.push(record);
         Ok(())

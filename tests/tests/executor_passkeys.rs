@@ -521,6 +521,31 @@ async fn a_bad_approver_line_stops_start_up_naming_its_line() {
     assert!(err.contains("line 3") && err.contains("invisible"), "{err}");
 }
 
+/// A person ID listed under two names (a hand-edited file) stops start-up naming the line: an
+/// approval would otherwise say "approved by" one person two ways.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_person_under_two_names_stops_start_up_naming_its_line() {
+    let mut h = Harness::prepare(Setup {
+        extra_key_lines: vec![
+            SoftPasskey::es256(8).person_line("ana", "Ana Gómez"),
+            SoftPasskey::es256(9).person_line("ana", "Ana G."),
+        ],
+        trial: false,
+        ..Setup::default()
+    })
+    .await;
+    h.setup.allowlist = Some(sandbox_devices(&h.sim));
+    let out = h.cli(&["serve"], None);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    // Line 1 is the assistant's key.
+    assert!(
+        err.contains("line 3") && err.contains("another name"),
+        "{err}"
+    );
+    assert_eq!(h.writes(), 0);
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_quorum_written_with_no_passkey_enrolled_refuses_everything() {
     let h = harness(&[], "passkeys:\n  quorum: 1\n").await;
