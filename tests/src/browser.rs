@@ -193,13 +193,19 @@ pub async fn screenshot(page: &Page, path: &std::path::Path) {
 /// Gives the tab a platform authenticator (Chromium's virtual one, DevTools `WebAuthn`) that
 /// verifies the user and is always touched; returns its ID.
 pub async fn virtual_authenticator(tab: &Page) -> AuthenticatorId {
+    authenticator(tab, true).await
+}
+
+/// [`virtual_authenticator`] that keeps passkeys on itself (discoverable credentials) only
+/// when `keeps` is true.
+pub async fn authenticator(tab: &Page, keeps: bool) -> AuthenticatorId {
     tab.execute(EnableParams::default())
         .await
         .expect("WebAuthn.enable");
     let options = VirtualAuthenticatorOptions::builder()
         .protocol(AuthenticatorProtocol::Ctap2)
         .transport(AuthenticatorTransport::Internal)
-        .has_resident_key(true)
+        .has_resident_key(keeps)
         .has_user_verification(true)
         .is_user_verified(true)
         .automatic_presence_simulation(true)

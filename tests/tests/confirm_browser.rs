@@ -140,17 +140,7 @@ async fn the_confirm_page_asks_only_after_it_was_read_and_its_button_pressed() {
     // click within the first second; the page's own clock says when the click landed.
     let mut early = false;
     for _ in 0..5 {
-        tab.goto(format!("http://localhost:{page_port}/"))
-            .await
-            .expect("goto");
-        wait_until(&tab, "document.getElementById('approve')").await;
-        tab.find_element("#approve")
-            .await
-            .expect("approve")
-            .click()
-            .await
-            .expect("click");
-        wait_until(&tab, "document.getElementById('passkey')").await;
+        send_to_confirm(&tab, page_port).await;
         tab.find_element("#passkey")
             .await
             .expect("passkey button")
@@ -239,17 +229,7 @@ async fn hostile_names_are_spelled_out_and_the_page_keeps_its_width() {
         let page_port = fleetwatch_e2e::page::free_port();
         let confirm = ConfirmPage::start(&format!("http://localhost:{page_port}")).await;
         serve_at(page_port, sending_page(&confirm.origin(), &claims)).await;
-        tab.goto(format!("http://localhost:{page_port}/"))
-            .await
-            .expect("goto");
-        wait_until(&tab, "document.getElementById('approve')").await;
-        tab.find_element("#approve")
-            .await
-            .expect("approve")
-            .click()
-            .await
-            .expect("click");
-        wait_until(&tab, "document.getElementById('passkey')").await;
+        send_to_confirm(&tab, page_port).await;
         let button = eval(&tab, "document.getElementById('passkey').textContent")
             .await
             .as_str()
@@ -288,10 +268,6 @@ async fn hostile_names_are_spelled_out_and_the_page_keeps_its_width() {
 /// that cannot keep one enrols nothing, and the page says why.
 #[tokio::test(flavor = "multi_thread")]
 async fn an_authenticator_that_keeps_no_passkey_enrols_nothing() {
-    use chromiumoxide::cdp::browser_protocol::web_authn::{
-        AddVirtualAuthenticatorParams, AuthenticatorProtocol, AuthenticatorTransport, EnableParams,
-        VirtualAuthenticatorOptions,
-    };
     let Some(browser) = browser::launch(&[]).await else {
         return;
     };
@@ -299,21 +275,7 @@ async fn an_authenticator_that_keeps_no_passkey_enrols_nothing() {
     let approvers = folder.path().join("approvers.pub");
     let enrolment = fleetwatch_e2e::enrol::start("bo", "Bo Li", &approvers);
     let tab = browser.page().await;
-    tab.execute(EnableParams::default())
-        .await
-        .expect("WebAuthn.enable");
-    let options = VirtualAuthenticatorOptions::builder()
-        .protocol(AuthenticatorProtocol::Ctap2)
-        .transport(AuthenticatorTransport::Usb)
-        .has_resident_key(false)
-        .has_user_verification(true)
-        .is_user_verified(true)
-        .automatic_presence_simulation(true)
-        .build()
-        .expect("options");
-    tab.execute(AddVirtualAuthenticatorParams::new(options))
-        .await
-        .expect("WebAuthn.addVirtualAuthenticator");
+    browser::authenticator(&tab, false).await;
     tab.goto(enrolment.url.clone()).await.expect("goto");
     wait_until(&tab, "document.getElementById('start')").await;
     tab.find_element("#start")
@@ -338,6 +300,22 @@ async fn an_authenticator_that_keeps_no_passkey_enrols_nothing() {
         "nothing is enrolled"
     );
     browser.close().await;
+}
+
+/// Opens the stand-in approval page on `page_port`, presses its Approve, and waits on the
+/// confirm page for its button.
+async fn send_to_confirm(tab: &chromiumoxide::page::Page, page_port: u16) {
+    tab.goto(format!("http://localhost:{page_port}/"))
+        .await
+        .expect("goto");
+    wait_until(tab, "document.getElementById('approve')").await;
+    tab.find_element("#approve")
+        .await
+        .expect("approve")
+        .click()
+        .await
+        .expect("click");
+    wait_until(tab, "document.getElementById('passkey')").await;
 }
 
 /// A stand-in for the approval page: one form that sends `claims` to the confirm page.

@@ -503,20 +503,28 @@ async fn approvers_add_list_and_remove_change_who_approves_at_once() {
     refused(&h, sign(&c, 7), Refusal::PasskeyRequired, "nobody is left").await;
 }
 
+/// Runs `serve` for an executor set up with `setup`, which must refuse to start: what it said
+/// on standard error. Nothing was written.
+async fn refused_at_start(setup: Setup) -> String {
+    let mut h = Harness::prepare(setup).await;
+    h.setup.allowlist = Some(sandbox_devices(&h.sim));
+    let out = h.cli(&["serve"], None);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!out.status.success(), "{err}");
+    assert_eq!(h.writes(), 0);
+    err
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_bad_approver_line_stops_start_up_naming_its_line() {
     let key = SoftPasskey::es256(8);
     let mut line = key.line("Ana");
     line.push('\u{202e}');
-    let mut h = Harness::prepare(Setup {
+    let err = refused_at_start(Setup {
         extra_key_lines: vec!["# operators".into(), line],
         ..Setup::default()
     })
     .await;
-    h.setup.allowlist = Some(sandbox_devices(&h.sim));
-    let out = h.cli(&["serve"], None);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "{err}");
     // Line 1 is the assistant's key, line 2 the comment.
     assert!(err.contains("line 3") && err.contains("invisible"), "{err}");
 }
@@ -525,7 +533,7 @@ async fn a_bad_approver_line_stops_start_up_naming_its_line() {
 /// approval would otherwise say "approved by" one person two ways.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_person_under_two_names_stops_start_up_naming_its_line() {
-    let mut h = Harness::prepare(Setup {
+    let err = refused_at_start(Setup {
         extra_key_lines: vec![
             SoftPasskey::es256(8).person_line("ana", "Ana Gómez"),
             SoftPasskey::es256(9).person_line("ana", "Ana G."),
@@ -534,16 +542,11 @@ async fn a_person_under_two_names_stops_start_up_naming_its_line() {
         ..Setup::default()
     })
     .await;
-    h.setup.allowlist = Some(sandbox_devices(&h.sim));
-    let out = h.cli(&["serve"], None);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "{err}");
     // Line 1 is the assistant's key.
     assert!(
         err.contains("line 3") && err.contains("another name"),
         "{err}"
     );
-    assert_eq!(h.writes(), 0);
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -870,19 +873,14 @@ async fn a_confirm_origin_not_held_by_its_owner_refuses_a_valid_passkey() {
 /// proves nothing about what the person saw.
 #[tokio::test(flavor = "multi_thread")]
 async fn the_approval_pages_origin_stops_the_executor_at_start() {
-    let mut h = Harness::prepare(Setup {
+    let err = refused_at_start(Setup {
         config_extra: "passkeys:\n  origins: [\"http://localhost:8767\"]\n".to_owned(),
         trial: false,
         ..Setup::default()
     })
     .await;
-    h.setup.allowlist = Some(sandbox_devices(&h.sim));
-    let out = h.cli(&["serve"], None);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "{err}");
     assert!(
         err.contains("passkeys.origins") && err.contains("approval page"),
         "{err}"
     );
-    assert_eq!(h.writes(), 0);
 }
