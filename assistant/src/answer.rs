@@ -390,22 +390,16 @@ impl Assistant {
     /// Code's own answer in place of the model's: the keyword answer with `line` as its note
     /// when the question is one it knows, otherwise `line` and what the keyword answer can say.
     async fn code_answer(&self, question: &str, lang: Lang, line: String) -> Reply {
-        let answer = if fleetwatch_words::question::of(question) == Question::Help {
-            format!("{line}\n\n{}", keyword::help(lang))
+        let (answer, note) = if fleetwatch_words::question::of(question) == Question::Help {
+            (format!("{line}\n\n{}", keyword::help(lang)), None)
         } else {
-            let answer = self.keyword_answer(question, lang).await;
-            return Reply {
-                answer,
-                proposals: Vec::new(),
-                page: None,
-                note: Some(line),
-            };
+            (self.keyword_answer(question, lang).await, Some(line))
         };
         Reply {
             answer,
             proposals: Vec::new(),
             page: None,
-            note: None,
+            note,
         }
     }
 

@@ -142,6 +142,17 @@ pub struct Setup {
 /// The executor configuration's explicit trial mode: the assistant's signature alone.
 pub const TRIAL_SECTION: &str = "passkeys:\n  quorum: 0\n";
 
+/// The signed name of the claims' target device (the room the person is shown).
+pub fn room_of(claims: &fleetwatch_protocol::claims::ApprovalClaims) -> String {
+    claims
+        .names
+        .iter()
+        .find(|n| n.kind == fleetwatch_protocol::claims::NameKind::Device)
+        .expect("the claims sign the room's name")
+        .name
+        .clone()
+}
+
 /// `extra` with `origin_owner:` set to this test's uid in its `passkeys:` section (added when
 /// there is none): the executor accepts a passkey only while the confirm origin's port is held
 /// by that owner alone, which in a test is the test (or the confirm page it started), not

@@ -9,7 +9,6 @@ use base64::Engine as _;
 use fleetwatch_e2e::browser::{self, eval, text, wait_until};
 use fleetwatch_e2e::confirm_page::ConfirmPage;
 use fleetwatch_e2e::{Harness, Setup};
-use fleetwatch_protocol::claims::NameKind;
 use serde_json::json;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
@@ -23,13 +22,7 @@ async fn a_lying_page_cannot_make_the_confirm_page_show_another_change() {
     let b = h
         .claims("batch_reboot", &json!({"device_ids": [devices[2]]}))
         .await;
-    let b_room = b
-        .names
-        .iter()
-        .find(|n| n.kind == NameKind::Device)
-        .expect("B's room")
-        .name
-        .clone();
+    let b_room = fleetwatch_e2e::room_of(&b);
     let a_room = h
         .describe(
             "batch_recording",
@@ -113,13 +106,7 @@ async fn the_confirm_page_asks_only_after_it_was_read_and_its_button_pressed() {
             &json!({"action": "start", "device_ids": [format!("{}-1", devices[0])]}),
         )
         .await;
-    let room = c
-        .names
-        .iter()
-        .find(|n| n.kind == NameKind::Device)
-        .expect("the room")
-        .name
-        .clone();
+    let room = fleetwatch_e2e::room_of(&c);
     let claims = base64::engine::general_purpose::STANDARD.encode(c.encode().expect("encode"));
     let page_port = fleetwatch_e2e::page::free_port();
     let confirm = ConfirmPage::start(&format!("http://localhost:{page_port}")).await;

@@ -7,7 +7,7 @@
 use base64::Engine as _;
 use fleetwatch_e2e::confirm_page::ConfirmPage;
 use fleetwatch_e2e::{Harness, Setup, sandbox_devices};
-use fleetwatch_protocol::claims::{ApprovalClaims, NameKind};
+use fleetwatch_protocol::claims::ApprovalClaims;
 use fleetwatch_protocol::passkey;
 use serde_json::json;
 
@@ -75,13 +75,7 @@ async fn the_change_is_shown_from_the_claims_alone_in_both_languages() {
     let confirm = start().await;
     let (_h, c) = reboot_claims().await;
     let bytes = c.encode().expect("encode");
-    let room = c
-        .names
-        .iter()
-        .find(|n| n.kind == NameKind::Device)
-        .expect("the signed name")
-        .name
-        .clone();
+    let room = fleetwatch_e2e::room_of(&c);
     let (status, csp, html) = confirm.post(&b64(&bytes), "en").await;
     assert_eq!(status, 200, "{html}");
     assert!(html.contains("Proposal #1: reboot the recorder"), "{html}");
@@ -148,12 +142,7 @@ async fn a_calm_change_asks_only_by_its_button() {
     assert_eq!(status, 200, "{html}");
     assert!(!html.contains("data-ask"), "{html}");
     assert!(!html.contains("id=\"disruptive\""), "{html}");
-    let room = &c
-        .names
-        .iter()
-        .find(|n| n.kind == NameKind::Device)
-        .expect("the signed name")
-        .name;
+    let room = &fleetwatch_e2e::room_of(&c);
     assert!(
         html.contains(&format!(
             "<button type=\"button\" id=\"passkey\" disabled>Start recording in “<bdi>{room}</bdi>” \

@@ -810,63 +810,43 @@ async fn a_confirm_origin_not_held_by_its_owner_refuses_a_valid_passkey() {
     fleetwatch_e2e::hold_default_origin();
     let mut ana = SoftPasskey::es256(31);
     let someone_else = me.wrapping_add(4242);
-    let h = harness_with_lines(
-        vec![ana.person_line("ana", "Ana Gómez")],
-        &format!("passkeys:\n  origin_owner: {someone_else}\n"),
-    )
-    .await;
-    let c = h
-        .claims("batch_recording", &start_recording(&device(&h, 0)))
-        .await;
-    refused(
-        &h,
-        sign_with_passkeys(&c, 7, &mut [&mut ana]),
-        Refusal::ConfirmOriginNotHeld,
-        "the origin's port held by another uid",
-    )
-    .await;
-    assert!(
-        h.log_text()
-            .contains(&format!("uid {me} also listens on port 8768")),
-        "{}",
-        h.log_text()
-    );
-
-    // The owner is right, but a second origin's port is held by nobody.
     let free = fleetwatch_e2e::page::free_port();
-    let h = harness_with_lines(
-        vec![ana.person_line("ana", "Ana Gómez")],
-        &format!(
-            "passkeys:\n  origin_owner: {me}\n  origins: [\"http://localhost:8768\", \"http://localhost:{free}\"]\n"
+    let cases = [
+        (
+            "the origin's port held by another uid",
+            format!("passkeys:\n  origin_owner: {someone_else}\n"),
+            true,
+            format!("uid {me} also listens on port 8768"),
         ),
-    )
-    .await;
-    let c = h
-        .claims("batch_recording", &start_recording(&device(&h, 0)))
-        .await;
-    refused(
-        &h,
-        sign_with_passkeys(&c, 7, &mut [&mut ana]),
-        Refusal::ConfirmOriginNotHeld,
-        "an origin's port held by nobody",
-    )
-    .await;
-
-    // Held by the owner alone: the same passkey runs.
-    let h = harness_with_lines(
-        vec![ana.person_line("ana", "Ana Gómez")],
-        &format!("passkeys:\n  origin_owner: {me}\n"),
-    )
-    .await;
-    let c = h
-        .claims("batch_recording", &start_recording(&device(&h, 0)))
-        .await;
-    done(
-        &h,
-        sign_with_passkeys(&c, 7, &mut [&mut ana]),
-        "held by the owner",
-    )
-    .await;
+        (
+            "an origin's port held by nobody",
+            format!(
+                "passkeys:\n  origin_owner: {me}\n  origins: [\"http://localhost:8768\", \"http://localhost:{free}\"]\n"
+            ),
+            true,
+            String::new(),
+        ),
+        // Held by the owner alone: the same passkey runs.
+        (
+            "held by the owner",
+            format!("passkeys:\n  origin_owner: {me}\n"),
+            false,
+            String::new(),
+        ),
+    ];
+    for (case, config, refuses, logged) in cases {
+        let h = harness_with_lines(vec![ana.person_line("ana", "Ana Gómez")], &config).await;
+        let c = h
+            .claims("batch_recording", &start_recording(&device(&h, 0)))
+            .await;
+        let approval = sign_with_passkeys(&c, 7, &mut [&mut ana]);
+        if refuses {
+            refused(&h, approval, Refusal::ConfirmOriginNotHeld, case).await;
+            assert!(h.log_text().contains(&logged), "{case}: {}", h.log_text());
+        } else {
+            done(&h, approval, case).await;
+        }
+    }
 }
 
 /// The approval page's own origin is refused at start: a passkey used on the assistant's page
