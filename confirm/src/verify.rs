@@ -153,12 +153,7 @@ pub fn verify(inputs: &Inputs<'_>) -> Report {
                 );
             }
             for a in verified.assertions() {
-                let who = match a.person() {
-                    passkey::PersonKey::Named(id) => {
-                        format!("{} ({id}, {})", a.name(), a.fingerprint())
-                    }
-                    passkey::PersonKey::Unnamed(_) => format!("{} ({})", a.name(), a.fingerprint()),
-                };
+                let who = format!("{} ({}, {})", a.name(), a.person(), a.fingerprint());
                 if !approved_by.contains(&who) {
                     approved_by.push(who);
                 }

@@ -5,10 +5,10 @@
 //! # the assistant's signing key: proves the assistant process asked
 //! ed25519 11qYAYKxCrfVS/7TyWQHOg7hcvPapiMlrwIaaPcHURo= assistant on ops-01
 //! # added 2026-12-03T08:10:50Z
-//! passkey es256 <credential ID> <SPKI base64> Ana Gómez
+//! approver ana es256 <credential ID> <SPKI base64> device-bound Ana Gómez
 //! ```
 //!
-//! `ed25519` lines are read by [`TrustedKeys::parse`], `passkey` lines by
+//! `ed25519` lines are read by [`TrustedKeys::parse`], `approver` lines by
 //! [`Approvers::parse`], each on the file with the other kind's lines blanked, so every error
 //! names the file's own line number. A `# added <time>` comment right above a record is what
 //! `approvers add` writes and `approvers list` shows; the executor ignores it like any
@@ -110,7 +110,8 @@ pub fn parse(text: &str, path: &Path) -> Result<ApproverFile, FileError> {
                 path,
                 line: index + 1,
                 problem: "unknown kind of line (expected `ed25519 <base64 key> [comment]` or \
-                          `passkey es256|ed25519 <credential ID> <SPKI base64> <operator name>`)"
+                          `approver <person> es256|ed25519 <credential ID> <SPKI base64> \
+                          synced|device-bound <name>`)"
                     .into(),
             });
         }
@@ -187,10 +188,9 @@ pub fn load(path: &Path) -> Result<ApproverFile, FileError> {
 pub struct Listed {
     /// `passkey` or `assistant key`.
     pub kind: &'static str,
-    /// The person ID of an `approver` line; `None` for a `passkey` line written before persons
-    /// (it counts as a person of its own) and for an assistant key.
+    /// The person ID of an `approver` line; `None` for an assistant key.
     pub person: Option<String>,
-    /// Whether the passkey may be synced, as recorded at enrolment (`None`: not recorded).
+    /// Whether the passkey may be synced, as recorded at enrolment (`None`: an assistant key).
     pub backup: Option<Backup>,
     /// The operator's name (a passkey) or the comment (an assistant key).
     pub name: String,
@@ -232,8 +232,8 @@ pub fn list(text: &str) -> Vec<Listed> {
                 if let Ok(record) = PasskeyRecord::parse_line(raw) {
                     out.push(Listed {
                         kind: "passkey",
-                        person: record.person().map(str::to_owned),
-                        backup: record.backup(),
+                        person: Some(record.person().to_owned()),
+                        backup: Some(record.backup()),
                         name: record.name().to_owned(),
                         algorithm: record.algorithm().name(),
                         fingerprint: record.fingerprint().to_string(),
@@ -307,8 +307,8 @@ pub fn add(existing: &str, line: &str, now: &str, path: &Path) -> Result<(String
         Some(Kind::Key) => line.to_owned(),
         None => {
             return Err(
-                "unknown kind of line (expected `passkey es256|ed25519 <credential ID> \
-                        <SPKI base64> <operator name>` or `ed25519 <base64 key> [comment]`)"
+                "unknown kind of line (expected `approver <person> es256|ed25519 <credential ID> \
+                 <SPKI base64> synced|device-bound <name>` or `ed25519 <base64 key> [comment]`)"
                     .into(),
             );
         }
@@ -341,40 +341,28 @@ pub fn add(existing: &str, line: &str, now: &str, path: &Path) -> Result<(String
     Ok((text, listed))
 }
 
-/// Who a passkey counts as: its person ID, or (a line from before persons) its fingerprint.
-fn person_of(listed: &Listed) -> String {
-    listed
-        .person
-        .clone()
-        .unwrap_or_else(|| format!("passkey {}", listed.fingerprint))
-}
-
 /// A new passkey line against the people already enrolled: a person keeps one display name
 /// for all their passkeys, and no two persons share one, so "approved by" always names one
 /// person.
 fn same_person_same_name(existing: &[Listed], line: &str) -> Result<(), String> {
     let record = PasskeyRecord::parse_line(line).map_err(|e| e.to_string())?;
     for other in existing.iter().filter(|l| l.kind == "passkey") {
-        match (record.person(), other.person.as_deref()) {
-            (Some(new), Some(old)) if new == old && other.name != record.name() => {
+        let new = record.person();
+        match other.person.as_deref() {
+            Some(old) if new == old && other.name != record.name() => {
                 return Err(format!(
                     "person {new} is enrolled as {:?}; a second passkey of theirs must carry \
                      the same name (enrol again with --name {:?})",
                     other.name, other.name
                 ));
             }
-            (Some(new), Some(old)) if new == old => {}
+            Some(old) if new == old => {}
             _ if other.name == record.name() => {
                 return Err(format!(
                     "{:?} is the name of another person ({}); two persons cannot share a name \
-                     (if this is the same person, enrol with their person ID{})",
+                     (if this is the same person, enrol with their person ID)",
                     other.name,
-                    person_of(other),
-                    if other.person.is_none() {
-                        ", or remove their old line first"
-                    } else {
-                        ""
-                    }
+                    other.person.as_deref().unwrap_or("-"),
                 ));
             }
             _ => {}
@@ -420,9 +408,11 @@ pub fn remove(existing: &str, who: &str) -> Result<(String, Vec<Listed>), String
              them"
         ));
     }
-    // A name shared by several (lines written by hand, or before persons): say which to use.
-    let persons: std::collections::BTreeSet<String> =
-        matches.iter().map(|l| person_of(l)).collect();
+    // A name shared by several (lines written by hand): say which to use.
+    let persons: std::collections::BTreeSet<&str> = matches
+        .iter()
+        .map(|l| l.person.as_deref().unwrap_or(&l.fingerprint))
+        .collect();
     if persons.len() > 1 || matches.iter().any(|l| l.kind == "assistant key") && matches.len() > 1 {
         return Err(format!(
             "{} approvers match {who:?}; remove one by its fingerprint (`approvers list` shows \

@@ -303,8 +303,9 @@ static APPROVERS_ADD: Node = Node {
     operand: Some((
         "LINE",
         "`approver <person> es256|ed25519 <credential ID> <SPKI base64> synced|device-bound \
-         <name>` (or a `passkey …` line from before persons) or `ed25519 <base64 key> \
-         [comment]`, quoted or as separate words; `-` reads one line from standard input",
+         <name>` or `ed25519 <base64 key> [comment]`, quoted or as separate words; `-` reads \
+         one `approver` line from standard input (a `passkey …` line from before persons is \
+         refused: enrol that person again)",
     )),
     ..command(
         "add",
@@ -679,7 +680,7 @@ mod tests {
             run(&[
                 "approvers",
                 "add",
-                "passkey es256 AAAA",
+                "approver ana es256 AAAA",
                 "Ana",
                 "--config",
                 "c"
@@ -687,7 +688,7 @@ mod tests {
             Parsed::Run(Cli {
                 config: Some("c".into()),
                 command: Command::ApproversAdd {
-                    line: "passkey es256 AAAA Ana".into()
+                    line: "approver ana es256 AAAA Ana".into()
                 }
             })
         );

@@ -319,31 +319,23 @@ async fn confirm_page(origin: &str) -> Line {
 
 /// The enrolled persons in a few words: `Ana Gómez (ana: es256 3fa2 …, device-bound)`.
 pub fn enrolled_persons(passkeys: &fleetwatch_protocol::passkey::Approvers) -> String {
-    let mut persons: Vec<(fleetwatch_protocol::passkey::PersonKey, String, Vec<String>)> =
-        Vec::new();
+    let mut persons: Vec<(&str, &str, Vec<String>)> = Vec::new();
     for r in passkeys.records() {
-        let key = r.person_key();
+        let key = r.person();
         let shown = format!(
             "{} {}, {}",
             r.algorithm(),
             r.fingerprint(),
-            r.backup().map_or("synced or not unknown", |b| b.name())
+            r.backup().name()
         );
         match persons.iter_mut().find(|(k, _, _)| *k == key) {
             Some((_, _, keys)) => keys.push(shown),
-            None => persons.push((key, r.name().to_owned(), vec![shown])),
+            None => persons.push((key, r.name(), vec![shown])),
         }
     }
     persons
         .iter()
-        .map(|(key, name, keys)| match key {
-            fleetwatch_protocol::passkey::PersonKey::Named(id) => {
-                format!("{name} ({id}: {})", keys.join("; "))
-            }
-            fleetwatch_protocol::passkey::PersonKey::Unnamed(_) => {
-                format!("{name} (a line from before persons: {})", keys.join("; "))
-            }
-        })
+        .map(|(id, name, keys)| format!("{name} ({id}: {})", keys.join("; ")))
         .collect::<Vec<_>>()
         .join("; ")
 }

@@ -170,22 +170,16 @@ pub fn approvers_list(config: &Config) -> Result<String, String> {
     // Persons in the order they first appear, each with all their passkeys.
     let mut persons: Vec<(Option<String>, String, Vec<&approvers::Listed>)> = Vec::new();
     for a in listed.iter().filter(|a| a.kind == "passkey") {
-        let found = persons
-            .iter_mut()
-            .find(|(p, _, _)| p.is_some() && *p == a.person);
-        match found {
+        match persons.iter_mut().find(|(p, _, _)| *p == a.person) {
             Some((_, _, keys)) => keys.push(a),
             None => persons.push((a.person.clone(), a.name.clone(), vec![a])),
         }
     }
     for (person, name, keys) in &persons {
-        out.push(match person {
-            Some(id) => format!("person {id}  {name}"),
-            None => format!(
-                "{name}  (a passkey line from before persons: it counts as a person of its own; \
-                 enrol again with `fleetwatch-confirm enrol` to name the person)"
-            ),
-        });
+        out.push(format!(
+            "person {}  {name}",
+            person.as_deref().unwrap_or("-")
+        ));
         for a in keys {
             let counter = match (&a.credential_id, &counters) {
                 (None, _) => "-".to_owned(),

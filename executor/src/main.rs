@@ -32,7 +32,9 @@ fn read_listing(path: &std::path::Path) -> Result<String, String> {
     }
 }
 
-/// The line itself, or for `-` the first line of standard input (the line a person pasted).
+/// The line itself, or for `-` the one line of standard input: a person's `approver` line as
+/// `fleetwatch-confirm enrol` prints it, and nothing else (what is piped in comes from
+/// enrolment; an assistant key is typed as the argument).
 fn one_line(line: String) -> Result<String, String> {
     if line != "-" {
         return Ok(line);
@@ -44,7 +46,15 @@ fn one_line(line: String) -> Result<String, String> {
         .map_err(|e| format!("standard input: {e}"))?;
     let mut lines = text.lines().filter(|l| !l.trim().is_empty());
     match (lines.next(), lines.next()) {
-        (Some(first), None) => Ok(first.to_owned()),
+        (Some(first), None) if first.split_whitespace().next() == Some("approver") => {
+            Ok(first.to_owned())
+        }
+        (Some(_), None) => Err(
+            "standard input takes only a person's `approver …` line, as `fleetwatch-confirm \
+             enrol` prints it (an assistant key is given as the argument; a `passkey …` line \
+             from before persons is no longer read: enrol that person again)"
+                .into(),
+        ),
         (None, _) => Err("standard input holds no line".into()),
         (Some(_), Some(_)) => {
             Err("standard input holds more than one line; add one at a time".into())

@@ -346,13 +346,26 @@ static PASSKEYS: LazyLock<Passkeys> = LazyLock::new(|| {
         0x30, 0x2a, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x03, 0x21, 0x00,
     ];
     ed_spki.extend_from_slice(ed25519.verifying_key().as_bytes());
-    let record = |algorithm, id: &[u8], spki, name| {
-        PasskeyRecord::new(algorithm, id.to_vec(), spki, name)
-            .unwrap_or_else(|e| unreachable!("the harness's own record: {e}"))
+    let record = |person, algorithm, id: &[u8], spki, name| {
+        PasskeyRecord::for_person(
+            person,
+            fleetwatch_protocol::passkey::Backup::DeviceBound,
+            algorithm,
+            id.to_vec(),
+            spki,
+            name,
+        )
+        .unwrap_or_else(|e| unreachable!("the harness's own record: {e}"))
     };
     let records = [
-        record(Algorithm::Es256, b"fuzz es256", es_spki, "Fuzz ES256"),
-        record(Algorithm::Ed25519, b"fuzz ed25519", ed_spki, "Fuzz Ed25519"),
+        record("es", Algorithm::Es256, b"fuzz es256", es_spki, "Fuzz ES256"),
+        record(
+            "ed",
+            Algorithm::Ed25519,
+            b"fuzz ed25519",
+            ed_spki,
+            "Fuzz Ed25519",
+        ),
     ];
     let mut approvers = Approvers::default();
     for r in &records {

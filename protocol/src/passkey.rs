@@ -4,19 +4,23 @@
 //!
 //! # Approver record
 //!
-//! After enrolment the approval page shows one public line, which an administrator installs in
-//! the executor's approver file:
+//! After enrolment `fleetwatch-confirm enrol` prints one public line, which an administrator
+//! installs in the executor's approver file:
 //!
 //! ```text
-//! # operators whose passkeys approve changes on this executor
-//! passkey es256 <credential ID> <public key> Ana Gómez
-//! passkey ed25519 <credential ID> <public key> Night shift desk
+//! # persons whose passkeys approve changes on this executor
+//! approver ana es256 <credential ID> <public key> device-bound Ana Gómez
+//! approver night-desk ed25519 <credential ID> <public key> synced Night shift desk
 //! ```
 //!
-//! The fields are the word `passkey`, the algorithm (`es256` or `ed25519`), the credential ID
-//! in base64url without padding (as WebAuthn writes it), the credential's public key as the
-//! SubjectPublicKeyInfo that the browser's `response.getPublicKey()` returns, in standard
-//! base64 with padding, and the operator's name (the rest of the line). The SPKI is read by
+//! The fields are the word `approver`, the person's ID (one person may have several passkeys),
+//! the algorithm (`es256` or `ed25519`), the credential ID in base64url without padding (as
+//! WebAuthn writes it), the credential's public key as the SubjectPublicKeyInfo that the
+//! browser's `response.getPublicKey()` returns, in standard base64 with padding, whether the
+//! authenticator said at enrolment that the passkey may be synced, and the person's name (the
+//! rest of the line). Lines from before persons (`passkey <alg> …`, no person, no backup
+//! field) are refused with a sentence that says to enrol again: each counted as a person of its
+//! own, so one human with such a line and an `approver` line could meet a quorum of two. The SPKI is read by
 //! hand against the only two shapes allowed — an uncompressed P-256 point under
 //! `id-ecPublicKey`/`prime256v1`, or an Ed25519 key — so no ASN.1 parser sees untrusted bytes.
 //! [`Fingerprint`] is the first ten bytes of SHA-256 of the SPKI, which the operator's page and
@@ -97,6 +101,8 @@ const FLAG_UP: u8 = 0x01;
 const FLAG_UV: u8 = 0x04;
 /// Authenticator data flag: the credential is backup eligible (may be synced).
 const FLAG_BE: u8 = 0x08;
+/// Backup state: the credential is backed up now. Never set without [`FLAG_BE`].
+const FLAG_BS: u8 = 0x10;
 /// RP ID hash (32) + flags (1) + signature counter (4).
 const AUTHENTICATOR_DATA_MIN: usize = 37;
 
@@ -238,9 +244,15 @@ enum PublicKey {
 /// Why one approver record was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum RecordError {
-    /// The line does not start with the word `passkey`.
-    #[error("the line does not start with `passkey`")]
+    /// The line does not start with the word `approver`.
+    #[error("the line does not start with `approver`")]
     NotAPasskeyLine,
+    /// A `passkey …` line from before persons: it names no person, so it would count as a
+    /// person of its own.
+    #[error(
+        "a `passkey …` line from before persons is no longer read: enrol this person again with `fleetwatch-confirm enrol` and put the `approver …` line it prints in its place"
+    )]
+    FromBeforePersons,
     /// The algorithm is neither `es256` nor `ed25519`.
     #[error("unknown passkey algorithm (expected `es256` or `ed25519`)")]
     UnknownAlgorithm,
@@ -340,32 +352,16 @@ impl Backup {
 /// Longest person ID, in characters.
 pub const MAX_PERSON_CHARS: usize = 32;
 
-/// Who a passkey belongs to, for counting a quorum: a named person, or (a line written before
-/// persons existed) the passkey itself, which then counts as its own person.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum PersonKey {
-    /// A person ID from an `approver` line.
-    Named(String),
-    /// The credential ID of a `passkey` line, which names no person.
-    Unnamed(Vec<u8>),
-}
-
-/// One enrolled passkey: the line an administrator installed, checked.
-///
-/// Two spellings are read. The current one names the person and records whether the passkey
-/// may be synced:
+/// One enrolled passkey: the line an administrator installed, checked. It names the person
+/// and records whether the passkey may be synced:
 ///
 /// ```text
 /// approver <person ID> <alg> <credential ID> <SPKI base64> <synced|device-bound> <display name…>
 /// ```
-///
-/// A `passkey <alg> <credential ID> <SPKI base64> <name…>` line (written before persons
-/// existed) is still read: it names no person, so it counts as a person of its own, and
-/// whether it is synced is unknown.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PasskeyRecord {
-    person: Option<String>,
-    backup: Option<Backup>,
+    person: String,
+    backup: Backup,
     algorithm: Algorithm,
     credential_id: Vec<u8>,
     spki: Vec<u8>,
@@ -374,32 +370,8 @@ pub struct PasskeyRecord {
 }
 
 impl PasskeyRecord {
-    /// A record from its parts, checked like a parsed line (the page builds one from what the
-    /// browser returned at enrolment).
-    pub fn new(
-        algorithm: Algorithm,
-        credential_id: Vec<u8>,
-        spki: Vec<u8>,
-        name: &str,
-    ) -> Result<PasskeyRecord, RecordError> {
-        if credential_id.is_empty() || credential_id.len() > MAX_CREDENTIAL_ID {
-            return Err(RecordError::CredentialIdLength);
-        }
-        let key = parse_spki(algorithm, &spki)?;
-        let name = check_name(name)?;
-        Ok(PasskeyRecord {
-            person: None,
-            backup: None,
-            algorithm,
-            credential_id,
-            spki,
-            name,
-            key,
-        })
-    }
-
-    /// A person's record (an `approver` line): [`PasskeyRecord::new`] with the person's ID and
-    /// whether the passkey may be synced.
+    /// A person's record (an `approver` line) from its parts, checked like a parsed line
+    /// (enrolment builds one from what the browser returned).
     pub fn for_person(
         person: &str,
         backup: Backup,
@@ -409,29 +381,36 @@ impl PasskeyRecord {
         name: &str,
     ) -> Result<PasskeyRecord, RecordError> {
         let person = check_person(person)?;
-        let mut record = PasskeyRecord::new(algorithm, credential_id, spki, name)?;
-        record.person = Some(person);
-        record.backup = Some(backup);
-        Ok(record)
+        if credential_id.is_empty() || credential_id.len() > MAX_CREDENTIAL_ID {
+            return Err(RecordError::CredentialIdLength);
+        }
+        let key = parse_spki(algorithm, &spki)?;
+        let name = check_name(name)?;
+        Ok(PasskeyRecord {
+            person,
+            backup,
+            algorithm,
+            credential_id,
+            spki,
+            name,
+            key,
+        })
     }
 
     /// Parses one record line: `approver <person> <alg> <credential ID> <SPKI> <backup>
-    /// <name…>` or `passkey <alg> <credential ID> <SPKI> <name…>`. Fields are separated by
-    /// spaces or tabs; the name is the rest of the line, trimmed.
+    /// <name…>`. Fields are separated by spaces or tabs; the name is the rest of the line,
+    /// trimmed. A `passkey …` line from before persons is refused as such.
     pub fn parse_line(line: &str) -> Result<PasskeyRecord, RecordError> {
         let rest = line.trim();
         let (word, rest) = next_field(rest);
         let (person, rest) = match word {
-            "passkey" => (None, rest),
-            "approver" => {
-                let (person, rest) = next_field(rest);
-                if person.is_empty() {
-                    return Err(RecordError::MissingField("person ID"));
-                }
-                (Some(person), rest)
-            }
+            "approver" => next_field(rest),
+            "passkey" => return Err(RecordError::FromBeforePersons),
             _ => return Err(RecordError::NotAPasskeyLine),
         };
+        if person.is_empty() {
+            return Err(RecordError::MissingField("person ID"));
+        }
         let (algorithm, rest) = next_field(rest);
         if algorithm.is_empty() {
             return Err(RecordError::MissingField("algorithm"));
@@ -451,54 +430,34 @@ impl PasskeyRecord {
         let spki = base64::engine::general_purpose::STANDARD
             .decode(key)
             .map_err(|_| RecordError::KeyNotBase64)?;
-        match person {
-            None => PasskeyRecord::new(algorithm, credential_id, spki, name),
-            Some(person) => {
-                let (backup, name) = next_field(name);
-                if backup.is_empty() {
-                    return Err(RecordError::MissingField("backup field"));
-                }
-                let backup = Backup::from_name(backup).ok_or(RecordError::BackupUnknown)?;
-                PasskeyRecord::for_person(person, backup, algorithm, credential_id, spki, name)
-            }
+        let (backup, name) = next_field(name);
+        if backup.is_empty() {
+            return Err(RecordError::MissingField("backup field"));
         }
+        let backup = Backup::from_name(backup).ok_or(RecordError::BackupUnknown)?;
+        PasskeyRecord::for_person(person, backup, algorithm, credential_id, spki, name)
     }
 
-    /// The record's line, in the spelling it was made or read in, as
-    /// [`PasskeyRecord::parse_line`] reads it.
+    /// The record's line, as [`PasskeyRecord::parse_line`] reads it.
     pub fn to_line(&self) -> String {
-        let credential = base64url(&self.credential_id);
-        let spki = base64::engine::general_purpose::STANDARD.encode(&self.spki);
-        match (&self.person, self.backup) {
-            (Some(person), Some(backup)) => format!(
-                "approver {person} {} {credential} {spki} {} {}",
-                self.algorithm,
-                backup.name(),
-                self.name
-            ),
-            _ => format!(
-                "passkey {} {credential} {spki} {}",
-                self.algorithm, self.name
-            ),
-        }
+        format!(
+            "approver {} {} {} {} {} {}",
+            self.person,
+            self.algorithm,
+            base64url(&self.credential_id),
+            base64::engine::general_purpose::STANDARD.encode(&self.spki),
+            self.backup.name(),
+            self.name
+        )
     }
 
-    /// The person's ID, if the line names one.
-    pub fn person(&self) -> Option<&str> {
-        self.person.as_deref()
+    /// The person's ID: who this passkey counts as in a quorum.
+    pub fn person(&self) -> &str {
+        &self.person
     }
 
-    /// Who this passkey counts as in a quorum.
-    pub fn person_key(&self) -> PersonKey {
-        match &self.person {
-            Some(p) => PersonKey::Named(p.clone()),
-            None => PersonKey::Unnamed(self.credential_id.clone()),
-        }
-    }
-
-    /// Whether the passkey may be synced, as recorded at enrolment (unknown for a line written
-    /// before it was recorded).
-    pub fn backup(&self) -> Option<Backup> {
+    /// Whether the passkey may be synced, as recorded at enrolment.
+    pub fn backup(&self) -> Backup {
         self.backup
     }
 
@@ -678,11 +637,10 @@ impl Approvers {
         if self.records.iter().any(|r| r.spki == record.spki) {
             return Err(RecordError::DuplicateKey);
         }
-        if let Some(person) = record.person()
-            && self
-                .records
-                .iter()
-                .any(|r| r.person() == Some(person) && r.name() != record.name())
+        if self
+            .records
+            .iter()
+            .any(|r| r.person == record.person && r.name != record.name)
         {
             return Err(RecordError::PersonNamedTwice);
         }
@@ -723,8 +681,8 @@ impl Approvers {
 
     /// How many distinct persons they belong to: the most a quorum can count.
     pub fn persons(&self) -> usize {
-        let persons: std::collections::BTreeSet<PersonKey> =
-            self.records.iter().map(PasskeyRecord::person_key).collect();
+        let persons: std::collections::BTreeSet<&str> =
+            self.records.iter().map(PasskeyRecord::person).collect();
         persons.len()
     }
 
@@ -818,6 +776,12 @@ pub enum PasskeyError {
     /// authenticator set the backup-eligible flag).
     #[error("the passkey may be synced, and only device-bound passkeys are accepted")]
     Synced,
+    /// The authenticator data sets backup state (BS) without backup eligible (BE).
+    #[error("the passkey's flags say it is backed up but not eligible for backup")]
+    BackupStateWithoutEligible,
+    /// With device-bound passkeys only: the backup-eligible flag differs from the enrolment's.
+    #[error("the passkey's backup-eligible flag differs from its enrolment")]
+    BackupChanged,
     /// At enrolment: the authenticator data of the creation names no credential, or another
     /// one than the browser returned.
     #[error("the new passkey's authenticator data names another credential")]
@@ -855,6 +819,8 @@ impl PasskeyError {
             PasskeyError::BadSignature => Refusal::PasskeyBadSignature,
             PasskeyError::CounterNotIncreased => Refusal::PasskeyCounterNotIncreased,
             PasskeyError::Synced => Refusal::PasskeySynced,
+            PasskeyError::BackupStateWithoutEligible => Refusal::PasskeyBackupStateWithoutEligible,
+            PasskeyError::BackupChanged => Refusal::PasskeyBackupChanged,
             // Only enrolment checks a creation; an approval never carries one.
             PasskeyError::CredentialMismatch => Refusal::PasskeyClientDataMalformed,
             PasskeyError::PasskeyRequired => Refusal::PasskeyRequired,
@@ -871,11 +837,12 @@ impl PasskeyError {
 #[derive(Debug, PartialEq, Eq)]
 pub struct VerifiedAssertion {
     credential_id: Vec<u8>,
-    person: PersonKey,
+    person: String,
     fingerprint: Fingerprint,
     name: String,
     counter: u32,
     backup: Backup,
+    enrolled: Backup,
 }
 
 impl VerifiedAssertion {
@@ -896,7 +863,7 @@ impl VerifiedAssertion {
         self.counter
     }
     /// The person the passkey belongs to.
-    pub fn person(&self) -> &PersonKey {
+    pub fn person(&self) -> &str {
         &self.person
     }
     /// Whether the authenticator said, in this assertion, that the passkey may be synced (BE).
@@ -984,15 +951,18 @@ impl VerifiedPasskeys {
     /// How many distinct persons' passkeys verified. One person's second passkey (a backup
     /// key) is still one person.
     pub fn distinct(&self) -> usize {
-        let persons: std::collections::BTreeSet<&PersonKey> =
-            self.assertions.iter().map(|a| &a.person).collect();
+        let persons: std::collections::BTreeSet<&str> =
+            self.assertions.iter().map(|a| a.person.as_str()).collect();
         persons.len()
     }
 
-    /// Refuses when any assertion came from a passkey its authenticator calls backup eligible
-    /// (BE): for an executor whose configuration accepts device-bound passkeys only.
+    /// For an executor whose configuration accepts device-bound passkeys only: refuses when an
+    /// assertion's backup-eligible flag (BE) differs from the one its enrolment recorded (BE
+    /// never changes for one credential), then when any passkey may be synced.
     pub fn require_device_bound(&self) -> Result<(), PasskeyError> {
-        if self.assertions.iter().any(|a| a.backup == Backup::Synced) {
+        if self.assertions.iter().any(|a| a.backup != a.enrolled) {
+            Err(PasskeyError::BackupChanged)
+        } else if self.assertions.iter().any(|a| a.backup == Backup::Synced) {
             Err(PasskeyError::Synced)
         } else {
             Ok(())
@@ -1105,11 +1075,12 @@ pub fn verify_assertion_for_challenge(
     )?;
     Ok(VerifiedAssertion {
         credential_id: record.credential_id.clone(),
-        person: record.person_key(),
+        person: record.person.clone(),
         fingerprint: record.fingerprint(),
         name: record.name.clone(),
         counter,
         backup: Backup::from_flags(flags),
+        enrolled: record.backup,
     })
 }
 
@@ -1206,6 +1177,9 @@ fn check_authenticator_data(bytes: &[u8], rp: &RelyingParty) -> Result<(u8, u32)
     }
     if flags & FLAG_UV == 0 {
         return Err(PasskeyError::UserNotVerified);
+    }
+    if flags & FLAG_BS != 0 && flags & FLAG_BE == 0 {
+        return Err(PasskeyError::BackupStateWithoutEligible);
     }
     let counter: [u8; 4] = counter
         .try_into()

@@ -168,6 +168,13 @@ pub enum Refusal {
     /// executor's configuration names (systemd's socket unit): whoever holds it could have
     /// shown the person another change.
     ConfirmOriginNotHeld,
+    /// The authenticator data says the passkey is backed up (BS) but not that it may be
+    /// (BE): flags no honest authenticator sets together.
+    PasskeyBackupStateWithoutEligible,
+    /// With `passkeys.device_bound`, a passkey's backup-eligible flag differs from the one its
+    /// enrolment recorded: the credential changed kind, or the authenticator is not the one
+    /// enrolled.
+    PasskeyBackupChanged,
 }
 
 impl Refusal {
@@ -239,6 +246,8 @@ impl Refusal {
             Refusal::PasskeySynced => "passkey_synced",
             Refusal::NameChanged => "name_changed",
             Refusal::ConfirmOriginNotHeld => "confirm_origin_not_held",
+            Refusal::PasskeyBackupStateWithoutEligible => "passkey_backup_state_without_eligible",
+            Refusal::PasskeyBackupChanged => "passkey_backup_changed",
         }
     }
 }
@@ -476,6 +485,14 @@ pub fn code_words(code: &str, spanish: bool) -> Option<&'static str> {
             "the confirm page's address was not held by its service",
             "la dirección de la página de confirmación no la tenía su servicio",
         ),
+        "passkey_backup_state_without_eligible" => (
+            "the passkey's flags say backed up but not eligible for backup",
+            "los indicadores de la passkey dicen copiada pero no apta para copia",
+        ),
+        "passkey_backup_changed" => (
+            "the passkey's backup flag is not the one recorded at enrolment",
+            "el indicador de copia de la passkey no es el registrado al inscribirla",
+        ),
         "passkey_synced" => (
             "a synced passkey confirmed it, and only device-bound ones are accepted",
             "la confirmó una passkey sincronizada, y solo se aceptan las ligadas a un dispositivo",
@@ -559,6 +576,8 @@ mod tests {
             Refusal::PasskeySynced,
             Refusal::NameChanged,
             Refusal::ConfirmOriginNotHeld,
+            Refusal::PasskeyBackupStateWithoutEligible,
+            Refusal::PasskeyBackupChanged,
         ];
         for r in &list {
             match r {
@@ -626,7 +645,9 @@ mod tests {
                 | Refusal::Internal
                 | Refusal::PasskeySynced
                 | Refusal::NameChanged
-                | Refusal::ConfirmOriginNotHeld => {}
+                | Refusal::ConfirmOriginNotHeld
+                | Refusal::PasskeyBackupStateWithoutEligible
+                | Refusal::PasskeyBackupChanged => {}
             }
         }
         list

@@ -21,10 +21,10 @@ use base64::Engine as _;
 use ed25519_dalek::SigningKey;
 use fleetwatch_protocol::claims::{self, SIGNING_DOMAIN, SignedApproval};
 use fleetwatch_protocol::passkey::{
-    self, Algorithm, ApproverFileError, Approvers, FINGERPRINT_BYTES, Fingerprint, MAX_ASSERTIONS,
-    MAX_CLIENT_DATA_JSON, MAX_CREDENTIAL_ID, PASSKEY_DOMAIN, PasskeyAssertion, PasskeyError,
-    PasskeyRecord, RecordError, RelyingParty, check_counter, counter_advances, verify_approval,
-    verify_assertion, verify_assertions,
+    self, Algorithm, ApproverFileError, Approvers, Backup, FINGERPRINT_BYTES, Fingerprint,
+    MAX_ASSERTIONS, MAX_CLIENT_DATA_JSON, MAX_CREDENTIAL_ID, PASSKEY_DOMAIN, PasskeyAssertion,
+    PasskeyError, PasskeyRecord, RecordError, RelyingParty, check_counter, counter_advances,
+    verify_approval, verify_assertion, verify_assertions,
 };
 use fleetwatch_protocol::refusal::Refusal;
 use fleetwatch_protocol::wire::{
@@ -92,13 +92,17 @@ fn the_challenge_is_sha256_of_its_own_domain_then_the_claims_bytes() {
 fn a_record_line_round_trips_for_both_algorithms() {
     for key in both() {
         let line = key.line("Ana Gómez");
-        let parts: Vec<&str> = line.splitn(5, ' ').collect();
-        assert_eq!(parts[0], "passkey");
-        assert_eq!(parts[1], key.algorithm().name());
-        assert_eq!(parts[2], b64url(&key.credential_id));
-        assert_eq!(parts[3], b64(&key.spki()));
-        assert_eq!(parts[4], "Ana Gómez");
+        let parts: Vec<&str> = line.splitn(7, ' ').collect();
+        assert_eq!(parts[0], "approver");
+        assert_eq!(parts[1], "ana-g-mez");
+        assert_eq!(parts[2], key.algorithm().name());
+        assert_eq!(parts[3], b64url(&key.credential_id));
+        assert_eq!(parts[4], b64(&key.spki()));
+        assert_eq!(parts[5], "device-bound");
+        assert_eq!(parts[6], "Ana Gómez");
         let record = PasskeyRecord::parse_line(&line).expect("parses");
+        assert_eq!(record.person(), "ana-g-mez");
+        assert_eq!(record.backup(), Backup::DeviceBound);
         assert_eq!(record.to_line(), line);
         assert_eq!(record.to_string(), line);
         assert_eq!(record.algorithm(), key.algorithm());
@@ -156,7 +160,7 @@ fn the_fingerprint_is_the_start_of_sha256_of_the_spki_in_groups() {
 /// The line of `key` with one field replaced.
 fn with_field(key: &SoftPasskey, index: usize, value: &str) -> String {
     let line = key.line("Ana");
-    let mut parts: Vec<String> = line.splitn(5, ' ').map(str::to_owned).collect();
+    let mut parts: Vec<String> = line.splitn(7, ' ').map(str::to_owned).collect();
     parts[index] = value.to_owned();
     parts.join(" ")
 }
@@ -212,44 +216,82 @@ fn record_refusals_each_name_what_is_wrong() {
 
     let cases: Vec<(&str, String, RecordError)> = vec![
         (
-            "not a passkey line",
-            es.line("Ana").replacen("passkey", "ed25519", 1),
+            "not an approver line",
+            es.line("Ana").replacen("approver", "ed25519", 1),
             RecordError::NotAPasskeyLine,
         ),
         (
             "capitalised keyword",
-            es.line("Ana").replacen("passkey", "Passkey", 1),
+            es.line("Ana").replacen("approver", "Approver", 1),
             RecordError::NotAPasskeyLine,
         ),
         (
+            "a line from before persons",
+            format!(
+                "passkey es256 {} {} Ana",
+                b64url(&es.credential_id),
+                b64(&es_spki)
+            ),
+            RecordError::FromBeforePersons,
+        ),
+        (
+            "person ID with a capital",
+            with_field(&es, 1, "Ana"),
+            RecordError::PersonIdInvalid,
+        ),
+        (
+            "person ID that looks like an option",
+            with_field(&es, 1, "-ana"),
+            RecordError::PersonIdInvalid,
+        ),
+        (
+            "unknown backup field",
+            with_field(&es, 5, "backed-up"),
+            RecordError::BackupUnknown,
+        ),
+        (
             "unknown algorithm",
-            with_field(&es, 1, "rs256"),
+            with_field(&es, 2, "rs256"),
             RecordError::UnknownAlgorithm,
         ),
         (
             "algorithm case",
-            with_field(&es, 1, "ES256"),
+            with_field(&es, 2, "ES256"),
             RecordError::UnknownAlgorithm,
         ),
         (
             "nothing after the keyword",
-            "passkey".to_owned(),
+            "approver".to_owned(),
+            RecordError::MissingField("person ID"),
+        ),
+        (
+            "no algorithm",
+            "approver ana".to_owned(),
             RecordError::MissingField("algorithm"),
         ),
         (
             "no credential",
-            "passkey es256".to_owned(),
+            "approver ana es256".to_owned(),
             RecordError::MissingField("credential ID"),
         ),
         (
             "no key",
-            format!("passkey es256 {}", b64url(&es.credential_id)),
+            format!("approver ana es256 {}", b64url(&es.credential_id)),
             RecordError::MissingField("public key"),
+        ),
+        (
+            "no backup field",
+            format!(
+                "approver ana es256 {} {}",
+                b64url(&es.credential_id),
+                b64(&es_spki)
+            ),
+            RecordError::MissingField("backup field"),
         ),
         (
             "no name",
             format!(
-                "passkey es256 {} {}",
+                "approver ana es256 {} {} synced",
                 b64url(&es.credential_id),
                 b64(&es_spki)
             ),
@@ -257,132 +299,132 @@ fn record_refusals_each_name_what_is_wrong() {
         ),
         (
             "credential padded",
-            with_field(&es, 2, &format!("{}=", b64url(&[1, 2, 3, 4, 5]))),
+            with_field(&es, 3, &format!("{}=", b64url(&[1, 2, 3, 4, 5]))),
             RecordError::CredentialIdNotBase64url,
         ),
         (
             "credential in standard base64",
-            with_field(&es, 2, "+/+/"),
+            with_field(&es, 3, "+/+/"),
             RecordError::CredentialIdNotBase64url,
         ),
         (
             "credential with a stray bit",
-            with_field(&es, 2, "AB"),
+            with_field(&es, 3, "AB"),
             RecordError::CredentialIdNotBase64url,
         ),
         (
             "credential too long",
-            with_field(&es, 2, &b64url(&[7u8; MAX_CREDENTIAL_ID + 1])),
+            with_field(&es, 3, &b64url(&[7u8; MAX_CREDENTIAL_ID + 1])),
             RecordError::CredentialIdLength,
         ),
         (
             "key not base64",
-            with_field(&es, 3, "not*base64"),
+            with_field(&es, 4, "not*base64"),
             RecordError::KeyNotBase64,
         ),
         (
             "key unpadded",
-            with_field(&es, 3, b64(&es_spki).trim_end_matches('=')),
+            with_field(&es, 4, b64(&es_spki).trim_end_matches('=')),
             RecordError::KeyNotBase64,
         ),
         (
             "compressed point",
-            with_field(&es, 3, &b64(&p256_spki(&compressed))),
+            with_field(&es, 4, &b64(&p256_spki(&compressed))),
             RecordError::KeyNotSpki,
         ),
         (
             "another curve's OID",
-            with_field(&es, 3, &b64(&k1)),
+            with_field(&es, 4, &b64(&k1)),
             RecordError::KeyNotSpki,
         ),
         (
             "a byte after the SPKI",
-            with_field(&es, 3, &b64(&trailing)),
+            with_field(&es, 4, &b64(&trailing)),
             RecordError::KeyNotSpki,
         ),
         (
             "an Ed25519 SPKI under es256",
-            with_field(&es, 3, &b64(&ed_spki)),
+            with_field(&es, 4, &b64(&ed_spki)),
             RecordError::KeyNotSpki,
         ),
         (
             "a P-256 SPKI under ed25519",
-            with_field(&ed, 3, &b64(&es_spki)),
+            with_field(&ed, 4, &b64(&es_spki)),
             RecordError::KeyNotSpki,
         ),
         (
             "a raw point, no SPKI",
-            with_field(&es, 3, &b64(&point)),
+            with_field(&es, 4, &b64(&point)),
             RecordError::KeyNotSpki,
         ),
         (
             "P-256 point off the curve",
-            with_field(&es, 3, &b64(&p256_spki(&off_curve))),
+            with_field(&es, 4, &b64(&p256_spki(&off_curve))),
             RecordError::KeyNotOnCurve,
         ),
         (
             "P-256 X not below p",
-            with_field(&es, 3, &b64(&p256_spki(&x_is_p))),
+            with_field(&es, 4, &b64(&p256_spki(&x_is_p))),
             RecordError::KeyNotOnCurve,
         ),
         (
             "Ed25519 y not a point",
-            with_field(&ed, 3, &b64(&not_a_point)),
+            with_field(&ed, 4, &b64(&not_a_point)),
             RecordError::KeyNotOnCurve,
         ),
         (
             "Ed25519 non-canonical y",
-            with_field(&ed, 3, &b64(&non_canonical)),
+            with_field(&ed, 4, &b64(&non_canonical)),
             RecordError::KeyNotOnCurve,
         ),
         (
             "Ed25519 weak key",
-            with_field(&ed, 3, &b64(&weak_ed)),
+            with_field(&ed, 4, &b64(&weak_ed)),
             RecordError::WeakKey,
         ),
         (
             "name too long",
-            with_field(&es, 4, &"é".repeat(65)),
+            with_field(&es, 6, &"é".repeat(65)),
             RecordError::NameTooLong,
         ),
         (
             "bell in the name",
-            with_field(&es, 4, "Ana\u{7}"),
+            with_field(&es, 6, "Ana\u{7}"),
             RecordError::NameHasControl,
         ),
         (
             "tab inside the name",
-            with_field(&es, 4, "Ana\tGómez"),
+            with_field(&es, 6, "Ana\tGómez"),
             RecordError::NameHasControl,
         ),
         (
             "right-to-left override",
-            with_field(&es, 4, "Ana \u{202e}zemóG"),
+            with_field(&es, 6, "Ana \u{202e}zemóG"),
             RecordError::NameHasControl,
         ),
         (
             "zero-width space",
-            with_field(&es, 4, "An\u{200b}a"),
+            with_field(&es, 6, "An\u{200b}a"),
             RecordError::NameHasControl,
         ),
         (
             "no-break space",
-            with_field(&es, 4, "Ana\u{a0}Gómez"),
+            with_field(&es, 6, "Ana\u{a0}Gómez"),
             RecordError::NameHasControl,
         ),
         (
             "line separator",
-            with_field(&es, 4, "Ana\u{2028}Gómez"),
+            with_field(&es, 6, "Ana\u{2028}Gómez"),
             RecordError::NameHasControl,
         ),
         (
             "private use",
-            with_field(&es, 4, "Ana\u{e000}"),
+            with_field(&es, 6, "Ana\u{e000}"),
             RecordError::NameHasControl,
         ),
         (
             "unassigned",
-            with_field(&es, 4, "Ana\u{378}"),
+            with_field(&es, 6, "Ana\u{378}"),
             RecordError::NameHasControl,
         ),
     ];
@@ -407,20 +449,20 @@ fn record_refusals_each_name_what_is_wrong() {
         );
     }
     // The boundaries themselves are fine.
-    assert!(PasskeyRecord::parse_line(&with_field(&es, 4, &"é".repeat(64))).is_ok());
+    assert!(PasskeyRecord::parse_line(&with_field(&es, 6, &"é".repeat(64))).is_ok());
     assert!(
-        PasskeyRecord::parse_line(&with_field(&es, 2, &b64url(&[7u8; MAX_CREDENTIAL_ID]))).is_ok()
+        PasskeyRecord::parse_line(&with_field(&es, 3, &b64url(&[7u8; MAX_CREDENTIAL_ID]))).is_ok()
     );
-    assert!(PasskeyRecord::parse_line(&with_field(&es, 4, "José O'Brien-Łukasz 李")).is_ok());
+    assert!(PasskeyRecord::parse_line(&with_field(&es, 6, "José O'Brien-Łukasz 李")).is_ok());
     // Empty credential ID through the constructor (base64url cannot spell it in a field).
+    let made = |id: Vec<u8>, spki: Vec<u8>, name: &str| {
+        PasskeyRecord::for_person("ana", Backup::Synced, Algorithm::Es256, id, spki, name)
+    };
     assert_eq!(
-        PasskeyRecord::new(Algorithm::Es256, Vec::new(), es_spki.clone(), "Ana"),
+        made(Vec::new(), es_spki.clone(), "Ana"),
         Err(RecordError::CredentialIdLength)
     );
-    assert_eq!(
-        PasskeyRecord::new(Algorithm::Es256, vec![1], es_spki, " \t "),
-        Err(RecordError::NameEmpty)
-    );
+    assert_eq!(made(vec![1], es_spki, " \t "), Err(RecordError::NameEmpty));
 }
 
 #[test]
@@ -460,7 +502,7 @@ fn an_approver_file_skips_comments_and_blank_lines_and_refuses_duplicates_by_lin
     let message = Approvers::parse(&format!("x\n{}", a.line("Ana")))
         .unwrap_err()
         .to_string();
-    assert_eq!(message, "line 1: the line does not start with `passkey`");
+    assert_eq!(message, "line 1: the line does not start with `approver`");
 }
 
 #[test]

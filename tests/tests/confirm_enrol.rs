@@ -38,9 +38,9 @@ async fn an_enrolled_line_installs_with_approvers_add_and_approves_one_write() {
     let line = out.trim();
     assert_eq!(out.lines().count(), 1, "{out}");
     let record = PasskeyRecord::parse_line(line).expect("an approver line");
-    assert_eq!(record.person(), Some("ana"));
+    assert_eq!(record.person(), "ana");
     assert_eq!(record.name(), "Ana Gómez");
-    assert_eq!(record.backup(), Some(Backup::DeviceBound));
+    assert_eq!(record.backup(), Backup::DeviceBound);
     assert_eq!(record.spki(), key.spki().as_slice());
     assert!(
         err.contains(&format!("fingerprint: {fingerprint}")),

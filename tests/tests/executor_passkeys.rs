@@ -4,13 +4,14 @@
 //! distinct enrolled passkeys; and `approvers add | list | remove` change who that is, at
 //! once, without ever leaving a half-written file.
 
+use base64::Engine as _;
 use std::os::unix::fs::PermissionsExt;
 
 use fleetwatch_e2e::authenticator::{Ceremony, ORIGIN, SoftPasskey, client_data};
 use fleetwatch_e2e::{Harness, Setup, sandbox_devices, sign, sign_with_passkeys};
 use fleetwatch_protocol::Refusal;
 use fleetwatch_protocol::claims::{self, ApprovalClaims};
-use fleetwatch_protocol::passkey::{self, PasskeyAssertion};
+use fleetwatch_protocol::passkey::{self, Backup, PasskeyAssertion};
 use fleetwatch_protocol::wire::{OutcomeKind, Request, Response};
 use serde_json::{Value, json};
 
@@ -367,18 +368,28 @@ async fn approvers_add_list_and_remove_change_who_approves_at_once() {
     let before = file_bytes(&h);
     let ana_line = ana.line("Operator 0");
     let bo_line = bo.line("Bo Díaz");
-    let mut fields: Vec<&str> = bo_line.splitn(5, ' ').collect();
+    let mut fields: Vec<&str> = bo_line.splitn(7, ' ').collect();
     let rs256 = {
-        fields[1] = "rs256";
+        fields[2] = "rs256";
         fields.join(" ")
     };
     let bad_key = {
-        let mut f: Vec<&str> = bo_line.splitn(5, ' ').collect();
-        f[3] = "not-base64!";
+        let mut f: Vec<&str> = bo_line.splitn(7, ' ').collect();
+        f[4] = "not-base64!";
         f.join(" ")
+    };
+    // The same passkey as a line from before persons: no person, so it would count as its own.
+    let before_persons = {
+        let f: Vec<&str> = bo_line.splitn(7, ' ').collect();
+        format!("passkey {} {} {} {}", f[2], f[3], f[4], f[6])
     };
     for (case, line, says) in [
         ("malformed", bad_key.as_str(), "base64"),
+        (
+            "a line from before persons",
+            before_persons.as_str(),
+            "enrol this person again",
+        ),
         ("unknown algorithm", rs256.as_str(), "algorithm"),
         ("duplicate", ana_line.as_str(), "twice"),
         ("not a line", "hello there", "unknown kind"),
@@ -417,6 +428,20 @@ async fn approvers_add_list_and_remove_change_who_approves_at_once() {
     // From standard input too, one line; a second copy is refused.
     let out = h.cli(&["approvers", "add", "-"], Some(&format!("{bo_line}\n")));
     assert!(!out.status.success());
+    // Standard input takes a person's line only: not an assistant key, nor a line from before
+    // persons.
+    let key_line = format!(
+        "ed25519 {} another assistant",
+        base64::engine::general_purpose::STANDARD.encode([3u8; 32])
+    );
+    let after_bo = file_bytes(&h);
+    for line in [key_line.as_str(), before_persons.as_str()] {
+        let out = h.cli(&["approvers", "add", "-"], Some(&format!("{line}\n")));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{line}: refused");
+        assert!(err.contains("only a person's `approver"), "{err}");
+        assert_eq!(file_bytes(&h), after_bo, "{line}: file unchanged");
+    }
 
     let list = h.cli(&["approvers", "list"], None);
     let listed = String::from_utf8_lossy(&list.stdout);
@@ -445,17 +470,13 @@ async fn approvers_add_list_and_remove_change_who_approves_at_once() {
     )
     .await;
     let listed = String::from_utf8_lossy(&h.cli(&["approvers", "list"], None).stdout).into_owned();
-    // Each person, then their passkeys indented under them; a line from before persons says so.
+    // Each person, then their passkeys indented under them.
     let ana_row = listed
         .lines()
-        .skip_while(|l| !l.starts_with("Operator 0"))
+        .skip_while(|l| !l.starts_with("person operator-0  Operator 0"))
         .nth(1)
         .expect("Ana's passkey row")
         .to_owned();
-    assert!(
-        listed.contains("Operator 0  (a passkey line from before persons"),
-        "{listed}"
-    );
     assert!(ana_row.starts_with("  passkey"), "{ana_row}");
     assert!(
         ana_row.contains(&format!("counter {}", ana.counter)),
@@ -531,6 +552,31 @@ async fn a_bad_approver_line_stops_start_up_naming_its_line() {
 
 /// A person ID listed under two names (a hand-edited file) stops start-up naming the line: an
 /// approval would otherwise say "approved by" one person two ways.
+/// A line from before persons (`passkey …`, no person) stops start-up naming its line and
+/// saying to enrol again: it would count as a person of its own, so one human with such a line
+/// and an `approver` line could meet a quorum of two.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_line_from_before_persons_stops_start_up_saying_to_enrol_again() {
+    let line = SoftPasskey::es256(8).line("Ana");
+    let f: Vec<&str> = line.splitn(7, ' ').collect();
+    let err = refused_at_start(Setup {
+        extra_key_lines: vec![
+            SoftPasskey::es256(9).person_line("bo", "Bo"),
+            format!("passkey {} {} {} Ana", f[2], f[3], f[4]),
+        ],
+        trial: false,
+        ..Setup::default()
+    })
+    .await;
+    // Line 1 is the assistant's key.
+    assert!(
+        err.contains("line 3")
+            && err.contains("from before persons")
+            && err.contains("fleetwatch-confirm enrol"),
+        "{err}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_person_under_two_names_stops_start_up_naming_its_line() {
     let err = refused_at_start(Setup {
@@ -674,33 +720,83 @@ async fn a_persons_two_passkeys_count_once_toward_a_two_person_rule() {
     assert!(ana_block[1].contains("device-bound"), "{listed}");
 }
 
+/// With `device_bound`, a passkey whose backup-eligible flag (BE) is set is refused, and so is
+/// one whose flag is not the one its enrolment recorded (BE never changes for one credential),
+/// either way; each through the real binary, nothing written.
 #[tokio::test(flavor = "multi_thread")]
-async fn device_bound_refuses_a_synced_passkey() {
+async fn device_bound_refuses_a_synced_passkey_and_one_whose_backup_flag_changed() {
     let mut ana = SoftPasskey::es256(24);
+    let mut bo = SoftPasskey::es256(25);
     let h = harness_with_lines(
-        vec![ana.person_line("ana", "Ana Gómez")],
+        vec![
+            ana.person_line("ana", "Ana Gómez"),
+            bo.person_record("bo", "Bo Díaz", Backup::Synced).to_line(),
+        ],
         "passkeys:\n  device_bound: true\n",
     )
     .await;
     let c = h
         .claims("batch_recording", &start_recording(&device(&h, 0)))
         .await;
-    // The authenticator says in this assertion that the passkey may be synced (BE).
+    let bytes = c.encode().unwrap();
+    let asserted = |key: &mut SoftPasskey, flags: u8| {
+        key.counter += 1;
+        let mut ceremony = Ceremony::for_claims(&bytes, key.counter);
+        ceremony.flags |= flags;
+        with(&c, vec![key.assert_with(&ceremony)])
+    };
+    let cases = [
+        (
+            asserted(&mut ana, 0x08),
+            Refusal::PasskeyBackupChanged,
+            "enrolled device-bound, now says it may be synced",
+        ),
+        (
+            asserted(&mut bo, 0x08),
+            Refusal::PasskeySynced,
+            "enrolled synced, and says so",
+        ),
+        (
+            asserted(&mut bo, 0),
+            Refusal::PasskeyBackupChanged,
+            "enrolled synced, now says it is device-bound",
+        ),
+    ];
+    for (approval, refusal, case) in cases {
+        refused(&h, approval, refusal, case).await;
+    }
+    done(
+        &h,
+        sign_with_passkeys(&c, 7, &mut [&mut ana]),
+        "the device-bound passkey as enrolled",
+    )
+    .await;
+}
+
+/// An assertion whose flags say backed up (BS) but not eligible for backup (BE) is refused, with
+/// or without `device_bound`: no honest authenticator sets them so.
+#[tokio::test(flavor = "multi_thread")]
+async fn backed_up_without_backup_eligible_is_refused() {
+    let mut ana = SoftPasskey::es256(26);
+    let h = harness_with_lines(vec![ana.person_line("ana", "Ana Gómez")], "").await;
+    let c = h
+        .claims("batch_recording", &start_recording(&device(&h, 0)))
+        .await;
     let bytes = c.encode().unwrap();
     ana.counter += 1;
     let mut ceremony = Ceremony::for_claims(&bytes, ana.counter);
-    ceremony.flags |= 0x08;
+    ceremony.flags |= 0x10;
     refused(
         &h,
         with(&c, vec![ana.assert_with(&ceremony)]),
-        Refusal::PasskeySynced,
-        "a synced passkey",
+        Refusal::PasskeyBackupStateWithoutEligible,
+        "BS without BE",
     )
     .await;
     done(
         &h,
         sign_with_passkeys(&c, 7, &mut [&mut ana]),
-        "the same passkey, device-bound",
+        "the same passkey with honest flags",
     )
     .await;
 }

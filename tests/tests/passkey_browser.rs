@@ -13,7 +13,7 @@ use chromiumoxide::page::Page;
 use fleetwatch_e2e::browser;
 use fleetwatch_protocol::claims::{ApprovalClaims, CLAIMS_VERSION, Slot};
 use fleetwatch_protocol::passkey::{
-    self, Algorithm, Approvers, PasskeyAssertion, PasskeyError, PasskeyRecord, RelyingParty,
+    self, Algorithm, Approvers, Backup, PasskeyAssertion, PasskeyError, PasskeyRecord, RelyingParty,
 };
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
@@ -161,8 +161,15 @@ async fn enrol(page: &Page, algorithms: &[Algorithm], name: &str) -> Enrolled {
     let spki = base64::engine::general_purpose::STANDARD
         .decode(result["spki"].as_str().expect("spki"))
         .expect("base64");
-    let record = PasskeyRecord::new(algorithm, b64url(&result["id"]), spki, name)
-        .expect("the browser's public key makes a valid record");
+    let record = PasskeyRecord::for_person(
+        &fleetwatch_e2e::authenticator::person_id_of(name),
+        Backup::DeviceBound,
+        algorithm,
+        b64url(&result["id"]),
+        spki,
+        name,
+    )
+    .expect("the browser's public key makes a valid record");
     // The line the page would show is what an administrator installs.
     let parsed = PasskeyRecord::parse_line(&record.to_line()).expect("the line parses");
     assert_eq!(parsed, record);

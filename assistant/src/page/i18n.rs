@@ -175,8 +175,6 @@ pub const EN: &[(&str, &str)] = &[
         "passkeys.device_bound",
         "device-bound (never leaves its authenticator)",
     ),
-    ("passkeys.unknown", "not recorded (enrolled before persons)"),
-    ("passkeys.own", "its own person (enrolled before persons)"),
     (
         "passkeys.nobody",
         "Nobody is enrolled on the executor: it refuses every change until an administrator enrols a person with fleetwatch-confirm enrol.",
@@ -686,14 +684,6 @@ pub const ES: &[(&str, &str)] = &[
     (
         "passkeys.device_bound",
         "ligada a un dispositivo (nunca sale de su autenticador)",
-    ),
-    (
-        "passkeys.unknown",
-        "no registrado (inscrita antes de las personas)",
-    ),
-    (
-        "passkeys.own",
-        "persona propia (inscrita antes de las personas)",
     ),
     (
         "passkeys.nobody",

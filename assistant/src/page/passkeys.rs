@@ -8,7 +8,7 @@ use std::sync::Arc;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
-use fleetwatch_protocol::passkey::{Approvers, Backup, PasskeyRecord, PersonKey};
+use fleetwatch_protocol::passkey::{Approvers, Backup, PasskeyRecord};
 use fleetwatch_protocol::wire::StatusReport;
 
 use super::i18n::Lang;
@@ -29,17 +29,16 @@ pub fn enrolled(status: &StatusReport) -> Approvers {
 
 /// The enrolled persons, each with their passkeys, in the order they first appear.
 fn persons(lang: Lang, approvers: &Approvers) -> Vec<ShownPerson> {
-    let mut out: Vec<(PersonKey, ShownPerson)> = Vec::new();
+    let mut out: Vec<(&str, ShownPerson)> = Vec::new();
     for r in approvers.records() {
-        let key = r.person_key();
+        let key = r.person();
         let passkey = ShownPasskey {
             algorithm: r.algorithm().name().to_uppercase(),
             fingerprint: r.fingerprint().to_string(),
             kind: lang
                 .t(match r.backup() {
-                    Some(Backup::Synced) => "passkeys.synced",
-                    Some(Backup::DeviceBound) => "passkeys.device_bound",
-                    None => "passkeys.unknown",
+                    Backup::Synced => "passkeys.synced",
+                    Backup::DeviceBound => "passkeys.device_bound",
                 })
                 .to_owned(),
         };
@@ -49,9 +48,7 @@ fn persons(lang: Lang, approvers: &Approvers) -> Vec<ShownPerson> {
                 key,
                 ShownPerson {
                     name: r.name().to_owned(),
-                    id: r
-                        .person()
-                        .map_or_else(|| lang.t("passkeys.own").to_owned(), str::to_owned),
+                    id: key.to_owned(),
                     passkeys: vec![passkey],
                 },
             )),

@@ -151,7 +151,7 @@ pub struct ShownPasskey {
 pub struct ShownPerson {
     /// The display name.
     pub name: String,
-    /// The person ID (or, for a line from before persons, words saying so).
+    /// The person ID.
     pub id: String,
     /// Their passkeys.
     pub passkeys: Vec<ShownPasskey>,

@@ -211,6 +211,12 @@ impl Refusal {
             Refusal::ConfirmOriginNotHeld => {
                 "The confirm page's address was not held by the confirm page's own service (systemd's fleetwatch-confirm.socket) when the passkey came back, so another program may have shown you the change. Nothing ran. An administrator runs `sudo systemctl start fleetwatch-confirm.socket` and `fleetwatch-executor doctor`; then approve again."
             }
+            Refusal::PasskeyBackupStateWithoutEligible => {
+                "The passkey's authenticator said it is backed up but may not be backed up, which no honest authenticator says. Nothing ran. Confirm with another enrolled passkey, and have an administrator check this one with `fleetwatch-executor approvers list`."
+            }
+            Refusal::PasskeyBackupChanged => {
+                "The passkey's authenticator no longer says what it said at enrolment about being copied to other devices, and this executor accepts only device-bound passkeys that stay so. Nothing ran. Confirm with another enrolled passkey; an administrator enrols this one again with `fleetwatch-confirm enrol`."
+            }
             Refusal::PasskeySynced => {
                 "A passkey that confirmed the approval can be copied to other devices (a synced passkey), and this executor accepts only passkeys bound to one device. Nothing ran. Confirm with a security key or another device-bound passkey enrolled with `fleetwatch-confirm enrol`."
             }

@@ -120,18 +120,13 @@ impl SoftPasskey {
         }
     }
 
-    /// The enrolled record for this credential.
+    /// The record `fleetwatch-confirm enrol` would print for a person called `name` with this
+    /// passkey, device-bound, whose person ID is the name in lower case (see [`person_id_of`]).
     pub fn record(&self, name: &str) -> PasskeyRecord {
-        PasskeyRecord::new(
-            self.algorithm(),
-            self.credential_id.clone(),
-            self.spki(),
-            name,
-        )
-        .expect("a software passkey makes a valid record")
+        self.person_record(&person_id_of(name), name, passkey::Backup::DeviceBound)
     }
 
-    /// The record's line, as written before persons (a `passkey` line: its own person).
+    /// That record's line.
     pub fn line(&self, name: &str) -> String {
         self.record(name).to_line()
     }
@@ -214,4 +209,23 @@ pub fn other_s_form(der: &[u8]) -> Vec<u8> {
 pub fn is_high_s(der: &[u8]) -> bool {
     let signature = p256::ecdsa::Signature::from_der(der).expect("DER");
     signature.normalize_s() != signature
+}
+
+/// A person ID made from a display name: ASCII letters and digits in lower case, anything else
+/// as one `-`, at most 32 characters; "person" when nothing is left.
+pub fn person_id_of(name: &str) -> String {
+    let mut id = String::new();
+    for c in name.chars() {
+        if c.is_ascii_alphanumeric() {
+            id.push(c.to_ascii_lowercase());
+        } else if !id.is_empty() && !id.ends_with('-') {
+            id.push('-');
+        }
+    }
+    let id: String = id.trim_end_matches('-').chars().take(32).collect();
+    if id.is_empty() {
+        "person".to_owned()
+    } else {
+        id
+    }
 }
