@@ -131,7 +131,9 @@ fn run_inner(options: &Options) -> Result<bool, String> {
     let handler: http::Handler =
         Arc::new(move |request: &Request| handle(&handler_ceremony, &attempted, &done, request));
     let ipv6 = listeners.ipv6;
-    http::serve(listeners, handler);
+    // Beyond a few, connections that have not shown the token path are closed, so another local
+    // user's idle connections cannot hold every slot while the person's browser waits.
+    http::serve_gated(listeners, handler, format!("/enrol/{}", ceremony.token));
 
     eprintln!("fleetwatch-confirm: enrolling {name} (person {person}).");
     if !ipv6 {

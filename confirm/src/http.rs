@@ -7,10 +7,11 @@
 //! path fits on a few screens: the head is capped before it is parsed, the body before it is
 //! allocated, and every answer carries the headers a reviewer looks for first.
 
+use std::collections::VecDeque;
 use std::io::{self, Read, Write};
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, TcpStream};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Largest request head (request line and headers), in bytes.
@@ -26,6 +27,10 @@ const MAX_CONNECTIONS: usize = 64;
 /// How long a connection may take to send its whole request (head and body together), and
 /// then to take the answer: a client that sends a byte now and then cannot hold a slot longer.
 const DEADLINE: Duration = Duration::from_secs(10);
+
+/// On a page whose every path starts with a secret (the enrolment page's token): connections at
+/// once that have not yet shown it in their request line. See [`Gate`].
+const UNPROVEN: usize = 4;
 
 /// The policy every answer carries: scripts, styles and requests only from the page's own
 /// origin, nothing inline, no frames around it, forms only back to itself.
@@ -138,9 +143,26 @@ impl From<io::Error> for ReadError {
 /// Reads one request: the head up to [`MAX_HEAD`], then exactly `Content-Length` body bytes
 /// up to [`MAX_BODY`].
 pub fn read_request(stream: &mut impl Read) -> Result<Request, ReadError> {
+    read_request_shown(stream, &mut |_| true)
+}
+
+/// [`read_request`], asking `shown` about the request target as soon as the request line has
+/// arrived: a target it refuses ends the read with 404 before any header is waited for.
+fn read_request_shown(
+    stream: &mut impl Read,
+    shown: &mut dyn FnMut(&str) -> bool,
+) -> Result<Request, ReadError> {
     let mut buffer = Vec::with_capacity(1024);
     let mut chunk = [0u8; 1024];
+    let mut line_seen = false;
     let head_end = loop {
+        if !line_seen && let Some(end) = buffer.windows(2).position(|w| w == b"\r\n") {
+            line_seen = true;
+            let line = std::str::from_utf8(buffer.get(..end).unwrap_or_default()).unwrap_or("");
+            if !shown(line.split(' ').nth(1).unwrap_or("")) {
+                return Err(ReadError::Bad(404, "not found"));
+            }
+        }
         if let Some(at) = find_head_end(&buffer) {
             break at;
         }
@@ -365,10 +387,29 @@ pub type Handler = Arc<dyn Fn(&Request) -> Reply + Send + Sync>;
 /// Serves every listener on its own thread until the process ends. Each connection is read on
 /// a thread of its own, within [`DEADLINE`], and at most [`MAX_CONNECTIONS`] at once.
 pub fn serve(listeners: Listeners, handler: Handler) {
+    serve_with(listeners, handler, None);
+}
+
+/// [`serve`] for a page whose every path starts with `path`, a secret only its browser knows
+/// (the enrolment page's token): see [`Gate`].
+pub fn serve_gated(listeners: Listeners, handler: Handler, path: String) {
+    serve_with(
+        listeners,
+        handler,
+        Some(Arc::new(Gate {
+            path,
+            waiting: Mutex::new(VecDeque::new()),
+            next: AtomicU64::new(0),
+        })),
+    );
+}
+
+fn serve_with(listeners: Listeners, handler: Handler, gate: Option<Arc<Gate>>) {
     let open = Arc::new(AtomicUsize::new(0));
     for listener in listeners.sockets {
         let handler = handler.clone();
         let open = open.clone();
+        let gate = gate.clone();
         std::thread::spawn(move || {
             for stream in listener.incoming() {
                 let Ok(stream) = stream else { continue };
@@ -378,12 +419,65 @@ pub fn serve(listeners: Listeners, handler: Handler) {
                 }
                 let handler = handler.clone();
                 let open = open.clone();
+                let gate = gate.clone();
                 std::thread::spawn(move || {
-                    answer(stream, &handler);
+                    match &gate {
+                        None => answer_within(stream, &handler, DEADLINE, &mut |_| true),
+                        Some(gate) => {
+                            let id = gate.admit(&stream);
+                            answer_within(stream, &handler, DEADLINE, &mut |target| {
+                                gate.shown(id);
+                                gate.fits(target)
+                            });
+                            gate.shown(id);
+                        }
+                    }
                     open.fetch_sub(1, Ordering::SeqCst);
                 });
             }
         });
+    }
+}
+
+/// Keeps a page behind a secret path answerable while another local user opens connections
+/// and sends nothing (or a byte now and then): at most [`UNPROVEN`] connections at once may be
+/// open without having sent their request line, and a newer one closes the oldest of them. A
+/// browser sends its request line as soon as it connects, so it is the slow ones that are
+/// closed; one whose request line names another path is answered 404 at once.
+struct Gate {
+    path: String,
+    waiting: Mutex<VecDeque<(u64, TcpStream)>>,
+    next: AtomicU64,
+}
+
+impl Gate {
+    /// Counts a new connection as waiting to show the path, closing the oldest waiting one when
+    /// there are already [`UNPROVEN`]. Returns its number.
+    fn admit(&self, stream: &TcpStream) -> u64 {
+        let id = self.next.fetch_add(1, Ordering::SeqCst);
+        let mut waiting = self.waiting.lock().unwrap_or_else(|e| e.into_inner());
+        while waiting.len() >= UNPROVEN {
+            if let Some((_, oldest)) = waiting.pop_front() {
+                let _ = oldest.shutdown(std::net::Shutdown::Both);
+            }
+        }
+        if let Ok(copy) = stream.try_clone() {
+            waiting.push_back((id, copy));
+        }
+        id
+    }
+
+    /// The connection sent its request line, or ended: it no longer waits.
+    fn shown(&self, id: u64) {
+        let mut waiting = self.waiting.lock().unwrap_or_else(|e| e.into_inner());
+        waiting.retain(|(i, _)| *i != id);
+    }
+
+    /// Whether a request target is under the secret path.
+    fn fits(&self, target: &str) -> bool {
+        target
+            .strip_prefix(self.path.as_str())
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with(['/', '?']))
     }
 }
 
@@ -406,17 +500,18 @@ impl Read for WithinDeadline<'_> {
     }
 }
 
-fn answer(stream: TcpStream, handler: &Handler) {
-    answer_within(stream, handler, DEADLINE);
-}
-
-fn answer_within(mut stream: TcpStream, handler: &Handler, deadline: Duration) {
+fn answer_within(
+    mut stream: TcpStream,
+    handler: &Handler,
+    deadline: Duration,
+    shown: &mut dyn FnMut(&str) -> bool,
+) {
     let _ = stream.set_write_timeout(Some(deadline));
     let mut reader = WithinDeadline {
         stream: &stream,
         deadline: Instant::now() + deadline,
     };
-    let reply = match read_request(&mut reader) {
+    let reply = match read_request_shown(&mut reader, shown) {
         Ok(request) => handler(&request),
         Err(ReadError::Bad(status, why)) => Response::text(status, &format!("{why}.\n")).into(),
         Err(ReadError::Io(_)) => return,
@@ -519,7 +614,7 @@ mod tests {
         });
         let (stream, _) = listener.accept().unwrap();
         let handler: Handler = Arc::new(|_: &Request| Response::text(200, "hi").into());
-        answer_within(stream, &handler, Duration::from_millis(600));
+        answer_within(stream, &handler, Duration::from_millis(600), &mut |_| true);
         assert!(
             client.join().unwrap().is_empty(),
             "a slow request was answered"
@@ -535,7 +630,7 @@ mod tests {
             answer
         });
         let (stream, _) = listener.accept().unwrap();
-        answer_within(stream, &handler, Duration::from_millis(600));
+        answer_within(stream, &handler, Duration::from_millis(600), &mut |_| true);
         assert!(client.join().unwrap().ends_with(b"hi"));
     }
 

@@ -129,6 +129,41 @@ async fn only_the_token_path_answers() {
     assert!(ok && out.starts_with("approver bo "), "{out}");
 }
 
+/// Another local user who opens more connections than the page has slots and sends nothing
+/// does not keep the person out: beyond a few, connections that have not shown the token path
+/// are closed (the oldest first), and the page still answers at its token.
+#[tokio::test(flavor = "multi_thread")]
+async fn idle_connections_without_the_token_cannot_hold_the_page() {
+    use std::io::Read as _;
+    let enrolment = enrol::start("cy", "Cy Ortiz", &no_file());
+    let port: u16 = enrolment
+        .origin()
+        .rsplit(':')
+        .next()
+        .and_then(|p| p.parse().ok())
+        .expect("a port");
+    // More than the page's 64 slots, each sending nothing.
+    let idle: Vec<std::net::TcpStream> = (0..80)
+        .map(|_| std::net::TcpStream::connect(("127.0.0.1", port)).expect("connects"))
+        .collect();
+    let html = page(&enrolment).await;
+    assert!(html.contains("Cy Ortiz"), "{html}");
+    // The first ones were closed by the page, long before any deadline.
+    let mut first = &idle[0];
+    first
+        .set_read_timeout(Some(std::time::Duration::from_secs(5)))
+        .expect("timeout");
+    let mut byte = [0u8; 1];
+    assert!(
+        match first.read(&mut byte) {
+            Ok(n) => n == 0,
+            Err(e) => e.kind() == std::io::ErrorKind::ConnectionReset,
+        },
+        "an idle connection is still held (a read that times out is not a close)"
+    );
+    drop(idle);
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_proof_by_another_key_prints_no_line_and_closes() {
     let made = SoftPasskey::es256(43);
