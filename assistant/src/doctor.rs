@@ -321,9 +321,33 @@ async fn executor(config: &Config) -> Vec<Check> {
         // Outside the trial mode every approval is confirmed there.
         if !status.trial {
             out.push(confirm_page(&config.confirm_origin).await);
+            out.push(origin_held(status));
         }
     }
     out
+}
+
+/// Whether the confirm page's address is held as every Execute with passkeys requires, as the
+/// executor reads the kernel's socket table for its `Status` (it alone knows the owner).
+fn origin_held(status: &fleetwatch_protocol::wire::StatusReport) -> Check {
+    const NAME: &str = "confirm origin held";
+    match &status.confirm_origin_not_held {
+        None => check(
+            Level::Ok,
+            NAME,
+            "by the owner the executor names alone, on the loopback addresses (the executor \
+             checked)",
+        ),
+        Some(why) => check(
+            Level::Fail,
+            NAME,
+            format!(
+                "the executor says: {why}. Every passkey is refused until then: an \
+                 administrator runs `sudo systemctl enable --now fleetwatch-confirm.socket` \
+                 and `fleetwatch-executor doctor`"
+            ),
+        ),
+    }
 }
 
 /// Where the model is and what leaves the machine; for a Chat Completions server, whether it
@@ -639,6 +663,7 @@ mod tests {
                 disruptive: need,
             }],
             limits: Default::default(),
+            confirm_origin_not_held: None,
         }
     }
 
@@ -665,5 +690,20 @@ mod tests {
         let one = person(&status(2, 1));
         assert!(one.message.contains("batch_reboot 1"), "{one}");
         assert!(!one.message.contains("second person"), "{one}");
+    }
+
+    #[test]
+    fn says_what_the_executor_says_of_who_holds_the_confirm_origin() {
+        let held = origin_held(&status(1, 1));
+        assert_eq!(held.level, Level::Ok);
+        let mut taken = status(1, 1);
+        taken.confirm_origin_not_held = Some("uid 1000 also listens on port 8768".into());
+        let taken = origin_held(&taken);
+        assert_eq!(taken.level, Level::Fail);
+        assert!(
+            taken.message.contains("uid 1000 also listens on port 8768")
+                && taken.message.contains("fleetwatch-confirm.socket"),
+            "{taken}"
+        );
     }
 }

@@ -100,6 +100,8 @@ struct World {
     limits: fleetwatch_protocol::wire::LimitsReport,
     /// How many `Describe` requests the page sent.
     describes: usize,
+    /// What `Status` says of who holds the confirm origin.
+    confirm_origin_not_held: Option<String>,
 }
 
 fn device(id: &str, name: &str) -> DeviceFacts {
@@ -224,6 +226,7 @@ async fn serve_executor(socket: &Path, world: Arc<Mutex<World>>, policy: Arc<Pol
                                 trial: w.trial,
                                 quorums: w.quorums.clone(),
                                 limits: w.limits.clone(),
+                                confirm_origin_not_held: w.confirm_origin_not_held.clone(),
                             }),
                             false,
                         ),
@@ -373,6 +376,7 @@ async fn prepare(
         trial: true,
         assertions: Vec::new(),
         describes: 0,
+        confirm_origin_not_held: None,
         quorums: Vec::new(),
         limits: fleetwatch_protocol::wire::LimitsReport {
             cooldown_minutes: 10,
@@ -1170,7 +1174,15 @@ async fn with_passkeys_required_an_approval_without_one_uses_nothing_up() {
         w.trial = false;
     }
     let id = e.propose("batch_recording", record(&format!("{DEV_A}-1")), "why");
+    // When the executor says the confirm origin is not held as an Execute requires, the page
+    // says every passkey will be refused, before anyone reaches for one.
+    e.world.lock().unwrap().confirm_origin_not_held =
+        Some("uid 1000 also listens on port 8768".into());
     let html = e.card(&cookie).await;
+    assert!(html.contains("not held by its own service"), "{html}");
+    e.world.lock().unwrap().confirm_origin_not_held = None;
+    let html = e.card(&cookie).await;
+    assert!(!html.contains("not held by its own service"), "{html}");
     assert!(!html.contains("not bound to a person"), "{html}");
     assert!(
         html.contains("This executor requires your passkey"),

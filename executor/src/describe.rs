@@ -311,7 +311,20 @@ pub fn status(ctx: &Context) -> StatusReport {
         policy_digest: ctx.policy.whole_digest(),
         chain_head: ctx.store.head().unwrap_or(crate::audit::GENESIS),
         limits: limits(ctx),
+        confirm_origin_not_held: confirm_origin_not_held(ctx),
     }
+}
+
+/// What each Execute with passkeys would say now about who holds the confirm origin.
+fn confirm_origin_not_held(ctx: &Context) -> Option<String> {
+    let passkeys = &ctx.config.passkeys;
+    if passkeys.trial() {
+        return None;
+    }
+    let owner = passkeys.origin_owner;
+    crate::holder::check(&passkeys.origins, owner)
+        .err()
+        .map(|why| format!("{why}; only uid {owner} may hold it (passkeys.origin_owner)"))
 }
 
 /// The limits and where they stand now.

@@ -22,7 +22,7 @@ use crate::refusal::Refusal;
 /// [`Request::Rooms`], the fenced rooms the assistant may propose a change for. A peer of
 /// another version is told "unknown version", never "malformed",
 /// because the version is decoded alone before anything else.
-pub const WIRE_VERSION: u16 = 9;
+pub const WIRE_VERSION: u16 = 10;
 
 /// Largest frame either side accepts, in bytes (the length prefix excluded).
 pub const MAX_FRAME: usize = 64 * 1024;
@@ -302,6 +302,10 @@ pub struct StatusReport {
     pub quorums: Vec<ToolQuorum>,
     /// The limits the executor holds even against a valid approval, and where they stand.
     pub limits: LimitsReport,
+    /// Outside the trial mode: why the confirm page's address is not held now as every
+    /// Execute with passkeys requires (by the configured owner alone, on the loopback
+    /// addresses), in the executor's words; `None` when it is, or when no passkey is asked.
+    pub confirm_origin_not_held: Option<String>,
 }
 
 /// The executor's limits (its `limits:` configuration) and their state now, so the card can

@@ -277,6 +277,7 @@ fn frame_seeds() -> Vec<(&'static str, Vec<u8>)> {
                         until: 1_800_000_600,
                     }],
                 },
+                confirm_origin_not_held: Some("uid 1000 also listens on port 8768".to_owned()),
             })),
         ),
         (

@@ -1222,8 +1222,8 @@ fn an_approval_carries_the_assistant_signature_and_the_passkeys_over_the_same_by
 
 #[test]
 fn the_wire_version_moved_and_an_old_peer_hears_unknown_version() {
-    // Version 9 asks for the rooms that can be changed (`Request::Rooms`).
-    assert_eq!(WIRE_VERSION, 9);
+    // Version 10's Status says whether the confirm origin is held as an Execute requires.
+    assert_eq!(WIRE_VERSION, 10);
     // What a peer of the previous version sends is refused as a version, not as malformed.
     let old = postcard::to_stdvec(&RequestEnvelope {
         version: WIRE_VERSION - 1,

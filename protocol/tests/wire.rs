@@ -300,6 +300,8 @@ fn arb_response() -> impl Strategy<Value = Response> {
                             }],
                             ..Default::default()
                         },
+                        confirm_origin_not_held: (!fence_configured)
+                            .then(|| "uid 1000 also listens on port 8768".to_owned()),
                     })
                 }
             ),

@@ -935,6 +935,23 @@ async fn a_confirm_origin_not_held_by_its_owner_refuses_a_valid_passkey() {
         let c = h
             .claims("batch_recording", &start_recording(&device(&h, 0)))
             .await;
+        // Status says the same ahead of time, for the assistant's doctor and page.
+        let Some(Response::Status(status)) = h.request(&Request::Status).await else {
+            panic!("{case}: no status")
+        };
+        assert_eq!(
+            status.confirm_origin_not_held.is_some(),
+            refuses,
+            "{case}: {status:?}"
+        );
+        assert!(
+            status
+                .confirm_origin_not_held
+                .as_deref()
+                .unwrap_or_default()
+                .contains(&logged),
+            "{case}: {status:?}"
+        );
         let approval = sign_with_passkeys(&c, 7, &mut [&mut ana]);
         if refuses {
             refused(&h, approval, Refusal::ConfirmOriginNotHeld, case).await;

@@ -216,6 +216,11 @@ pub async fn show(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
         notices.push(lang.t("notice.trial").to_owned());
     } else if status.as_ref().is_some_and(|s| s.passkeys_enrolled == 0) {
         notices.push(lang.t("notice.unbound").to_owned());
+    } else if status
+        .as_ref()
+        .is_some_and(|s| s.confirm_origin_not_held.is_some())
+    {
+        notices.push(lang.t("notice.origin_not_held").to_owned());
     }
     let Some(first) = pending.first().cloned() else {
         return html(

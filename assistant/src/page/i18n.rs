@@ -192,6 +192,10 @@ pub const EN: &[(&str, &str)] = &[
         "Nobody is enrolled on the executor: it refuses every change until an administrator enrols a person (see Passkeys).",
     ),
     (
+        "notice.origin_not_held",
+        "The confirm page's address is not held by its own service now, so the executor will refuse every passkey until an administrator starts fleetwatch-confirm.socket again (fleetwatch-executor doctor says why).",
+    ),
+    (
         "notice.trial",
         "The executor runs in trial mode: approvals here are not bound to a person.",
     ),
@@ -700,6 +704,10 @@ pub const ES: &[(&str, &str)] = &[
     (
         "notice.unbound",
         "No hay nadie inscrito en el ejecutor: rechaza todo cambio hasta que un administrador inscriba a una persona (vea Passkeys).",
+    ),
+    (
+        "notice.origin_not_held",
+        "La dirección de la página de confirmación no la tiene ahora su propio servicio, así que el ejecutor rechazará toda passkey hasta que un administrador vuelva a arrancar fleetwatch-confirm.socket (fleetwatch-executor doctor dice por qué).",
     ),
     (
         "notice.trial",
