@@ -62,6 +62,19 @@ pub async fn launch(extra_args: &[&str]) -> Option<TestBrowser> {
         "--disable-sync",
     ];
     args.extend_from_slice(extra_args);
+    // chromiumoxide writes `--` before each key itself: a flag given whole would reach Chromium
+    // as `----flag` and be ignored, so each is handed over as its key and value.
+    let flags: Vec<(&str, Vec<&str>)> = args
+        .iter()
+        .map(|flag| {
+            let flag = flag.trim_start_matches('-');
+            match flag.split_once('=') {
+                Some((key, value)) => (key, vec![value]),
+                None => (flag, Vec::new()),
+            }
+        })
+        .collect();
+    let args = flags.iter().map(|(key, values)| (*key, values.as_slice()));
     // `disable_default_args` keeps the flag list to exactly ours; the builder adds --headless,
     // --no-sandbox, the debugging port and --user-data-dir.
     let config = BrowserConfig::builder()

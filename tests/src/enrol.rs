@@ -37,9 +37,19 @@ impl Drop for Enrolment {
 /// Starts `fleetwatch-confirm enrol --person … --name … --approvers …` and waits for the
 /// address it prints.
 pub fn start(person: &str, name: &str, approvers: &Path) -> Enrolment {
-    let mut child = Command::new(crate::binary("fleetwatch-confirm", "fleetwatch-confirm"))
+    start_on(person, name, approvers, None)
+}
+
+/// [`start`] with `--port PORT` when `port` is given: the page an administrator forwards.
+pub fn start_on(person: &str, name: &str, approvers: &Path, port: Option<u16>) -> Enrolment {
+    let mut command = Command::new(crate::binary("fleetwatch-confirm", "fleetwatch-confirm"));
+    command
         .args(["enrol", "--person", person, "--name", name, "--approvers"])
-        .arg(approvers)
+        .arg(approvers);
+    if let Some(port) = port {
+        command.args(["--port", &port.to_string()]);
+    }
+    let mut child = command
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

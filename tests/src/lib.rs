@@ -12,6 +12,7 @@ pub mod browser;
 pub mod confirm_page;
 pub mod enrol;
 pub mod faults;
+pub mod forward;
 pub mod page;
 pub mod size;
 

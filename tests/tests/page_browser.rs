@@ -17,6 +17,7 @@ use fleetwatch::store::{NewProposal, Status, Store, now_secs};
 use fleetwatch_e2e::browser::{
     self, TestBrowser, eval, screenshot, text, virtual_authenticator, wait_until,
 };
+use fleetwatch_e2e::forward::Forwarder;
 use fleetwatch_e2e::{Harness, Setup, sandbox_devices, workspace_root};
 use fleetwatch_protocol::policy::Policy;
 use fleetwatch_sim::{SimConfig, TeamConfig, TeamSource};
@@ -37,7 +38,9 @@ struct World {
     browser: Option<TestBrowser>,
     /// The confirm page the approval page hands passkey requests to; the executor accepts
     /// assertions from its origin only.
-    _confirm: fleetwatch_e2e::confirm_page::ConfirmPage,
+    confirm: fleetwatch_e2e::confirm_page::ConfirmPage,
+    /// The relay the browser reaches the pages through, when a test stands in for SSH.
+    forwarder: Option<Forwarder>,
 }
 
 async fn world(sim: SimConfig, allowlist: Option<Vec<String>>) -> Option<World> {
@@ -51,10 +54,20 @@ async fn world_with(
     allowlist: Option<Vec<String>>,
     passkeys_extra: &str,
 ) -> Option<World> {
-    let browser = browser::launch(&[&format!(
-        "--host-resolver-rules=MAP {REBIND_HOST} 127.0.0.1"
-    )])
-    .await?;
+    world_built(sim, allowlist, passkeys_extra, None).await
+}
+
+/// [`world_with`], the browser reaching every page through `forwarder` when one is given.
+async fn world_built(
+    sim: SimConfig,
+    allowlist: Option<Vec<String>>,
+    passkeys_extra: &str,
+    forwarder: Option<Forwarder>,
+) -> Option<World> {
+    // Without a browser, say so (or fail where one is required) before starting anything.
+    if browser::find_browser().is_none() {
+        return browser::launch(&[]).await.and(None);
+    }
     let assistant_state = tempfile::tempdir().expect("state");
     let key = ApproverKey::load_or_create(assistant_state.path()).expect("key");
     // The page's port is chosen first, so the confirm page can be told where to return
@@ -63,6 +76,9 @@ async fn world_with(
     let port = fleetwatch_e2e::page::free_port();
     let confirm =
         fleetwatch_e2e::confirm_page::ConfirmPage::start(&format!("http://localhost:{port}")).await;
+    let mut args = vec![format!("--host-resolver-rules=MAP {REBIND_HOST} 127.0.0.1")];
+    args.extend(forwarder.iter().flat_map(Forwarder::browser_args));
+    let browser = browser::launch(&args.iter().map(String::as_str).collect::<Vec<_>>()).await?;
     let setup = Setup {
         sim,
         extra_key_lines: vec![key.key_line()],
@@ -117,7 +133,8 @@ async fn world_with(
         executor,
         shots: tempfile::tempdir().expect("shots"),
         browser: Some(browser),
-        _confirm: confirm,
+        confirm,
+        forwarder,
     })
 }
 
@@ -572,8 +589,19 @@ async fn the_spanish_page() {
 /// it prints piped into the real executor's `approvers add -`. Returns the line and the
 /// fingerprint the terminal printed, after checking that `approvers add` printed the same.
 async fn enrol_in_terminal(w: &World, tab: &Page, person: &str, name: &str) -> (String, String) {
+    enrol_in_terminal_on(w, tab, person, name, None).await
+}
+
+/// [`enrol_in_terminal`] with `fleetwatch-confirm enrol --port PORT` when `port` is given.
+async fn enrol_in_terminal_on(
+    w: &World,
+    tab: &Page,
+    person: &str,
+    name: &str,
+    port: Option<u16>,
+) -> (String, String) {
     let approvers = w.h.dir.path().join("etc/approvers.pub");
-    let enrolment = fleetwatch_e2e::enrol::start(person, name, &approvers);
+    let enrolment = fleetwatch_e2e::enrol::start_on(person, name, &approvers, port);
     tab.goto(enrolment.url.clone()).await.expect("goto");
     wait_until(tab, "document.getElementById('start')").await;
     assert!(text(tab).await.contains(name));
@@ -821,6 +849,57 @@ async fn with_a_passkey_enrolled_the_person_approves_with_it_and_nothing_else_wi
     assert_eq!(w.h.writes(), 2);
     assert_eq!(w.status(third), Status::Pending);
     assert!(w.unused_approvals() >= 1, "the approval was not used up");
+    w.finish().await;
+}
+
+/// Approving from another computer (README "Approving from your own computer"): the browser
+/// reaches the approval page, the confirm page and a one-shot enrolment page opened with
+/// `enrol --port` only through a relay that carries the bytes as SSH's forwarding does, and
+/// every origin stays `http://localhost:PORT`. A person enrols, signs in, approves a calm
+/// change with the passkey, and the executor writes once; each page was reached through the
+/// relay.
+#[tokio::test(flavor = "multi_thread")]
+async fn approving_from_another_computer_through_forwarded_ports() {
+    let enrol_port = fleetwatch_e2e::page::free_port();
+    let Some(w) = world_built(SimConfig::demo(), None, "", Some(Forwarder::start())).await else {
+        return;
+    };
+    let devices = sandbox_devices(&w.h.sim);
+    let tab = w.tab().await;
+    virtual_authenticator(&tab).await;
+    let origin = format!("http://localhost:{}", w.port());
+    enrol_in_terminal_on(&w, &tab, "ana", "Ana Gómez", Some(enrol_port)).await;
+    w.login_at(&tab, &origin).await;
+    let calm = w
+        .propose(
+            "batch_recording",
+            record(&format!("{}-1", devices[0])),
+            "record",
+        )
+        .await;
+    tab.goto(format!("{origin}/")).await.expect("goto");
+    wait_until(&tab, "document.getElementById('approve')").await;
+    tab.find_element("#approve")
+        .await
+        .expect("approve")
+        .click()
+        .await
+        .expect("click");
+    browser::press_confirm(&tab).await;
+    back_on_the_page(&tab).await;
+    let outcome = text(&tab).await;
+    assert!(outcome.contains("Done"), "{outcome}");
+    assert_eq!(w.h.writes(), 1);
+    assert_eq!(w.status(calm), Status::Executed);
+    let forwarder = w.forwarder.as_ref().expect("the relay");
+    let relayed: Vec<usize> = [w.port(), w.confirm.port, enrol_port]
+        .into_iter()
+        .map(|port| forwarder.relayed(port))
+        .collect();
+    assert!(
+        relayed.iter().all(|n| *n > 0),
+        "the page, the confirm page and the enrolment page each through the relay: {relayed:?}"
+    );
     w.finish().await;
 }
 
