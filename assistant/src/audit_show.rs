@@ -311,7 +311,7 @@ impl Story {
                     _ => lang
                         .pick(
                             "sent, but no trustworthy answer came back: check the device",
-                            "enviada, pero no volvió una respuesta fiable: revise el equipo",
+                            "enviada, pero no volvió una respuesta fiable: revisa el equipo",
                         )
                         .to_owned(),
                 };

@@ -255,7 +255,7 @@ fn sign_in_scopes(config: &Config, lang: fleetwatch_words::Lang) -> Option<Check
                 ),
                 fleetwatch_words::Lang::Es => format!(
                     "la sesión normal tiene {writing}, que quizá pueda cambiar equipos sin pasar \
-                     por el ejecutor; vuelva a iniciar sesión con `fleetwatch login` (solo pide \
+                     por el ejecutor; vuelve a iniciar sesión con `fleetwatch login` (solo pide \
                      lectura) como un usuario de Epiphan que solo pueda ver"
                 ),
             },

@@ -276,13 +276,13 @@ pub fn outcome_line(s: &Standing, was: Option<&str>, lang: Lang) -> Option<Strin
             "#{n} ran, but Epiphan reported errors on some devices; see `fleetwatch audit show --proposal {n}`."
         ),
         ("failed", Lang::Es) => format!(
-            "#{n} se ejecutó, pero Epiphan informó de errores en algunos equipos; vea `fleetwatch audit show --proposal {n}`."
+            "#{n} se ejecutó, pero Epiphan informó de errores en algunos equipos; mira `fleetwatch audit show --proposal {n}`."
         ),
         ("unknown", Lang::En) => format!(
             "#{n} was sent, but whether it ran is not known; check the device before trying again."
         ),
         ("unknown", Lang::Es) => format!(
-            "#{n} se envió, pero no se sabe si se ejecutó; compruebe el equipo antes de volver a intentarlo."
+            "#{n} se envió, pero no se sabe si se ejecutó; comprueba el equipo antes de volver a intentarlo."
         ),
         ("refused", _) => {
             let why = refusal_words(&s.refusal, lang);

@@ -2404,7 +2404,7 @@ async fn fatigue_limits_are_shown_in_both_languages() {
         );
     }
     let (_, es) = e.get(&cookie, "es").await;
-    assert!(es.contains("Ha aprobado 5 cambios en esta sesión"), "{es}");
+    assert!(es.contains("Has aprobado 5 cambios en esta sesión"), "{es}");
     // A new browser session starts counting again.
     let fresh = e.login().await;
     assert!(!e.card(&fresh).await.contains("You have approved"));

@@ -634,7 +634,7 @@ pub const ES: &[(&str, &str)] = &[
     ("login.heading", "Entrar en la página de aprobación"),
     (
         "login.explain",
-        "Escriba el secreto de la página. Se mostró al arrancar el asistente o se guardó en el archivo cuya ruta mostró.",
+        "Escribe el secreto de la página. Se mostró al arrancar el asistente o se guardó en el archivo cuya ruta mostró.",
     ),
     ("login.label", "Secreto de la página"),
     ("login.submit", "Entrar"),
@@ -649,14 +649,14 @@ pub const ES: &[(&str, &str)] = &[
     ),
     (
         "login.wait",
-        "Demasiados intentos fallidos. Espere {secs} segundos y vuelva a intentarlo.",
+        "Demasiados intentos fallidos. Espera {secs} segundos y vuelve a intentarlo.",
     ),
     (
         "shell.text",
         "Cargando la página de aprobación para esta pestaña…",
     ),
     ("shell.button", "Mostrar la página de aprobación"),
-    ("handoff.heading", "Confirme en la página de confirmación"),
+    ("handoff.heading", "Confirma en la página de confirmación"),
     (
         "handoff.text",
         "La passkey se pide en la página de confirmación, que no sirve el asistente: muestra el cambio exactamente como lo firmará la passkey. Continúe allí.",
@@ -703,7 +703,7 @@ pub const ES: &[(&str, &str)] = &[
     ),
     (
         "notice.unbound",
-        "No hay nadie inscrito en el ejecutor: rechaza todo cambio hasta que un administrador inscriba a una persona (vea Passkeys).",
+        "No hay nadie inscrito en el ejecutor: rechaza todo cambio hasta que un administrador inscriba a una persona (mira Passkeys).",
     ),
     (
         "notice.origin_not_held",
@@ -754,7 +754,7 @@ pub const ES: &[(&str, &str)] = &[
     ),
     (
         "card.disruptive",
-        "Este cambio interrumpe: se le pedirá que lo confirme.",
+        "Este cambio interrumpe: se te pedirá que lo confirmes.",
     ),
     (
         "card.reason",
@@ -782,7 +782,7 @@ pub const ES: &[(&str, &str)] = &[
     ),
     (
         "notice.fatigue",
-        "Ha aprobado {n} cambios en esta sesión del navegador. Lea cada tarjeta completa antes de aprobar otro.",
+        "Has aprobado {n} cambios en esta sesión del navegador. Lee cada tarjeta completa antes de aprobar otro.",
     ),
     (
         "device_error.offline",
@@ -809,23 +809,23 @@ pub const ES: &[(&str, &str)] = &[
         "device_error.other",
         "Epiphan informó de un error (su texto no se guarda)",
     ),
-    ("pace.none", "Su última hora: ninguna decisión todavía."),
+    ("pace.none", "Tu última hora: ninguna decisión todavía."),
     (
         "pace.counts",
-        "Su última hora — aprobadas: {approved}, denegadas: {denied}.",
+        "Tu última hora — aprobadas: {approved}, denegadas: {denied}.",
     ),
     (
         "pace.line",
-        "Su última hora — aprobadas: {approved}, denegadas: {denied}; una mediana de {median} s desde que ve una tarjeta hasta que decide.",
+        "Tu última hora — aprobadas: {approved}, denegadas: {denied}; una mediana de {median} s desde que ves una tarjeta hasta que decide.",
     ),
     (
         "pace.slow",
-        "Está decidiendo en una mediana de {median} s por tarjeta. Vaya más despacio: lea qué hace cada cambio, y en qué salas, antes de aprobar.",
+        "Estás decidiendo en una mediana de {median} s por tarjeta. Ve más despacio: lee qué hace cada cambio, y en qué salas, antes de aprobar.",
     ),
     ("confirm.heading", "Confirmar un cambio que interrumpe"),
     (
         "confirm.text",
-        "Este cambio interrumpe lo que ocurre en {rooms}. Confirme solo si nadie depende de ello ahora mismo.",
+        "Este cambio interrumpe lo que ocurre en {rooms}. Confirma solo si nadie depende de ello ahora mismo.",
     ),
     ("btn.receipt", "Descargar el recibo"),
     (
@@ -834,7 +834,7 @@ pub const ES: &[(&str, &str)] = &[
     ),
     (
         "receipt.hint",
-        "El recibo prueba quién aprobó este cambio y qué dice el ejecutor que resultó; cualquiera puede comprobarlo con `fleetwatch-confirm verify`. Su administrador puede volver a escribirlo en la máquina del ejecutor con `fleetwatch-executor receipt {n}`.",
+        "El recibo prueba quién aprobó este cambio y qué dice el ejecutor que resultó; cualquiera puede comprobarlo con `fleetwatch-confirm verify`. Tu administrador puede volver a escribirlo en la máquina del ejecutor con `fleetwatch-executor receipt {n}`.",
     ),
     (
         "receipt.none",
@@ -858,7 +858,7 @@ pub const ES: &[(&str, &str)] = &[
     ("outcome.unknown.heading", "Resultado desconocido"),
     (
         "outcome.unknown.text",
-        "Puede que se haya ejecutado o no — compruebe el equipo antes de volver a intentarlo.",
+        "Puede que se haya ejecutado o no — comprueba el equipo antes de volver a intentarlo.",
     ),
     ("conflict.heading", "Esto ya no se puede aprobar"),
     (
@@ -871,7 +871,7 @@ pub const ES: &[(&str, &str)] = &[
     ),
     (
         "why.changed",
-        "La tarjeta cambió desde que se mostró. No se ejecutó nada; revise la tarjeta nueva.",
+        "La tarjeta cambió desde que se mostró. No se ejecutó nada; revisa la tarjeta nueva.",
     ),
     (
         "why.deny_only",
@@ -958,7 +958,7 @@ pub const ES: &[(&str, &str)] = &[
     ),
     (
         "deny.hourly",
-        "El ejecutor ha hecho {n} cambios en la última hora, su límite de {limit}, así que rechazaría este; inténtelo más tarde.",
+        "El ejecutor ha hecho {n} cambios en la última hora, su límite de {limit}, así que rechazaría este; inténtalo más tarde.",
     ),
     (
         "deny.not_allowlisted",
@@ -1090,7 +1090,7 @@ pub const ES: &[(&str, &str)] = &[
     ),
     (
         "tool.batch_recording.undo",
-        "Proponga la acción contraria. Una grabación detenida conserva su archivo; una iniciada se puede detener, pero el hueco anterior no se puede grabar después.",
+        "Propón la acción contraria. Una grabación detenida conserva su archivo; una iniciada se puede detener, pero el hueco anterior no se puede grabar después.",
     ),
     (
         "tool.start_stream_endpoint.what",
@@ -1102,7 +1102,7 @@ pub const ES: &[(&str, &str)] = &[
     ),
     (
         "tool.start_stream_endpoint.undo",
-        "Proponga detener la misma emisión.",
+        "Propón detener la misma emisión.",
     ),
     (
         "tool.stop_stream_endpoint.what",
@@ -1114,7 +1114,7 @@ pub const ES: &[(&str, &str)] = &[
     ),
     (
         "tool.stop_stream_endpoint.undo",
-        "Proponga iniciar de nuevo la misma emisión; el público se habrá perdido el hueco.",
+        "Propón iniciar de nuevo la misma emisión; el público se habrá perdido el hueco.",
     ),
     (
         "tool.confirm_cms_event_on_device.what",
@@ -1126,7 +1126,7 @@ pub const ES: &[(&str, &str)] = &[
     ),
     (
         "tool.confirm_cms_event_on_device.undo",
-        "Cambie o cancele el evento en el sistema de programación.",
+        "Cambia o cancela el evento en el sistema de programación.",
     ),
     ("tool.batch_reboot.what", "Reiniciar un grabador."),
     (

@@ -196,7 +196,7 @@ mod tests {
         assert!(slow.is_none());
         let (line, _) = at.words(Lang::Es);
         assert!(
-            line.starts_with("Su última hora — aprobadas: 2, denegadas: 1; una mediana de 30 s"),
+            line.starts_with("Tu última hora — aprobadas: 2, denegadas: 1; una mediana de 30 s"),
             "{line}"
         );
         // An hour after the first decision it drops out of the window.
