@@ -117,7 +117,7 @@ fn failed(question: &str, error: &str) -> String {
 pub async fn one_shot(source: &Source, question: &str, no_ai: bool) -> i32 {
     match with_spinner(source.ask(question, no_ai)).await {
         Ok(reply) => {
-            println!("{}", render(&reply, question));
+            crate::say!("{}", render(&reply, question));
             0
         }
         Err(e) => {
@@ -273,7 +273,7 @@ pub async fn repl(source: &Source, no_ai: bool) -> i32 {
                             });
                         }
                     }
-                    println!("{}\n", render(&reply, question));
+                    crate::say!("{}\n", render(&reply, question));
                 }
                 Err(e) => eprintln!("{}\n", failed(question, &e)),
             },

@@ -209,11 +209,11 @@ async fn pending(json: bool, lang: Option<&str>) -> i32 {
         Ok(crate::chat::ChatResponse::Pending(list)) => {
             if json {
                 match serde_json::to_string_pretty(&list) {
-                    Ok(text) => println!("{text}"),
+                    Ok(text) => say!("{text}"),
                     Err(e) => return fail(e),
                 }
             } else {
-                println!(
+                say!(
                     "{}",
                     crate::pending::render(&list, lang, crate::store::now_secs())
                 );
@@ -235,7 +235,7 @@ async fn deny(proposal: u64, reason: &str) -> i32 {
     };
     match crate::chat::command(&socket, &command).await {
         Ok(crate::chat::ChatResponse::Denied(n)) => {
-            println!(
+            say!(
                 "{}",
                 match lang {
                     fleetwatch_words::Lang::En => format!("Proposal #{n} denied. Nothing ran."),
@@ -284,7 +284,7 @@ fn audit_show(
         .and_then(|store| crate::audit_show::show(&store, &filter, json, lang))
     {
         Ok(text) => {
-            print!("{text}");
+            say!("{}", text.trim_end_matches('\n'));
             0
         }
         Err(e) => fail(e),
@@ -295,13 +295,13 @@ fn audit_show(
 fn audit_verify(store: &Store, against: Option<&Path>) -> i32 {
     match store.verify_audit() {
         Ok(ChainCheck::Intact { rows, head }) => {
-            println!(
+            say!(
                 "audit chain intact: {rows} rows, head {}",
                 fleetwatch_protocol::hex::encode(&head)
             );
         }
         Ok(ChainCheck::Broken { row, problem }) => {
-            println!("audit chain broken at row {row}: {problem}");
+            say!("audit chain broken at row {row}: {problem}");
             return 1;
         }
         Err(e) => return fail(e),
@@ -320,7 +320,7 @@ fn audit_verify(store: &Store, against: Option<&Path>) -> i32 {
     };
     match listing.and_then(|text| store.check_executor_anchors(&text)) {
         Ok(check) => {
-            println!("{check}");
+            say!("{check}");
             i32::from(!matches!(check, AnchorCheck::Intact { .. }))
         }
         Err(e) => fail(e),
@@ -460,14 +460,14 @@ pub async fn run(cli: Cli) -> i32 {
         }
         Command::Login => match crate::login::login(&config).await {
             Ok(text) => {
-                println!("{text}");
+                say!("{text}");
                 0
             }
             Err(e) => fail(e),
         },
         Command::Logout => match crate::login::logout(&config).await {
             Ok(text) => {
-                println!("{text}");
+                say!("{text}");
                 0
             }
             Err(e) => fail(e),
@@ -475,7 +475,7 @@ pub async fn run(cli: Cli) -> i32 {
         Command::Doctor => {
             let checks = doctor::run(&config).await;
             for c in &checks {
-                println!("{c}");
+                say!("{c}");
             }
             i32::from(checks.iter().any(|c| c.level == doctor::Level::Fail))
         }
@@ -496,7 +496,7 @@ pub async fn run(cli: Cli) -> i32 {
             };
             match result {
                 Ok(text) => {
-                    println!("{}", text.trim_end());
+                    say!("{}", text.trim_end());
                     0
                 }
                 Err(e) => fail(e),
@@ -528,7 +528,7 @@ pub async fn run(cli: Cli) -> i32 {
                 AuditAction::Heads => match store.audit_heads() {
                     Ok(heads) => {
                         for (id, hash) in heads {
-                            println!("{}", anchor::heads_line(id, &hash));
+                            say!("{}", anchor::heads_line(id, &hash));
                         }
                         0
                     }
@@ -544,7 +544,7 @@ pub async fn run(cli: Cli) -> i32 {
             }
             match keys::ApproverKey::load_or_create(&config.state_dir) {
                 Ok(key) => {
-                    println!("{}", key.key_line());
+                    say!("{}", key.key_line());
                     0
                 }
                 Err(e) => fail(e),
@@ -584,7 +584,7 @@ async fn export_devices(config: &Config, out: Option<PathBuf>, replay: ReplayArg
     let body = serde_json::json!({ "device_ids": ids }).to_string();
     match std::fs::write(&path, body + "\n") {
         Ok(()) => {
-            println!("wrote {} device IDs to {}", ids.len(), path.display());
+            say!("wrote {} device IDs to {}", ids.len(), path.display());
             0
         }
         Err(e) => fail(format!("{}: {e}", path.display())),

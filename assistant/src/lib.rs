@@ -3,6 +3,22 @@
 //! never holds the sandbox sign-in and has no code path that calls a write tool.
 #![forbid(unsafe_code)]
 
+/// `println!` for output that may go to a pipe: a reader that has gone (`… | head -1`,
+/// `… | grep -q`) ends the program quietly with success, as a pipeline expects, instead of a
+/// panic.
+#[macro_export]
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let mut out = std::io::stdout().lock();
+        if let Err(e) = writeln!(out, $($arg)*).and_then(|()| out.flush())
+            && e.kind() == std::io::ErrorKind::BrokenPipe
+        {
+            std::process::exit(0);
+        }
+    }};
+}
+
 pub mod fleet_tools;
 pub mod grants;
 pub mod grounding;

@@ -98,10 +98,23 @@ fn fail(message: impl std::fmt::Display) -> ExitCode {
     ExitCode::FAILURE
 }
 
+/// Writes `text` and a newline to standard output. A reader that has gone (`… | head -1`)
+/// ends the program quietly, with `status`: the exit status the output was going to end with,
+/// so a closed pipe never turns a failed verification into a success.
+fn say(text: &str, status: i32) {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = writeln!(out, "{text}").and_then(|()| out.flush())
+        && e.kind() == std::io::ErrorKind::BrokenPipe
+    {
+        std::process::exit(status);
+    }
+}
+
 fn main() -> ExitCode {
     match parse() {
         Ok(Parsed::Help(text)) => {
-            print!("{text}");
+            say(text.trim_end_matches('\n'), 0);
             ExitCode::SUCCESS
         }
         Ok(Parsed::Enrol(options)) => {
@@ -137,18 +150,20 @@ fn main() -> ExitCode {
                 receipt_key: &key,
                 policy: policy.as_deref(),
             });
+            let status = i32::from(!report.failures.is_empty());
             for line in &report.words {
-                println!("{line}");
+                say(line, status);
             }
             if report.failures.is_empty() {
-                println!(
+                say(
                     "Verified: the assistant's signature, every passkey over these claims, the \
-                     quorum, the executor's signed statement and the audit rows all hold."
+                     quorum, the executor's signed statement and the audit rows all hold.",
+                    status,
                 );
                 ExitCode::SUCCESS
             } else {
                 for failure in &report.failures {
-                    println!("FAILED: {failure}");
+                    say(&format!("FAILED: {failure}"), status);
                 }
                 ExitCode::FAILURE
             }

@@ -30,6 +30,12 @@ use std::sync::Arc;
 
 use config::Config;
 
+/// Root running a command on the executor's state becomes the state folder's owner first (see
+/// [`os::act_as_state_owner`]); returns the uid taken on, if any.
+pub fn act_as_state_owner(config: &Config) -> Result<Option<u32>, String> {
+    os::act_as_state_owner(&config.state_dir)
+}
+
 /// `serve`: loads everything, then listens until stopped.
 pub async fn serve(config: Config) -> Result<(), String> {
     let ctx = context::Context::load(config).map_err(|e| e.to_string())?;

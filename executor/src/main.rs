@@ -19,6 +19,19 @@ fn fail(message: impl std::fmt::Display) -> ExitCode {
     ExitCode::FAILURE
 }
 
+/// Writes `text` and a newline to standard output. A reader that has gone (`… | head -1`,
+/// `… | grep -q`) ends the program quietly with success, as a pipeline expects, instead of a
+/// panic.
+fn say(text: &str) {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = writeln!(out, "{text}").and_then(|()| out.flush())
+        && e.kind() == std::io::ErrorKind::BrokenPipe
+    {
+        std::process::exit(0);
+    }
+}
+
 /// The other side's heads listing: a file, or standard input for `-`.
 fn read_listing(path: &std::path::Path) -> Result<String, String> {
     if path.as_os_str() == "-" {
@@ -97,7 +110,7 @@ async fn main() -> ExitCode {
     let cli = match cli::parse(std::env::args_os().skip(1)) {
         Parsed::Run(cli) => cli,
         Parsed::Print(text) => {
-            print!("{text}");
+            say(text.trim_end_matches('\n'));
             return ExitCode::SUCCESS;
         }
         Parsed::Usage(text) => {
@@ -111,6 +124,15 @@ async fn main() -> ExitCode {
         Ok(c) => c,
         Err(e) => return fail(e),
     };
+    // Root running a command on the service's state acts as the service's user; `serve` runs
+    // as its unit says, and the approver file is root's to change.
+    if !matches!(
+        cli.command,
+        Command::Serve | Command::ApproversAdd { .. } | Command::ApproversRemove { .. }
+    ) && let Err(e) = fleetwatch_executor::act_as_state_owner(&config)
+    {
+        return fail(e);
+    }
     let result = match cli.command {
         Command::Serve => {
             if let Some(dead) = fleetwatch_executor::slot::dead(&config) {
@@ -134,7 +156,7 @@ async fn main() -> ExitCode {
         Command::Doctor => {
             let lines = doctor::doctor(&config).await;
             for line in &lines {
-                println!("{line}");
+                say(&line.to_string());
             }
             return if lines.iter().any(|l| l.level == Level::Fail) {
                 ExitCode::FAILURE
@@ -197,7 +219,7 @@ async fn main() -> ExitCode {
     match result {
         Ok(text) => {
             if !text.is_empty() {
-                println!("{text}");
+                say(&text);
             }
             ExitCode::SUCCESS
         }

@@ -41,9 +41,11 @@ pub enum TrustError {
         /// The OS error.
         source: std::io::Error,
     },
-    /// Owned by someone other than the executor's user or root.
+    /// Owned by someone other than the executor's user or root. The advice never changes a
+    /// service's folder: the command is run as its owner instead (`sudo` does that for the
+    /// state folder); only a file root should own is given back to root.
     #[error(
-        "{path} is owned by uid {owner}, not by the executor's user (uid {euid}) or root; run `chown {euid} {path}`"
+        "{path} is owned by uid {owner}, not by this process's user (uid {euid}) or root: run the command as root (`sudo fleetwatch-executor …` acts as the owner of the executor's state folder) or as uid {owner}; if root should own it (configuration, keys, policy), `chown root {path}`"
     )]
     Owner {
         /// The path.
@@ -224,6 +226,73 @@ pub fn lock_state(dir: &Path) -> Result<File, LockError> {
     file.rewind().map_err(io)?;
     writeln!(file, "{}", std::process::id()).map_err(io)?;
     Ok(file)
+}
+
+/// For a command an administrator runs as root (`sudo fleetwatch-executor receipt 1`): when the
+/// state folder belongs to another user — the service's, `fleetwatch-exec` — this process
+/// becomes that user, with the state folder's group and the user's own primary group, the
+/// groups its unit gives it, before it reads or makes anything there. So every file a command
+/// creates belongs to the service, as with `runuser -u fleetwatch-exec --`, and no folder's
+/// ownership ever needs changing. Returns the uid taken on, or `None` when nothing changed (not
+/// root, no folder yet, or a folder root owns).
+///
+/// Linux keeps credentials per thread and these calls change the calling thread's; they run
+/// while the process has one thread (checked), so every thread made later inherits them.
+pub fn act_as_state_owner(state_dir: &Path) -> Result<Option<u32>, String> {
+    if euid() != 0 {
+        return Ok(None);
+    }
+    let Ok(meta) = std::fs::symlink_metadata(state_dir) else {
+        return Ok(None);
+    };
+    let (uid, gid) = (meta.uid(), meta.gid());
+    if uid == 0 || !meta.is_dir() {
+        return Ok(None);
+    }
+    let threads = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Threads:").map(|n| n.trim().to_owned()))
+        });
+    if threads.as_deref() != Some("1") {
+        return Err(format!(
+            "cannot act as the owner of {} (uid {uid}) from a process with more than one thread;              run the command as that user (`sudo runuser -u <user> -- fleetwatch-executor …`)",
+            state_dir.display()
+        ));
+    }
+    let mut groups = vec![rustix::process::Gid::from_raw(gid)];
+    if let Some(primary) = primary_gid(uid).filter(|g| *g != gid) {
+        groups.push(rustix::process::Gid::from_raw(primary));
+    }
+    let failed = |e: rustix::io::Errno| {
+        format!(
+            "cannot act as the owner of {} (uid {uid}): {e}",
+            state_dir.display()
+        )
+    };
+    // Groups first: once the uid is dropped, they can no longer be changed.
+    rustix::thread::set_thread_groups(&groups).map_err(failed)?;
+    let gid = rustix::process::Gid::from_raw(gid);
+    rustix::thread::set_thread_res_gid(gid, gid, gid).map_err(failed)?;
+    let user = rustix::process::Uid::from_raw(uid);
+    rustix::thread::set_thread_res_uid(user, user, user).map_err(failed)?;
+    if euid() != uid || rustix::process::getuid().as_raw() != uid {
+        return Err(format!(
+            "cannot act as the owner of {} (uid {uid})",
+            state_dir.display()
+        ));
+    }
+    Ok(Some(uid))
+}
+
+/// A user's primary group from `/etc/passwd` (`name:x:uid:gid:…`), if it lists the user.
+fn primary_gid(uid: u32) -> Option<u32> {
+    let passwd = std::fs::read_to_string("/etc/passwd").ok()?;
+    passwd.lines().find_map(|line| {
+        let fields: Vec<&str> = line.split(':').collect();
+        (fields.get(2)?.parse::<u32>().ok()? == uid).then(|| fields.get(3)?.parse().ok())?
+    })
 }
 
 /// Asks the executor listening on `path` for its `Status`, as a client would: one whole

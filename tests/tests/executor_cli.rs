@@ -53,6 +53,30 @@ async fn help_tells_the_truth() {
     }
 }
 
+/// `… | head -1`: each program whose reader has gone stops quietly, with success, instead of a
+/// panic on the closed pipe.
+#[test]
+fn every_program_stops_quietly_when_its_reader_goes() {
+    for (package, name) in [
+        ("fleetwatch-executor", "fleetwatch-executor"),
+        ("fleetwatch", "fleetwatch"),
+        ("fleetwatch-confirm", "fleetwatch-confirm"),
+    ] {
+        // The reading end is closed before the program starts, so its first write meets it.
+        let (reader, writer) = std::io::pipe().expect("pipe");
+        drop(reader);
+        let out = std::process::Command::new(fleetwatch_e2e::binary(package, name))
+            .arg("--help")
+            .stdin(std::process::Stdio::null())
+            .stdout(writer)
+            .stderr(std::process::Stdio::piped())
+            .output()
+            .expect("runs");
+        assert!(out.status.success(), "{name}: {}", text(&out));
+        assert!(out.stderr.is_empty(), "{name}: {}", text(&out));
+    }
+}
+
 fn known_devices(h: &Harness, ids: &[String]) -> std::path::PathBuf {
     let path = h.dir.path().join("known-devices.json");
     std::fs::write(&path, json!({"device_ids": ids}).to_string()).unwrap();

@@ -333,3 +333,85 @@ async fn a_change_whose_result_is_unknown_has_a_receipt_that_says_unknown() {
     assert!(said.contains("Outcome: unknown"), "{said}");
     assert!(said.contains("Ana Gómez (ana"), "{said}");
 }
+
+/// As an administrator runs them after an install: root, the executor's state belonging to the
+/// service's own user. `receipt N`, `receipt --key`, `audit show` and `approvers list` work as
+/// written, act as the state folder's owner (nothing in it changes hands), and a reader that
+/// stops early (`… | head -1`) ends the command quietly.
+#[tokio::test(flavor = "multi_thread")]
+async fn root_runs_the_readmes_commands_on_the_services_state_as_its_owner() {
+    use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
+    if rustix::process::geteuid().as_raw() != 0 {
+        eprintln!(
+            "SKIPPED root_runs_the_readmes_commands_on_the_services_state_as_its_owner: needs root"
+        );
+        return;
+    }
+    let mut h = running(Vec::new(), true).await;
+    let c = start_recording(&h, 5).await;
+    let response = h.execute(sign(&c, 7)).await;
+    assert!(
+        matches!(&response, Some(Response::Executed(o)) if o.kind == OutcomeKind::Done),
+        "{response:?}"
+    );
+    h.kill();
+    // The service's user owns its state, as systemd's StateDirectory= makes it; the folders
+    // above it let that user through, as /var/lib does.
+    let service = 4242;
+    let owned = |path: &Path| {
+        rustix::fs::chown(
+            path,
+            Some(rustix::fs::Uid::from_raw(service)),
+            Some(rustix::fs::Gid::from_raw(service)),
+        )
+        .unwrap();
+    };
+    owned(&h.state);
+    for entry in std::fs::read_dir(&h.state).unwrap() {
+        owned(&entry.unwrap().path());
+    }
+    std::fs::set_permissions(h.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(
+        h.dir.path().join("etc"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+
+    for args in [
+        &["receipt", "5"][..],
+        &["receipt", "--key"],
+        &["audit", "show"],
+        &["approvers", "list"],
+    ] {
+        let out = h.cli(args, None);
+        assert!(out.status.success(), "{args:?}: {}", text(&out));
+        assert!(!text(&out).contains("chown"), "{args:?}: {}", text(&out));
+    }
+    let receipt: Receipt =
+        serde_json::from_slice(&h.cli(&["receipt", "5"], None).stdout).expect("a receipt");
+    assert!(receipt.statement.contains("done"), "{}", receipt.statement);
+    // Nothing in the state folder changed hands, including anything a command made there.
+    for entry in std::fs::read_dir(&h.state).unwrap() {
+        let path = entry.unwrap().path();
+        assert_eq!(
+            std::fs::symlink_metadata(&path).unwrap().uid(),
+            service,
+            "{}",
+            path.display()
+        );
+    }
+
+    // A reader that stops after one line: no panic, success, nothing on standard error.
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let out = h
+        .command()
+        .args(["audit", "show"])
+        .stdin(std::process::Stdio::null())
+        .stdout(writer)
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(out.stderr.is_empty(), "{}", text(&out));
+}
