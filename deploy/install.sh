@@ -150,7 +150,7 @@ Kept on purpose; remove only once you no longer need them:
   $P_EXEC_STATE   the executor's audit chain (keep it as a record of every change made)
                   and the sandbox sign-in (run \`fleetwatch-executor logout --sandbox\` first)
   $P_STATE        the assistant's history, normal sign-in and approval-signing key
-  $P_ETC          policy, executor.yaml, approvers.pub, fleetwatch.env, anthropic-api-key
+  $P_ETC          policy, executor.yaml, approvers.pub, fleetwatch.env, fleetwatch-executor.env, anthropic-api-key
   users $ASSISTANT_USER and $EXECUTOR_USER, group $SOCKET_GROUP
                   (userdel $ASSISTANT_USER; userdel $EXECUTOR_USER; groupdel $SOCKET_GROUP)
 EOF
@@ -171,7 +171,8 @@ for bin in fleetwatch fleetwatch-executor fleetwatch-confirm; do
 done
 [[ -f $POLICY_SRC ]] || die "$POLICY_SRC is missing; pass --policy"
 for f in fleetwatch.service fleetwatch-executor.service fleetwatch-confirm.socket \
-    fleetwatch-confirm.service fleetwatch.tmpfiles executor.yaml.example fleetwatch.env.example; do
+    fleetwatch-confirm.service fleetwatch.tmpfiles executor.yaml.example fleetwatch.env.example \
+    fleetwatch-executor.env.example; do
     [[ -f $SCRIPT_DIR/$f ]] || die "$SCRIPT_DIR/$f is missing; run this script from a complete checkout"
 done
 
@@ -436,6 +437,8 @@ fi
 install_file "$POLICY_SRC" "$P_ETC/tool_policy.yaml" 0644 root:root keep
 
 install_if_absent "$SCRIPT_DIR/fleetwatch.env.example" "$P_ETC/fleetwatch.env" 0644 root:root
+install_if_absent "$SCRIPT_DIR/fleetwatch-executor.env.example" "$P_ETC/fleetwatch-executor.env" \
+    0644 root:root
 
 # The last value of NAME in fleetwatch.env when it matches the pattern, else nothing.
 env_value() {

@@ -80,8 +80,18 @@ pub enum Command {
     Login,
     /// Delete the normal sign-in from the state folder (the sandbox sign-in is the executor's).
     Logout,
-    /// Check the installation (exit 1 on any FAIL).
-    Doctor,
+    /// Check the installation (exit 1 on any FAIL) with the settings the installed service runs
+    /// with: the `Environment=` lines of its unit (/etc/systemd/system/fleetwatch.service), the
+    /// environment file it names (/etc/fleetwatch/fleetwatch.env), then this shell's FLEETWATCH_
+    /// variables, and says where each came from.
+    Doctor {
+        /// Another environment file than the one the unit names (it must exist).
+        #[arg(long, value_name = "PATH")]
+        env_file: Option<PathBuf>,
+        /// Another unit than the installed one.
+        #[arg(long, value_name = "PATH", default_value = crate::service_env::UNIT)]
+        unit: PathBuf,
+    },
     /// Write the normal sign-in's device IDs for the executor's overlap check.
     ExportDevices {
         /// Output file (default: known-devices.json in the state folder).
@@ -394,6 +404,24 @@ pub async fn run(cli: Cli) -> i32 {
             None => ask::repl(&source, *no_ai).await,
         };
     }
+    // doctor checks what the service would run with, not only this shell's environment.
+    if let Command::Doctor { env_file, unit } = &cli.command {
+        let env =
+            match crate::service_env::ServiceEnv::load(unit, env_file.as_deref(), std::env::vars())
+            {
+                Ok(env) => env,
+                Err(e) => return fail(e),
+            };
+        let config = match Config::from_lookup(|name| env.get(name)) {
+            Ok(config) => config,
+            Err(e) => return fail(e),
+        };
+        let checks = doctor::run(&config, &env).await;
+        for c in &checks {
+            say!("{c}");
+        }
+        return i32::from(checks.iter().any(|c| c.level == doctor::Level::Fail));
+    }
     match &cli.command {
         Command::Pending { json, lang } => return pending(*json, lang.as_deref()).await,
         Command::Deny { proposal, reason } => {
@@ -472,13 +500,8 @@ pub async fn run(cli: Cli) -> i32 {
             }
             Err(e) => fail(e),
         },
-        Command::Doctor => {
-            let checks = doctor::run(&config).await;
-            for c in &checks {
-                say!("{c}");
-            }
-            i32::from(checks.iter().any(|c| c.level == doctor::Level::Fail))
-        }
+        // Answered above, with the service's settings.
+        Command::Doctor { .. } => 0,
         Command::ExportDevices { out, replay } => export_devices(&config, out, replay).await,
         Command::Grants { action } => {
             let policy = match config.load_policy() {

@@ -58,9 +58,9 @@ fn check(level: Level, name: &'static str, message: impl Into<String>) -> Check 
     }
 }
 
-/// Runs every check.
-pub async fn run(config: &Config) -> Vec<Check> {
-    let mut out = Vec::new();
+/// Runs every check, with the settings `env` gathered (see [`crate::service_env`]).
+pub async fn run(config: &Config, env: &crate::service_env::ServiceEnv) -> Vec<Check> {
+    let mut out = vec![settings(env)];
     let policy = match config.load_policy() {
         Ok(policy) => {
             out.push(check(
@@ -84,7 +84,7 @@ pub async fn run(config: &Config) -> Vec<Check> {
         out.push(guard_self_test(policy));
     }
     out.push(redaction_self_test());
-    out.push(sign_in(config));
+    out.push(sign_in(config, env));
     out.extend(sign_in_scopes(config, env_lang()));
     out.extend(state_files(config));
     out.push(if config.fence.configured() {
@@ -114,7 +114,7 @@ pub async fn run(config: &Config) -> Vec<Check> {
         check(Level::Ok, "autonomy", "read-only: the assistant cannot propose (set `autonomy: propose` in settings.yaml to change)")
     });
     out.extend(executor(config).await);
-    out.extend(model().await);
+    out.extend(model(env).await);
     out.push(queue(config));
     if let Some(policy) = &policy {
         out.push(grants(config, policy));
@@ -179,19 +179,43 @@ fn redaction_self_test() -> Check {
     }
 }
 
-fn sign_in(config: &Config) -> Check {
+/// What doctor read, and where each setting came from.
+fn settings(env: &crate::service_env::ServiceEnv) -> Check {
+    let sources = env.sources();
+    let mut message = format!(
+        "read {}; {}",
+        env.read.join(", "),
+        if sources.is_empty() {
+            "no FLEETWATCH_ setting (built-in defaults)".to_owned()
+        } else {
+            sources.join(", ")
+        }
+    );
+    if env.shell_only.is_empty() {
+        return check(Level::Ok, "settings", message);
+    }
+    message.push_str(&format!(
+        ". Set only in this shell, which the service does not see: {}",
+        env.shell_only.join(", ")
+    ));
+    check(Level::Warn, "settings", message)
+}
+
+fn sign_in(config: &Config, env: &crate::service_env::ServiceEnv) -> Check {
     match Token::load(&config.state_dir) {
         Ok(_) => {
-            let from =
-                if std::env::var("FLEETWATCH_EPIPHAN_TOKEN").is_ok_and(|v| !v.trim().is_empty()) {
-                    "FLEETWATCH_EPIPHAN_TOKEN".to_owned()
-                } else {
-                    format!(
-                        "{} (mode 0600): {}",
-                        config.state_dir.join(reads::TOKEN_FILE).display(),
-                        crate::login::status_line(config).1
-                    )
-                };
+            let from = if env
+                .get("FLEETWATCH_EPIPHAN_TOKEN")
+                .is_some_and(|v| !v.trim().is_empty())
+            {
+                "FLEETWATCH_EPIPHAN_TOKEN".to_owned()
+            } else {
+                format!(
+                    "{} (mode 0600): {}",
+                    config.state_dir.join(reads::TOKEN_FILE).display(),
+                    crate::login::status_line(config).1
+                )
+            };
             check(
                 Level::Ok,
                 "sign-in",
@@ -353,8 +377,30 @@ fn origin_held(status: &fleetwatch_protocol::wire::StatusReport) -> Check {
 /// Where the model is and what leaves the machine; for a Chat Completions server, whether it
 /// answers and serves the model named. (Anthropic's service is not asked: a doctor run should
 /// not need the internet, and its key is checked by the first question.)
-async fn model() -> Vec<Check> {
-    let cfg = match ModelConfig::from_env() {
+async fn model(env: &crate::service_env::ServiceEnv) -> Vec<Check> {
+    // The service's key file is root's and reaches the service through systemd
+    // (LoadCredential=): a doctor run as the service's user cannot read it, and says so.
+    let denied = std::cell::Cell::new(None);
+    let read = |path: &std::path::Path| match crate::model::read_key_file(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+            denied.set(Some(path.to_path_buf()));
+            Ok(String::new())
+        }
+        other => other,
+    };
+    let found = ModelConfig::from_lookup(|name| env.get(name), read);
+    if let Some(path) = denied.take() {
+        return vec![check(
+            Level::Warn,
+            "model",
+            format!(
+                "the service reads its model key from {} through systemd; this user cannot \
+                 read it, so the model is not checked here (run doctor as root to check it)",
+                path.display()
+            ),
+        )];
+    }
+    let cfg = match found {
         Err(problem) => return vec![check(Level::Fail, "model", problem)],
         Ok(None) => {
             return vec![check(

@@ -47,4 +47,5 @@ pub mod pending;
 pub mod proposals;
 pub mod reads;
 pub mod serve;
+pub mod service_env;
 pub mod store;

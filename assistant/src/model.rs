@@ -109,7 +109,7 @@ impl ModelApi {
 
 /// Reads a key file, refusing one larger than a key could be (a wrong path pointed at a big
 /// file must not be sent as a header).
-fn read_key_file(path: &std::path::Path) -> std::io::Result<String> {
+pub(crate) fn read_key_file(path: &std::path::Path) -> std::io::Result<String> {
     use std::io::Read as _;
     let mut text = String::new();
     std::fs::File::open(path)?

@@ -17,7 +17,18 @@ fn doctor(state: &Path, env: &[(&str, String)]) -> (Output, String) {
     for (k, v) in env {
         cmd.env(k, v);
     }
-    let out = cmd.arg("doctor").output().unwrap();
+    // No unit and an empty environment file: only this test's settings, whatever this machine
+    // has installed.
+    let site = state.join("none.env");
+    std::fs::write(&site, "").unwrap();
+    let out = cmd
+        .arg("doctor")
+        .arg("--unit")
+        .arg(state.join("none.service"))
+        .arg("--env-file")
+        .arg(&site)
+        .output()
+        .unwrap();
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     (out, text)
 }
@@ -94,6 +105,57 @@ async fn a_complete_installation_passes() {
     assert!(line(&text, "executor").starts_with("FAIL"));
     assert!(line(&text, "executor").contains("keys show"));
     sim.shutdown().await;
+}
+
+/// Step 6 as the README writes it: doctor run with a clean environment reads the installed
+/// unit and the environment file it names, as the service does, and says where each setting
+/// came from; a shell value the service would not see is a warning.
+#[test]
+fn doctor_reads_the_settings_the_service_runs_with() {
+    let state = private_state();
+    let etc = tempfile::tempdir().unwrap();
+    let site = etc.path().join("fleetwatch.env");
+    std::fs::write(&site, "# site\nFLEETWATCH_WRITE_TEAM_ID=\"sandbox-team\"\n").unwrap();
+    let unit = etc.path().join("fleetwatch.service");
+    std::fs::write(
+        &unit,
+        format!(
+            "[Service]\nEnvironment=FLEETWATCH_STATE_DIR={}\nEnvironment=FLEETWATCH_POLICY={}\n\
+             Environment=FLEETWATCH_EXECUTOR_SOCKET={}\nEnvironmentFile=-{}\n",
+            state.path().display(),
+            common::policy_path().display(),
+            state.path().join("none.sock").display(),
+            site.display()
+        ),
+    )
+    .unwrap();
+    let run = |extra: &[(&str, &str)]| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_fleetwatch"));
+        cmd.env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default());
+        for (k, v) in extra {
+            cmd.env(k, v);
+        }
+        let out = cmd.arg("doctor").arg("--unit").arg(&unit).output().unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let text = run(&[]);
+    assert!(line(&text, "fence").starts_with("OK"), "{text}");
+    assert!(line(&text, "fence").contains("sandbox-team"), "{text}");
+    let settings = line(&text, "settings");
+    assert!(settings.starts_with("OK"), "{text}");
+    assert!(
+        settings.contains(&format!(
+            "FLEETWATCH_WRITE_TEAM_ID (from {})",
+            site.display()
+        )) && settings.contains(&format!("FLEETWATCH_STATE_DIR (from {})", unit.display())),
+        "{settings}"
+    );
+    // A value only this shell has: the service does not see it.
+    let text = run(&[("FLEETWATCH_WRITE_TEAM_ID", "another-team")]);
+    let settings = line(&text, "settings");
+    assert!(settings.starts_with("WARN"), "{text}");
+    assert!(settings.contains("uses the value from"), "{settings}");
 }
 
 #[test]
