@@ -113,15 +113,17 @@ async fn exchange(socket: &Path, frame: &ChatFrame) -> Result<ChatResponse, Stri
     })?;
     let mut framed = Framed::new(stream, codec());
     let body = serde_json::to_vec(frame).map_err(|e| e.to_string())?;
-    framed
-        .send(tokio_util::bytes::Bytes::from(body))
-        .await
-        .map_err(|e| format!("sending the request: {e}"))?;
-    let frame = framed
-        .next()
-        .await
-        .ok_or_else(|| "the assistant closed the connection without answering".to_owned())?
-        .map_err(|e| format!("reading the answer: {e}"))?;
+    // A server that refuses this peer answers before it reads: its one frame is read even
+    // when sending failed, and said instead of the sending error.
+    let sent = framed.send(tokio_util::bytes::Bytes::from(body)).await;
+    let frame = match (framed.next().await, sent) {
+        (Some(Ok(frame)), _) => frame,
+        (_, Err(e)) => return Err(format!("sending the request: {e}")),
+        (None, Ok(())) => {
+            return Err("the assistant closed the connection without answering".to_owned());
+        }
+        (Some(Err(e)), Ok(())) => return Err(format!("reading the answer: {e}")),
+    };
     serde_json::from_slice::<ChatResponse>(&frame)
         .map_err(|e| format!("the answer could not be read: {e}"))
 }

@@ -52,6 +52,90 @@ impl Operators {
     }
 }
 
+/// The operators as `settings.yaml` lists them now: read again for the next connection
+/// whenever the file changed, so an operator added (or removed) counts without a restart. A
+/// file that no longer reads keeps the list it had, and says so in the log.
+#[derive(Debug, Clone)]
+pub struct OperatorList {
+    /// The state folder whose `settings.yaml` names them; `None` for a fixed list.
+    state_dir: Option<PathBuf>,
+    current: Operators,
+    /// The file's identity when it was last read: modified time, length, inode.
+    seen: Option<(std::time::SystemTime, u64, u64)>,
+}
+
+impl From<Operators> for OperatorList {
+    fn from(current: Operators) -> OperatorList {
+        OperatorList {
+            state_dir: None,
+            current,
+            seen: None,
+        }
+    }
+}
+
+impl OperatorList {
+    /// Follows `settings.yaml` in the configuration's state folder, from what it says now.
+    pub fn following(config: &Config) -> OperatorList {
+        let mut list = OperatorList {
+            state_dir: Some(config.state_dir.clone()),
+            current: Operators::from_config(config),
+            seen: None,
+        };
+        list.seen = list.stamp();
+        list
+    }
+
+    fn settings_path(&self) -> Option<PathBuf> {
+        self.state_dir
+            .as_ref()
+            .map(|d| d.join(crate::config::SETTINGS_FILE))
+    }
+
+    fn stamp(&self) -> Option<(std::time::SystemTime, u64, u64)> {
+        use std::os::unix::fs::MetadataExt as _;
+        let meta = std::fs::metadata(self.settings_path()?).ok()?;
+        Some((meta.modified().ok()?, meta.len(), meta.ino()))
+    }
+
+    /// The operators now, reading the file again if it changed since it was last read.
+    pub fn now(&mut self) -> &Operators {
+        let stamp = self.stamp();
+        if let Some(dir) = self.state_dir.clone()
+            && stamp != self.seen
+        {
+            self.seen = stamp;
+            match crate::config::Settings::load(&dir) {
+                Ok(settings) => {
+                    let mut uids = settings.operator_uids;
+                    if uids.is_empty() && settings.operator_gids.is_empty() {
+                        uids.push(rustix::process::getuid().as_raw());
+                    }
+                    self.current = Operators {
+                        uids,
+                        gids: settings.operator_gids,
+                    };
+                    tracing::info!(operators = ?self.current, "chat: operator list read again");
+                }
+                Err(e) => tracing::warn!("chat: {e}; the operator list stays as it was"),
+            }
+        }
+        &self.current
+    }
+
+    /// What a peer not on the list is told, in one line it can print.
+    fn refusal(&self, uid: u32, gid: u32) -> String {
+        let file = self
+            .settings_path()
+            .map_or_else(|| "settings.yaml".to_owned(), |p| p.display().to_string());
+        format!(
+            "uid {uid} is not an operator here: the administrator adds it to operator_uids (or \
+             its group, gid {gid}, to operator_gids) in {file}; it counts from the next question, \
+             without a restart"
+        )
+    }
+}
+
 /// Removes the socket file when the server stops, however it stops.
 struct SocketGuard(PathBuf);
 
@@ -113,7 +197,7 @@ pub async fn run(
     serve(
         listener,
         assistant,
-        Operators::from_config(&config),
+        OperatorList::following(&config),
         shutdown,
     )
     .await;
@@ -176,9 +260,10 @@ pub fn bind(path: &Path) -> Result<UnixListener, String> {
 pub async fn serve(
     listener: UnixListener,
     assistant: Arc<Assistant>,
-    operators: Operators,
+    operators: impl Into<OperatorList>,
     shutdown: impl std::future::Future<Output = ()>,
 ) {
+    let mut operators = operators.into();
     // Each connection task holds a receiver; when the sender is dropped (or sends), every
     // task sees `changed()` resolve and stops at its next await point, dropping any question
     // in flight rather than answering into a closing socket.
@@ -206,15 +291,26 @@ pub async fn serve(
             () = &mut shutdown => break,
         };
         // The credential check happens before any byte is read from the peer.
-        let peer = stream
-            .peer_cred()
-            .ok()
-            .filter(|cred| operators.allows(cred.uid(), cred.gid()));
-        let Some(peer) = peer else {
-            tracing::warn!("chat: peer not on the operator list; connection closed");
+        let Ok(peer) = stream.peer_cred() else {
             drop(stream);
             continue;
         };
+        if !operators.now().allows(peer.uid(), peer.gid()) {
+            tracing::warn!(
+                uid = peer.uid(),
+                "chat: peer not on the operator list; told so, connection closed"
+            );
+            // One frame it can print, within a bound. What it sent is read and thrown away
+            // (never parsed) until it hangs up, so closing does not reset the connection and
+            // take the frame with it.
+            let said = operators.refusal(peer.uid(), peer.gid());
+            tokio::spawn(async move {
+                let _ = tokio::time::timeout(std::time::Duration::from_secs(2), tell(stream, said))
+                    .await;
+                drop(permit);
+            });
+            continue;
+        }
         let asker = user_name(peer.uid());
         let assistant = Arc::clone(&assistant);
         let stop = stop_rx.clone();
@@ -229,6 +325,27 @@ pub async fn serve(
     let _ = limit
         .acquire_many(u32::try_from(MAX_CONNECTIONS).unwrap_or(u32::MAX))
         .await;
+}
+
+/// Writes one error frame to a peer that may not chat, then discards what it sends until it
+/// hangs up.
+async fn tell(stream: UnixStream, said: String) {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let mut framed = Framed::new(stream, chat::codec());
+    let Ok(body) = serde_json::to_vec(&ChatResponse::Error(said)) else {
+        return;
+    };
+    if framed
+        .send(tokio_util::bytes::Bytes::from(body))
+        .await
+        .is_err()
+    {
+        return;
+    }
+    let mut stream = framed.into_inner();
+    let _ = stream.shutdown().await;
+    let mut sink = [0u8; 4096];
+    while matches!(stream.read(&mut sink).await, Ok(n) if n > 0) {}
 }
 
 /// The user name of a uid, from the system's user list (`/etc/passwd`): who asked, as the

@@ -244,6 +244,8 @@ fn replay_assistant(state: &Path) -> Arc<Assistant> {
     ))
 }
 
+/// A peer not on the operator list gets nothing but one line saying so (its uid, and where the
+/// administrator adds it).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_peer_not_on_the_operator_list_gets_nothing() {
     let state = tempfile::tempdir().unwrap();
@@ -296,8 +298,14 @@ async fn a_peer_not_on_the_operator_list_gets_nothing() {
         .await
         .unwrap();
         assert_eq!(result.is_ok(), should_answer, "{operators:?}: {result:?}");
-        if let Ok(reply) = result {
-            assert!(reply.answer.contains("Board Room"), "{}", reply.answer);
+        match result {
+            Ok(reply) => assert!(reply.answer.contains("Board Room"), "{}", reply.answer),
+            // One line it can print, naming its uid and where it is added; no answer.
+            Err(said) => assert!(
+                said.contains(&format!("uid {me} is not an operator here"))
+                    && said.contains("operator_uids"),
+                "{said}"
+            ),
         }
         let _ = stop_tx.send(());
         tokio::time::timeout(Duration::from_secs(60), server)
@@ -306,6 +314,63 @@ async fn a_peer_not_on_the_operator_list_gets_nothing() {
             .unwrap();
         std::fs::remove_file(&socket).unwrap();
     }
+}
+
+/// An operator added to `settings.yaml` while the assistant runs is answered from the next
+/// question, and one removed is refused from the next, without a restart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_operator_list_follows_the_settings_file_without_a_restart() {
+    let state = tempfile::tempdir().unwrap();
+    let socket = state.path().join("chat.sock");
+    let me = rustix::process::getuid().as_raw();
+    let settings = state.path().join("settings.yaml");
+    std::fs::write(
+        &settings,
+        format!("operator_uids: [{}]\n", me.wrapping_add(4242)),
+    )
+    .unwrap();
+    let config = fleetwatch::config::Config::from_lookup(|name| {
+        (name == "FLEETWATCH_STATE_DIR").then(|| state.path().display().to_string())
+    })
+    .unwrap();
+    let listener = serve::bind(&socket).unwrap();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(serve::serve(
+        listener,
+        replay_assistant(state.path()),
+        serve::OperatorList::following(&config),
+        async move {
+            let _ = stop_rx.await;
+        },
+    ));
+    let question = ChatRequest {
+        question: "what's offline?".into(),
+        no_ai: false,
+    };
+    let ask = || chat::ask(&socket, &question);
+    let refused = ask().await.unwrap_err();
+    assert!(refused.contains("is not an operator here"), "{refused}");
+    std::fs::write(
+        &settings,
+        format!("operator_uids: [{}, {me}]\n", me.wrapping_add(4242)),
+    )
+    .unwrap();
+    let reply = ask().await.expect("answered once added");
+    assert!(reply.answer.contains("Board Room"), "{}", reply.answer);
+    std::fs::write(
+        &settings,
+        format!("operator_uids: [{}]\n", me.wrapping_add(1)),
+    )
+    .unwrap();
+    assert!(ask().await.is_err(), "refused again once removed");
+    // A file that no longer reads keeps the list it had.
+    std::fs::write(&settings, "operator_uids: [not a number\n").unwrap();
+    assert!(ask().await.is_err());
+    let _ = stop_tx.send(());
+    tokio::time::timeout(Duration::from_secs(60), server)
+        .await
+        .unwrap()
+        .unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
