@@ -247,7 +247,6 @@ const HARDENING: &[(&str, &str)] = &[
     ("ProtectClock", "yes"),
     ("ProtectHostname", "yes"),
     ("ProtectProc", "invisible"),
-    ("ProcSubset", "pid"),
     ("RestrictNamespaces", "yes"),
     ("RestrictRealtime", "yes"),
     ("RestrictSUIDSGID", "yes"),
@@ -279,6 +278,16 @@ fn every_service_carries_the_full_hardening_set() {
         let d = directives(&unit_text(name));
         for (key, want) in HARDENING {
             assert_eq!(one(&d, key), *want, "{name}: {key}=");
+        }
+        // /proc holds only processes, except for the executor, which reads /proc/net/tcp{,6}
+        // at each approval with passkeys (who holds the confirm origin's port).
+        if name == "fleetwatch-executor.service" {
+            assert!(
+                values(&d, "ProcSubset").is_empty(),
+                "{name}: ProcSubset hides /proc/net"
+            );
+        } else {
+            assert_eq!(one(&d, "ProcSubset"), "pid", "{name}: ProcSubset=");
         }
         let filters = values(&d, "SystemCallFilter");
         assert!(filters.contains(&"@system-service"), "{name}: {filters:?}");
