@@ -49,6 +49,12 @@ pub fn start_on(person: &str, name: &str, approvers: &Path, port: Option<u16>) -
     if let Some(port) = port {
         command.args(["--port", &port.to_string()]);
     }
+    from_command(command)
+}
+
+/// Runs `command`, which starts an enrolment (the binary itself, or a shell that pipes its line
+/// onward), and waits for the address it prints on standard error.
+pub fn from_command(mut command: Command) -> Enrolment {
     let mut child = command
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
