@@ -143,17 +143,65 @@ impl Default for AssistantState {
     }
 }
 
-/// `fleetwatch serve` with its page, signed in.
+/// `fleetwatch serve` with its page, signed in; the session's requests are the page's own
+/// (`page.front()`, `page.approve_form()` …).
 pub struct Page {
     serve: Child,
     /// The model `serve` asks (the offline stand-in unless a test gave a scripted one).
     pub model: ModelHandle,
+    /// The signed-in session.
+    pub session: Session,
+}
+
+impl std::ops::Deref for Page {
+    type Target = Session;
+    fn deref(&self) -> &Session {
+        &self.session
+    }
+}
+
+/// A session signed in on an approval page, as a browser tab holds one.
+pub struct Session {
     /// `http://127.0.0.1:PORT`.
     pub origin: String,
     /// A client that does not follow redirects.
     pub client: reqwest::Client,
     /// The session cookie (`name=value`).
     pub cookie: String,
+}
+
+impl Session {
+    /// Signs in on the page at `origin` with its secret.
+    pub async fn sign_in(origin: &str, secret: &str) -> Session {
+        let client = crate::http_client_builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .expect("client");
+        let login = client
+            .post(format!("{origin}/login"))
+            .header("origin", origin)
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(form_body(&[
+                ("secret".into(), secret.to_owned()),
+                ("tab".into(), TAB.into()),
+            ]))
+            .send()
+            .await
+            .expect("login");
+        assert_eq!(login.status(), 303);
+        let cookie = login
+            .headers()
+            .get("set-cookie")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.split(';').next())
+            .expect("session cookie")
+            .to_owned();
+        Session {
+            origin: origin.to_owned(),
+            client,
+            cookie,
+        }
+    }
 }
 
 impl Drop for Page {
@@ -272,22 +320,13 @@ impl Page {
             .stderr(Stdio::piped())
             .spawn()
             .expect("serve");
-        let mut page = Page {
-            serve: child,
-            model,
-            origin: format!("http://127.0.0.1:{port}"),
-            client: crate::http_client_builder()
-                .redirect(reqwest::redirect::Policy::none())
-                .build()
-                .expect("client"),
-            cookie: String::new(),
-        };
+        let mut serve = child;
         let secret_file = state.path().join("approval-page.secret");
         let deadline = Instant::now() + Duration::from_secs(60);
         while !(secret_file.exists() && std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()) {
-            if let Ok(Some(status)) = page.serve.try_wait() {
+            if let Ok(Some(status)) = serve.try_wait() {
                 let mut err = String::new();
-                if let Some(mut e) = page.serve.stderr.take() {
+                if let Some(mut e) = serve.stderr.take() {
                     use std::io::Read as _;
                     let _ = e.read_to_string(&mut err);
                 }
@@ -300,29 +339,16 @@ impl Page {
             .expect("secret")
             .trim()
             .to_owned();
-        let login = page
-            .client
-            .post(format!("{}/login", page.origin))
-            .header("origin", &page.origin)
-            .header("content-type", "application/x-www-form-urlencoded")
-            .body(form_body(&[
-                ("secret".into(), secret),
-                ("tab".into(), TAB.into()),
-            ]))
-            .send()
-            .await
-            .expect("login");
-        assert_eq!(login.status(), 303);
-        page.cookie = login
-            .headers()
-            .get("set-cookie")
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.split(';').next())
-            .expect("session cookie")
-            .to_owned();
-        page
+        let session = Session::sign_in(&format!("http://127.0.0.1:{port}"), &secret).await;
+        Page {
+            serve,
+            model,
+            session,
+        }
     }
+}
 
+impl Session {
     /// The front page's Approve form, as a request body.
     pub async fn approve_form(&self) -> String {
         form_body(&form(&self.front().await, "/approve"))

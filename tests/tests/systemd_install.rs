@@ -1,8 +1,11 @@
 //! The deployment under a real systemd: a minimal Debian 12 booted in `systemd-nspawn` with
 //! systemd as PID 1, `deploy/install.sh` run with the built binaries, the README's deployment
-//! steps followed as written against the simulator, and then: every unit active, both doctors
-//! pass, an operator asks a question over the chat socket, the confirm page answers through its
-//! socket unit, a unit's address rule is enforced, and a reboot brings everything back.
+//! steps followed as written against the simulator, and then: every unit active, a person
+//! enrolled in a terminal there, both doctors pass as written, an operator asks a question over
+//! the chat socket, one change runs end to end (proposed by the model stand-in, approved on the
+//! page with the enrolled software passkey, one write) and its receipt verifies as "Prove a
+//! change" writes it, the confirm page answers through its socket unit, a unit's address rule
+//! is enforced, and a reboot brings everything back.
 //!
 //! Needs root, `systemd-nspawn` (Debian's systemd-container) and `mmdebstrap`; skipped with a
 //! reason without them unless `FLEETWATCH_REQUIRE_SYSTEMD=1` (which `.ci/run` sets where it
@@ -395,6 +398,60 @@ async fn the_readmes_deployment_runs_under_a_real_systemd() {
     eprintln!(
         "--- fleetwatch-executor doctor\n{exec_said}--- fleetwatch doctor\n{said}--- approvers list\n{listed}---"
     );
+    // Step 3 and one change end to end: the simulator's offline stand-in as the model (its key
+    // in the root-owned file the unit passes as a credential), a question that proposes, the
+    // page approving it with the enrolled passkey, and one write.
+    let model = fleetwatch_sim::model::start_offline()
+        .await
+        .expect("model stand-in");
+    let room = sim.team_devices("sandbox")[0].clone();
+    assert!(sim.set_recording("sandbox", &format!("{room}-1"), false));
+    m.ok(&format!(
+        "printf 'test-key' > /etc/fleetwatch/anthropic-api-key && \
+         printf 'FLEETWATCH_ANTHROPIC_BASE_URL={}\\n' >> /etc/fleetwatch/fleetwatch.env && \
+         sudo runuser -u fleetwatch -- fleetwatch grants open recording && \
+         useradd -m -G fleetwatch bob && \
+         printf 'autonomy: propose\\noperator_uids: [%s]\\n' \"$(id -u bob)\" | sudo runuser -u fleetwatch -- tee /var/lib/fleetwatch/settings.yaml && \
+         systemctl restart fleetwatch.service",
+        model.url()
+    ));
+    let secret_file = m.root.join("var/lib/fleetwatch/approval-page.secret");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !secret_file.exists() || std::net::TcpStream::connect(("127.0.0.1", 8767)).is_err() {
+        assert!(
+            Instant::now() < deadline,
+            "the page did not start\n{}",
+            m.journal()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let said = m.ok("sudo runuser -u bob -- fleetwatch ask 'start recording in Test Room A'");
+    assert!(said.contains("#1"), "a proposal waits: {said}");
+    let secret = std::fs::read_to_string(&secret_file).expect("secret");
+    let session =
+        fleetwatch_e2e::page::Session::sign_in("http://127.0.0.1:8767", secret.trim()).await;
+    let mut ana = ana;
+    let body = session.approve_form_with(&mut ana).await;
+    let (status, page) = session.post_text("/approve", &body).await;
+    assert_eq!(status, 200, "{page}");
+    assert_eq!(sim.writes().len(), 1, "one write: {page}");
+
+    // "Prove a change", as written: the receipt and the key as root, checked with public
+    // inputs alone.
+    let verified = m.sh(
+        "sudo fleetwatch-executor receipt 1 > receipt-1.json && \
+         KEY=$(sudo fleetwatch-executor receipt --key) && \
+         cp /etc/fleetwatch/approvers.pub /etc/fleetwatch/tool_policy.yaml . && \
+         fleetwatch-confirm verify receipt-1.json --receipt-key \"$KEY\" --approvers approvers.pub --policy tool_policy.yaml",
+    );
+    let said = String::from_utf8_lossy(&verified.stdout);
+    assert!(
+        verified.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&verified.stderr)
+    );
+    assert!(said.contains("Verified"), "{said}");
+
     // The commands the README gives as root work as written.
     m.ok(&format!(
         "{env} sudo -E fleetwatch-executor receipt --key && sudo -E fleetwatch-executor approvers list | head -1"
@@ -429,7 +486,7 @@ async fn the_readmes_deployment_runs_under_a_real_systemd() {
     let answer = m.ok("sudo runuser -u alice -- fleetwatch ask \"what's offline?\"");
     assert!(answer.to_lowercase().contains("offline"), "{answer}");
     eprintln!(
-        "booted in {booted:.1?}; the whole deployment, a question and a reboot in {:.1?}",
+        "booted in {booted:.1?}; the whole deployment, a change, its receipt and a reboot in {:.1?}",
         started.elapsed()
     );
     drop(m);
