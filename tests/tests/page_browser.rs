@@ -64,10 +64,10 @@ async fn world_built(
     passkeys_extra: &str,
     forwarder: Option<Forwarder>,
 ) -> Option<World> {
-    // Without a browser, say so (or fail where one is required) before starting anything.
-    if browser::find_browser().is_none() {
-        return browser::launch(&[]).await.and(None);
-    }
+    // The browser first: the ports it opens as it starts cannot then take the page's.
+    let mut args = vec![format!("--host-resolver-rules=MAP {REBIND_HOST} 127.0.0.1")];
+    args.extend(forwarder.iter().flat_map(Forwarder::browser_args));
+    let browser = browser::launch(&args.iter().map(String::as_str).collect::<Vec<_>>()).await?;
     let assistant_state = tempfile::tempdir().expect("state");
     let key = ApproverKey::load_or_create(assistant_state.path()).expect("key");
     // The page's port is chosen first, so the confirm page can be told where to return
@@ -76,9 +76,6 @@ async fn world_built(
     let port = fleetwatch_e2e::page::free_port();
     let confirm =
         fleetwatch_e2e::confirm_page::ConfirmPage::start(&format!("http://localhost:{port}")).await;
-    let mut args = vec![format!("--host-resolver-rules=MAP {REBIND_HOST} 127.0.0.1")];
-    args.extend(forwarder.iter().flat_map(Forwarder::browser_args));
-    let browser = browser::launch(&args.iter().map(String::as_str).collect::<Vec<_>>()).await?;
     let setup = Setup {
         sim,
         extra_key_lines: vec![key.key_line()],
