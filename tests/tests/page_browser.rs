@@ -753,14 +753,8 @@ async fn with_a_passkey_enrolled_the_person_approves_with_it_and_nothing_else_wi
     wait_until(&tab, "document.getElementById('approve')").await;
     let body = text(&tab).await;
     assert!(!body.contains("not bound to a person"), "{body}");
-    tab.find_element("#approve")
-        .await
-        .expect("approve")
-        .click()
-        .await
-        .expect("click");
     // The confirm page asks nothing on load, a calm change too: its button asks.
-    browser::press_confirm(&tab).await;
+    approve_on_the_confirm_page(&tab, &origin).await;
     back_on_the_page(&tab).await;
     let outcome = text(&tab).await;
     assert!(outcome.contains("Done"), "{outcome}");
@@ -828,15 +822,7 @@ async fn with_a_passkey_enrolled_the_person_approves_with_it_and_nothing_else_wi
             "record",
         )
         .await;
-    tab.goto(format!("{origin}/")).await.expect("goto");
-    wait_until(&tab, "document.getElementById('approve')").await;
-    tab.find_element("#approve")
-        .await
-        .expect("approve")
-        .click()
-        .await
-        .expect("click");
-    browser::press_confirm(&tab).await;
+    approve_on_the_confirm_page(&tab, &origin).await;
     wait_until(
         &tab,
         "document.getElementById('passkey-status').textContent.includes('did not answer')",
@@ -874,15 +860,7 @@ async fn approving_from_another_computer_through_forwarded_ports() {
             "record",
         )
         .await;
-    tab.goto(format!("{origin}/")).await.expect("goto");
-    wait_until(&tab, "document.getElementById('approve')").await;
-    tab.find_element("#approve")
-        .await
-        .expect("approve")
-        .click()
-        .await
-        .expect("click");
-    browser::press_confirm(&tab).await;
+    approve_on_the_confirm_page(&tab, &origin).await;
     back_on_the_page(&tab).await;
     let outcome = text(&tab).await;
     assert!(outcome.contains("Done"), "{outcome}");
@@ -898,6 +876,20 @@ async fn approving_from_another_computer_through_forwarded_ports() {
         "the page, the confirm page and the enrolment page each through the relay: {relayed:?}"
     );
     w.finish().await;
+}
+
+/// Opens the page, presses Approve on the card in front and, on the confirm page it hands the
+/// tab to, the one button that asks the passkey.
+async fn approve_on_the_confirm_page(tab: &Page, origin: &str) {
+    tab.goto(format!("{origin}/")).await.expect("goto");
+    wait_until(tab, "document.getElementById('approve')").await;
+    tab.find_element("#approve")
+        .await
+        .expect("approve")
+        .click()
+        .await
+        .expect("click");
+    browser::press_confirm(tab).await;
 }
 
 /// Waits until the tab is back on the approval page with an outcome, after the hand-off to the
