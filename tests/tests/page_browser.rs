@@ -230,7 +230,14 @@ impl World {
             .click()
             .await
             .expect("click");
-        wait_until(tab, "!document.getElementById('secret')").await;
+        // Signed in once the front page's view is there (the card or "nothing waiting", both
+        // with the Passkeys link), not merely once the sign-in form has gone: a navigation
+        // still in flight would otherwise land after the test's next one.
+        wait_until(
+            tab,
+            "!document.getElementById('secret') && document.getElementById('passkeys-link')",
+        )
+        .await;
     }
     async fn finish(mut self) {
         // The screenshots go with the temporary folder unless asked to stay (to look at them).
