@@ -172,6 +172,18 @@ pub async fn eval(page: &Page, expression: &str) -> serde_json::Value {
     }
 }
 
+/// Waits for the Approve button of the page in the tab (the approval page, or a stand-in for
+/// it) and presses it.
+pub async fn press_approve(tab: &Page) {
+    wait_until(tab, "document.getElementById('approve')").await;
+    tab.find_element("#approve")
+        .await
+        .expect("approve")
+        .click()
+        .await
+        .expect("click");
+}
+
 /// Waits (generously) until a JavaScript condition holds; panics with the page text if not.
 pub async fn wait_until(page: &Page, condition: &str) {
     let deadline = Instant::now() + Duration::from_secs(60);

@@ -56,12 +56,7 @@ async fn a_lying_page_cannot_make_the_confirm_page_show_another_change() {
         .expect("goto");
     wait_until(&tab, "document.getElementById('approve')").await;
     assert!(text(&tab).await.contains(&a_room));
-    tab.find_element("#approve")
-        .await
-        .expect("approve")
-        .click()
-        .await
-        .expect("click");
+    browser::press_approve(&tab).await;
     wait_until(&tab, "document.getElementById('confirm-heading')").await;
     let shown = text(&tab).await;
     // What the person sees is what would be signed: B's tool and B's room, never A's.
@@ -295,13 +290,7 @@ async fn send_to_confirm(tab: &chromiumoxide::page::Page, page_port: u16) {
     tab.goto(format!("http://localhost:{page_port}/"))
         .await
         .expect("goto");
-    wait_until(tab, "document.getElementById('approve')").await;
-    tab.find_element("#approve")
-        .await
-        .expect("approve")
-        .click()
-        .await
-        .expect("click");
+    browser::press_approve(tab).await;
     wait_until(tab, "document.getElementById('passkey')").await;
 }
 

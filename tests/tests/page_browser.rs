@@ -313,12 +313,7 @@ async fn sign_in_see_the_card_deny_is_focused_enter_never_approves_and_a_calm_ch
     assert_eq!(w.status(first), Status::Denied);
     assert_eq!(w.h.writes(), 0);
     // Approve the calm change: the outcome page, and exactly one write at the simulator.
-    tab.find_element("#approve")
-        .await
-        .expect("approve")
-        .click()
-        .await
-        .expect("click");
+    browser::press_approve(&tab).await;
     wait_until(&tab, "document.getElementById('heading')").await;
     let outcome = text(&tab).await;
     assert!(outcome.contains("Done"), "{outcome}");
@@ -347,13 +342,7 @@ async fn a_disruptive_change_asks_to_confirm_naming_the_room() {
         .await;
     let tab = w.tab().await;
     w.login(&tab).await;
-    wait_until(&tab, "document.getElementById('approve')").await;
-    tab.find_element("#approve")
-        .await
-        .expect("approve")
-        .click()
-        .await
-        .expect("click");
+    browser::press_approve(&tab).await;
     wait_until(&tab, "document.getElementById('confirm')").await;
     let body = text(&tab).await;
     assert!(body.contains("Confirm a disruptive change"), "{body}");
@@ -889,13 +878,7 @@ async fn approving_from_another_computer_through_forwarded_ports() {
 /// tab to, the one button that asks the passkey.
 async fn approve_on_the_confirm_page(tab: &Page, origin: &str) {
     tab.goto(format!("{origin}/")).await.expect("goto");
-    wait_until(tab, "document.getElementById('approve')").await;
-    tab.find_element("#approve")
-        .await
-        .expect("approve")
-        .click()
-        .await
-        .expect("click");
+    browser::press_approve(tab).await;
     browser::press_confirm(tab).await;
 }
 
@@ -913,13 +896,7 @@ async fn back_on_the_page(tab: &Page) {
 /// asks nothing until its button is pressed; the button's words.
 async fn confirm_disruptive(tab: &Page, origin: &str) -> String {
     tab.goto(format!("{origin}/")).await.expect("goto");
-    wait_until(tab, "document.getElementById('approve')").await;
-    tab.find_element("#approve")
-        .await
-        .expect("approve")
-        .click()
-        .await
-        .expect("click");
+    browser::press_approve(tab).await;
     wait_until(
         tab,
         "document.getElementById('confirm-heading') && document.getElementById('passkey')",
