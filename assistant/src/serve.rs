@@ -36,13 +36,18 @@ pub struct Operators {
 impl Operators {
     /// From the settings; with none listed, only the user running the assistant.
     pub fn from_config(config: &Config) -> Operators {
-        let mut uids = config.settings.operator_uids.clone();
-        if uids.is_empty() && config.settings.operator_gids.is_empty() {
+        Operators::from_settings(&config.settings)
+    }
+
+    /// From `settings.yaml` as read; with none listed, only the user running the assistant.
+    pub fn from_settings(settings: &crate::config::Settings) -> Operators {
+        let mut uids = settings.operator_uids.clone();
+        if uids.is_empty() && settings.operator_gids.is_empty() {
             uids.push(rustix::process::getuid().as_raw());
         }
         Operators {
             uids,
-            gids: config.settings.operator_gids.clone(),
+            gids: settings.operator_gids.clone(),
         }
     }
 
@@ -107,14 +112,7 @@ impl OperatorList {
             self.seen = stamp;
             match crate::config::Settings::load(&dir) {
                 Ok(settings) => {
-                    let mut uids = settings.operator_uids;
-                    if uids.is_empty() && settings.operator_gids.is_empty() {
-                        uids.push(rustix::process::getuid().as_raw());
-                    }
-                    self.current = Operators {
-                        uids,
-                        gids: settings.operator_gids,
-                    };
+                    self.current = Operators::from_settings(&settings);
                     tracing::info!(operators = ?self.current, "chat: operator list read again");
                 }
                 Err(e) => tracing::warn!("chat: {e}; the operator list stays as it was"),
