@@ -76,21 +76,35 @@ Check the receipt of one change (`fleetwatch-executor receipt N > FILE`) with pu
 alone, trusting neither the assistant nor the executor: the assistant's signature over the
 claims bytes, every passkey assertion over their challenge (from the approver file's lines),
 the quorum of distinct persons the executor required, the executor's statement signed with
-its receipt key, and the approval's audit rows against their chain hashes; with --policy, the
-policy entry the claims were approved under. Prints the change in words: the tool and its
-arguments, the rooms, the persons who approved and when, the outcome.
+its receipt key and every part of the evidence it binds (signatures, assertions, approver
+lines, audit rows), and the audit rows against their chain hashes; with --policy, the policy
+entry the claims were approved under.
 
-Exit status: 0 when every check holds; 1 otherwise, each failed check said in its own sentence.
+The first line is the verdict: `Verified: the executor says this change was DONE` (or FAILED,
+or its result UNKNOWN), or `NOT VERIFIED`. Then the change in words: the tool and its
+arguments, the rooms, the persons who approved and when, the origin each passkey answered on,
+the outcome. Text from the receipt is shown with hidden and control characters spelled out.
+
+Exit status: 0 when the receipt verifies and the change was done; 2 when it verifies and the
+change failed; 3 when it verifies and the result is unknown; 1 when it does not verify, each
+failed check said in its own sentence.
 
 Usage: fleetwatch-confirm verify RECEIPT --receipt-key KEY [--approvers PATH] [--policy PATH]
+                                 [--expect-origin ORIGIN]... [--json]
 
 Options:
-      --receipt-key KEY  The executor's public receipt key, base64, as `fleetwatch-executor
-                         receipt --key` prints it
-      --approvers PATH   The approver file that held the approvers [default:
-                         /etc/fleetwatch/approvers.pub]
-      --policy PATH      The tool policy, to check the entry the claims were approved under
-  -h, --help             Print help
+      --receipt-key KEY         The executor's public receipt key, base64, as
+                                `fleetwatch-executor receipt --key` prints it
+      --approvers PATH          The approver file that held the approvers [default:
+                                /etc/fleetwatch/approvers.pub]
+      --policy PATH             The tool policy, to check the entry the claims were approved
+                                under
+      --expect-origin ORIGIN    An origin the passkeys should have answered on (repeatable);
+                                an assertion made on any other fails the verification
+      --json                    Print the result as one JSON object (verified, status,
+                                verdict, outcome, failures, change, passkey_origins,
+                                accepted_origins); the exit status is the same
+  -h, --help                    Print help
 ";
 
 fn fail(message: impl std::fmt::Display) -> ExitCode {
@@ -129,6 +143,8 @@ fn main() -> ExitCode {
             key,
             approvers,
             policy,
+            expect_origins,
+            json,
         }) => {
             let read = |path: &PathBuf| {
                 std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))
@@ -149,24 +165,33 @@ fn main() -> ExitCode {
                 approvers: &approvers,
                 receipt_key: &key,
                 policy: policy.as_deref(),
+                expect_origins: &expect_origins,
             });
-            let status = i32::from(!report.failures.is_empty());
-            for line in &report.words {
-                say(line, status);
+            let status = report.status();
+            if json {
+                say(&report.to_json(), status.into());
+                return ExitCode::from(status);
             }
-            if report.failures.is_empty() {
-                say(
-                    "Verified: the assistant's signature, every passkey over these claims, the \
-                     quorum, the executor's signed statement and the audit rows all hold.",
-                    status,
-                );
-                ExitCode::SUCCESS
+            // The verdict first; nothing from the receipt can come before it. Every line is
+            // passed through the readable form once more, so no control character from the
+            // receipt reaches the terminal whatever a sentence quoted.
+            let mut lines = vec![report.verdict()];
+            if report.verified() {
+                lines.extend(report.words.iter().cloned());
             } else {
-                for failure in &report.failures {
-                    say(&format!("FAILED: {failure}"), status);
+                lines.extend(report.failures.iter().map(|f| format!("FAILED: {f}")));
+                if !report.words.is_empty() {
+                    lines.push("What the receipt claims (not proven):".to_owned());
+                    lines.extend(report.words.iter().map(|w| format!("  {w}")));
                 }
-                ExitCode::FAILURE
             }
+            for line in &lines {
+                say(
+                    &fleetwatch_protocol::shown::readable(line, usize::MAX),
+                    status.into(),
+                );
+            }
+            ExitCode::from(status)
         }
         Ok(Parsed::Serve(options)) => match serve::run(&options) {
             Ok(()) => ExitCode::SUCCESS,
@@ -197,6 +222,10 @@ enum Parsed {
         approvers: PathBuf,
         /// The tool policy, when given.
         policy: Option<PathBuf>,
+        /// Origins the passkeys should have answered on.
+        expect_origins: Vec<String>,
+        /// The result as JSON.
+        json: bool,
     },
 }
 
@@ -212,6 +241,8 @@ fn parse() -> Result<Parsed, String> {
     let mut policy: Option<PathBuf> = None;
     let mut receipt_key: Option<String> = None;
     let mut operand: Option<PathBuf> = None;
+    let mut expect_origins: Vec<String> = Vec::new();
+    let mut json = false;
     while let Some(arg) = parser.next().map_err(|e| e.to_string())? {
         match arg {
             Short('h') | Long("help") => {
@@ -232,6 +263,10 @@ fn parse() -> Result<Parsed, String> {
                 policy = Some(PathBuf::from(parser.value().map_err(|e| e.to_string())?))
             }
             Long("receipt-key") => receipt_key = Some(string(parser.value())?),
+            Long("expect-origin") if command.as_deref() == Some("verify") => {
+                expect_origins.push(string(parser.value())?)
+            }
+            Long("json") if command.as_deref() == Some("verify") => json = true,
             Long("port") => {
                 let text = string(parser.value())?;
                 let n: u16 =
@@ -264,6 +299,8 @@ fn parse() -> Result<Parsed, String> {
                 )?,
                 approvers,
                 policy,
+                expect_origins,
+                json,
             });
         }
         Some(other) => {

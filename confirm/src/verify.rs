@@ -1,7 +1,9 @@
 //! `fleetwatch-confirm verify`: a receipt (DESIGN §11) checked from public inputs alone — the
 //! receipt, an approver file, the executor's public receipt key and, optionally, the tool
 //! policy — trusting neither the assistant nor the executor. Every check runs; each failure is
-//! said in its own sentence, and the change is said in words from the signed claims.
+//! said in its own sentence, and the change is said in words from the signed claims. The
+//! verdict comes first and names the outcome, so text inside a receipt (every piece of it shown
+//! through [`fleetwatch_protocol::shown::readable`]) can never stand above it.
 
 use std::collections::BTreeSet;
 
@@ -16,13 +18,92 @@ use fleetwatch_protocol::receipt::{
 };
 use fleetwatch_protocol::{fleet, hex};
 
-/// What a verification found: the change in words, and every check that failed.
+/// What a verification found: the verdict's facts, the change in words, and every check that
+/// failed.
 #[derive(Debug, Default)]
 pub struct Report {
     /// The change, who approved it and what came of it, one line each.
     pub words: Vec<String>,
     /// One sentence per failed check; empty when the receipt holds.
     pub failures: Vec<String>,
+    /// The outcome the executor's statement names (`done`, `failed`, `unknown`), once the
+    /// statement reads.
+    pub outcome: Option<String>,
+    /// How many passkey assertions and audit rows the receipt carries.
+    pub counts: (usize, usize),
+    /// The origin each passkey assertion was made on, in the receipt's order.
+    pub origins: Vec<String>,
+    /// The origins the executor accepted assertions from, as its statement says.
+    pub accepted_origins: Vec<String>,
+}
+
+/// Exit status of a receipt that does not verify.
+pub const NOT_VERIFIED: u8 = 1;
+/// Exit status of a verified receipt of a change the executor says failed.
+pub const VERIFIED_FAILED: u8 = 2;
+/// Exit status of a verified receipt of a change whose result the executor could not know.
+pub const VERIFIED_UNKNOWN: u8 = 3;
+
+impl Report {
+    /// A failed check, in a sentence shown the readable way (an error may quote the receipt).
+    fn fail(&mut self, text: impl AsRef<str>) {
+        self.failures
+            .push(fleetwatch_protocol::shown::readable(text.as_ref(), 2000));
+    }
+
+    /// Whether every check held.
+    pub fn verified(&self) -> bool {
+        self.failures.is_empty() && self.outcome.is_some()
+    }
+
+    /// The exit status: 0 only for a verified change the executor says was done;
+    /// [`VERIFIED_FAILED`] or [`VERIFIED_UNKNOWN`] for a verified one that failed or whose
+    /// result is unknown; [`NOT_VERIFIED`] for anything that does not verify.
+    pub fn status(&self) -> u8 {
+        match (self.verified(), self.outcome.as_deref()) {
+            (true, Some("done")) => 0,
+            (true, Some("failed")) => VERIFIED_FAILED,
+            (true, _) => VERIFIED_UNKNOWN,
+            (false, _) => NOT_VERIFIED,
+        }
+    }
+
+    /// The first line said: whether the receipt verifies and, when it does, the outcome.
+    pub fn verdict(&self) -> String {
+        if !self.verified() {
+            return format!(
+                "NOT VERIFIED: {} check(s) failed, each below; nothing this receipt says is proven.",
+                self.failures.len().max(1)
+            );
+        }
+        let what = match self.outcome.as_deref() {
+            Some("done") => "this change was DONE".to_owned(),
+            Some("failed") => "this change FAILED (no write took effect where Epiphan said so)".to_owned(),
+            _ => "the result of this change is UNKNOWN (the write was sent; it may or may not have been made)".to_owned(),
+        };
+        format!(
+            "Verified: the executor says {what}. The assistant's signature, {} passkey \
+             assertion(s) over these claims, the quorum, the executor's signed statement and {} \
+             audit row(s) all hold.",
+            self.counts.0, self.counts.1
+        )
+    }
+
+    /// The whole result as JSON, for scripts: the verdict, the status, the outcome, the
+    /// failures, the change in words and the origins.
+    pub fn to_json(&self) -> String {
+        serde_json::json!({
+            "verified": self.verified(),
+            "status": self.status(),
+            "verdict": self.verdict(),
+            "outcome": self.outcome,
+            "failures": self.failures,
+            "change": self.words,
+            "passkey_origins": self.origins,
+            "accepted_origins": self.accepted_origins,
+        })
+        .to_string()
+    }
 }
 
 /// The public inputs, as text.
@@ -35,154 +116,254 @@ pub struct Inputs<'a> {
     pub receipt_key: &'a str,
     /// `tool_policy.yaml`, to check the policy entry the claims were approved under.
     pub policy: Option<&'a str>,
+    /// Origins the person expects the passkeys to have answered on; when any are given, an
+    /// assertion made on another origin fails the verification.
+    pub expect_origins: &'a [String],
 }
 
-/// Checks a receipt. The report's failures are empty only when every signature, the
-/// challenge binding, the quorum, the statement and the audit rows all hold.
+/// Checks a receipt. The report verifies only when every signature, the challenge binding, the
+/// quorum, the statement, every part of the evidence it binds and the audit rows all hold.
 pub fn verify(inputs: &Inputs<'_>) -> Report {
     let mut report = Report::default();
     let receipt: Receipt = match serde_json::from_str(inputs.receipt) {
         Ok(r) => r,
         Err(e) => {
-            report
-                .failures
-                .push(format!("The receipt is not a Fleetwatch receipt ({e})."));
+            report.fail(format!("The receipt is not a Fleetwatch receipt ({e})."));
             return report;
         }
     };
     if receipt.format != RECEIPT_FORMAT {
-        report.failures.push(format!(
-            "The receipt is in format {}, which this verifier does not read (it reads {RECEIPT_FORMAT}).",
+        report.fail(format!(
+            "The receipt is in format {}, which this verifier does not read (it reads \
+             {RECEIPT_FORMAT}; format 1 did not bind which persons approved).",
             receipt.format
         ));
         return report;
     }
     let Some(approval) = signed_approval(&receipt) else {
-        report.failures.push(
-            "A byte field of the receipt (claims, a signature or an assertion) is not base64."
-                .into(),
+        report.fail(
+            "A byte field of the receipt (claims, a signature or an assertion) is not base64.",
         );
         return report;
     };
-    let fail = |report: &mut Report, text: String| report.failures.push(text);
+    report.counts = (receipt.passkeys.len(), receipt.audit.len());
 
     // The approver file: assistant keys and persons' passkeys, as the executor reads it.
     let (keys, persons) = match approver_file(inputs.approvers) {
         Ok(parts) => parts,
         Err(e) => {
-            fail(
-                &mut report,
-                format!("The approver file does not load: {e}."),
-            );
+            report.fail(format!("The approver file does not load: {e}."));
             return report;
         }
     };
-    let file_lines: BTreeSet<&str> = inputs.approvers.lines().map(str::trim).collect();
+    let file_lines: BTreeSet<String> = inputs
+        .approvers
+        .lines()
+        .filter_map(receipt::approver_line)
+        .collect();
     for (n, line) in receipt.approvers.iter().enumerate() {
-        if !file_lines.contains(line.trim()) {
-            fail(
-                &mut report,
-                format!(
-                    "Approver line {} of the receipt is not in the approver file: it was changed, \
-                     or the file is not the one that approved this change.",
-                    n + 1
-                ),
-            );
+        if !file_lines.contains(line) {
+            report.fail(format!(
+                "Approver line {} of the receipt is not in the approver file: it was changed, \
+                 or the file is not the one that approved this change.",
+                n + 1
+            ));
         }
     }
 
     // The assistant's signature over the raw claims bytes, before anything is decoded.
     if let Err(e) = keys.verify(&approval) {
-        fail(
-            &mut report,
-            format!("The assistant's signature over the claims does not hold: {e}."),
-        );
+        report.fail(format!(
+            "The assistant's signature over the claims does not hold: {e}."
+        ));
     }
     let claims = match ApprovalClaims::decode(&approval.claims) {
         Ok(c) => Some(c),
         Err(e) => {
-            fail(&mut report, format!("The claims do not decode: {e}."));
+            report.fail(format!("The claims do not decode: {e}."));
             None
         }
     };
 
-    // The executor's statement, signed with the receipt key given here.
-    let key = unb64(inputs.receipt_key.trim()).unwrap_or_default();
+    // The executor's statement, signed with the receipt key given here; the key the receipt
+    // names must be that key.
+    let given = inputs.receipt_key.trim();
+    let key = unb64(given).unwrap_or_default();
+    if unb64(&receipt.receipt_key) != Some(key.clone()) {
+        report.fail(format!(
+            "The receipt names the receipt key {}, not the key given ({}); it was checked with \
+             the key given.",
+            shown(&receipt.receipt_key, 64),
+            shown(given, 64)
+        ));
+    }
     let signature = unb64(&receipt.statement_signature).unwrap_or_default();
     if !receipt::statement_signed_by(&key, &receipt.statement, &signature) {
-        fail(
-            &mut report,
+        report.fail(
             "The executor's statement is not signed by the receipt key given: the statement was \
-             changed, or another key signed it."
-                .into(),
+             changed, or another key signed it.",
         );
     }
-    let statement: Option<Statement> = serde_json::from_str(&receipt.statement).ok();
-    let Some(statement) = statement else {
-        fail(
-            &mut report,
-            "The executor's statement does not read.".into(),
-        );
+    let Ok(statement) = serde_json::from_str::<Statement>(&receipt.statement) else {
+        report.fail("The executor's statement does not read.");
         return report;
     };
-    if statement.claims_sha256 != claims_sha256(&approval.claims) {
-        fail(
-            &mut report,
-            "The executor's statement is about other claims than the receipt carries.".into(),
-        );
+    if !["done", "failed", "unknown"].contains(&statement.outcome.as_str()) {
+        report.fail("The executor's statement names an outcome this verifier does not know.");
     }
+    report.outcome = Some(statement.outcome.clone());
+    report.accepted_origins = statement.origins.iter().map(|o| shown(o, 200)).collect();
+    check_evidence(&receipt, &approval, &statement, &mut report);
 
     // Each passkey assertion over the challenge of these claims bytes, from the settings the
     // executor signed; then the persons against the quorum it required.
     let rp = RelyingParty::new(&statement.rp_id, statement.origins.iter().cloned());
     let mut approved_by = Vec::new();
     match passkey::verify_approval(&approval, &persons, &rp) {
-        Err(e) => fail(
-            &mut report,
-            format!("A passkey assertion does not hold for these claims: {e}."),
-        ),
+        Err(e) => report.fail(format!(
+            "A passkey assertion does not hold for these claims: {e}."
+        )),
         Ok(verified) => {
             if let Err(e) = verified.require(usize::try_from(statement.quorum).unwrap_or(0)) {
-                fail(
-                    &mut report,
-                    format!(
-                        "The quorum the executor required ({} person(s)) was not met by \
-                         distinct persons: {e}.",
-                        statement.quorum
-                    ),
-                );
+                report.fail(format!(
+                    "The quorum the executor required ({} person(s)) was not met by distinct \
+                     persons: {e}.",
+                    statement.quorum
+                ));
             }
             for a in verified.assertions() {
-                let who = format!("{} ({}, {})", a.name(), a.person(), a.fingerprint());
+                let who = format!(
+                    "{} ({}, {})",
+                    shown(a.name(), 64),
+                    shown(a.person(), 32),
+                    a.fingerprint()
+                );
                 if !approved_by.contains(&who) {
                     approved_by.push(who);
                 }
             }
         }
     }
+    check_origins(&approval, inputs.expect_origins, &mut report);
 
     check_rows(&receipt, &statement, claims.as_ref(), &mut report);
 
     let policy = inputs.policy.map(Policy::from_yaml);
     if let (Some(policy), Some(c)) = (&policy, &claims) {
         match policy {
-            Err(e) => fail(&mut report, format!("The tool policy does not load: {e}.")),
-            Ok(policy) if policy.digest(&c.tool) != Some(c.policy_digest) => fail(
-                &mut report,
-                format!(
+            Err(e) => report.fail(format!("The tool policy does not load: {e}.")),
+            Ok(policy) if policy.digest(&c.tool) != Some(c.policy_digest) => {
+                report.fail(format!(
                     "The claims were approved under another policy entry for {} than the tool \
                      policy given holds.",
-                    c.tool
-                ),
-            ),
+                    shown(&c.tool, 120)
+                ));
+            }
             Ok(_) => {}
         }
     }
 
     if let Some(c) = &claims {
-        report.words = words(c, &statement, &approved_by);
+        report.words = words(c, &statement, &approved_by, &report.origins);
     }
     report
+}
+
+/// Text from the receipt, the one readable way: a name cannot start a line of its own, pose as
+/// a verdict or hide part of itself.
+fn shown(text: &str, cap: usize) -> String {
+    fleetwatch_protocol::shown::readable(text, cap)
+}
+
+/// Every part of the evidence against what the executor's statement binds: the claims, the
+/// assistant's signatures, the passkey assertions and the approver lines, each by its hash,
+/// and the audit rows by number and chain hash. Each part that differs has its own sentence.
+fn check_evidence(
+    receipt: &Receipt,
+    approval: &SignedApproval,
+    statement: &Statement,
+    report: &mut Report,
+) {
+    if statement.claims_sha256 != claims_sha256(&approval.claims) {
+        report.fail("The executor's statement is about other claims than the receipt carries.");
+    }
+    if statement.signatures_sha256 != receipt::signatures_sha256(&receipt.signatures) {
+        report.fail(
+            "The assistant's signatures in the receipt are not the ones the executor judged: one \
+             was removed, added, reordered or changed.",
+        );
+    }
+    if statement.passkeys_sha256 != receipt::passkeys_sha256(&receipt.passkeys) {
+        report.fail(
+            "The passkey assertions in the receipt are not the ones the executor judged: one was \
+             removed, added, reordered or changed.",
+        );
+    }
+    if statement.approvers_sha256 != receipt::approvers_sha256(&receipt.approvers) {
+        report.fail(
+            "The approver lines in the receipt are not the ones the executor verified the \
+             approval with: one was removed, added, reordered or changed.",
+        );
+    }
+    let carried: Vec<(i64, &str)> = receipt
+        .audit
+        .iter()
+        .map(|r| (r.seq, r.row_hash.as_str()))
+        .collect();
+    let stated: Vec<(i64, &str)> = statement
+        .audit
+        .iter()
+        .map(|(seq, hash)| (*seq, hash.as_str()))
+        .collect();
+    if carried != stated {
+        report.fail(
+            "The audit rows in the receipt are not the ones the executor's statement names: a \
+             row was removed, added, reordered or changed.",
+        );
+    }
+}
+
+/// The origin each assertion was made on (from its client data); with expected origins, each
+/// must be one of them.
+fn check_origins(approval: &SignedApproval, expected: &[String], report: &mut Report) {
+    let origins: Vec<Option<String>> = approval
+        .passkeys
+        .iter()
+        .map(|a| {
+            serde_json::from_slice::<serde_json::Value>(&a.client_data_json)
+                .ok()?
+                .get("origin")?
+                .as_str()
+                .map(str::to_owned)
+        })
+        .collect();
+    report.origins = origins
+        .iter()
+        .map(|o| shown(o.as_deref().unwrap_or("no origin"), 200))
+        .collect();
+    if expected.is_empty() {
+        return;
+    }
+    if origins.is_empty() {
+        report.fail(
+            "No passkey approved this change, so no origin matches the one expected \
+             (--expect-origin).",
+        );
+    }
+    for (n, origin) in origins.iter().enumerate() {
+        if !origin.as_ref().is_some_and(|o| expected.contains(o)) {
+            report.fail(format!(
+                "Passkey assertion {} was made on {}, not on an origin expected ({}).",
+                n + 1,
+                shown(origin.as_deref().unwrap_or("no origin"), 200),
+                expected
+                    .iter()
+                    .map(|o| shown(o, 200))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+    }
 }
 
 /// The receipt's byte fields decoded into the approval the executor verified.
@@ -248,15 +429,17 @@ fn check_rows(
     let id = claims.map(|c| hex::encode(&c.approval_id));
     for row in &receipt.audit {
         let fields: Vec<&str> = row.fields.iter().map(String::as_str).collect();
-        let prev = hex::decode_array::<32>(&row.prev_hash).unwrap_or_default();
-        if hex::encode(&row_hash(&prev, row.seq, row.time, &fields)) != row.row_hash {
-            report.failures.push(format!(
+        let prev = hex::decode_array::<32>(&row.prev_hash);
+        if prev.is_none_or(|prev| {
+            hex::encode(&row_hash(&prev, row.seq, row.time, &fields)) != row.row_hash
+        }) {
+            report.fail(format!(
                 "Audit row {} does not match its chain hash: the row was changed.",
                 row.seq
             ));
         }
         if id.as_deref().is_some_and(|id| fields.get(2) != Some(&id)) {
-            report.failures.push(format!(
+            report.fail(format!(
                 "Audit row {} is about another approval than these claims.",
                 row.seq
             ));
@@ -271,13 +454,13 @@ fn check_rows(
         .iter()
         .find(|r| r.seq == statement.audit_row && r.row_hash == statement.chain_hash);
     match outcome_row {
-        None => report.failures.push(format!(
+        None => report.fail(format!(
             "The audit row the executor's statement names (row {}) is not in the receipt with \
              that chain hash.",
             statement.audit_row
         )),
         Some(row) if row.fields.get(1).map(String::as_str) != Some(reason) => {
-            report.failures.push(format!(
+            report.fail(format!(
                 "Audit row {} does not record the outcome the statement says ({}).",
                 row.seq, statement.outcome
             ));
@@ -289,27 +472,22 @@ fn check_rows(
         .iter()
         .any(|r| r.fields.first().map(String::as_str) == Some("accepted"))
     {
-        report
-            .failures
-            .push("The receipt holds no audit row of the approval being accepted.".into());
-    }
-    if receipt.chain_head.0 < statement.audit_row {
-        report
-            .failures
-            .push("The receipt's chain head is older than the outcome's row it holds.".into());
+        report.fail("The receipt holds no audit row of the approval being accepted.");
     }
 }
 
 /// The change in words, from the signed claims and the statement.
-fn words(c: &ApprovalClaims, statement: &Statement, approved_by: &[String]) -> Vec<String> {
+fn words(
+    c: &ApprovalClaims,
+    statement: &Statement,
+    approved_by: &[String],
+    origins: &[String],
+) -> Vec<String> {
     let time = |t: i64| {
         jiff::Timestamp::from_second(t)
             .map(fleet::format_time)
             .unwrap_or_else(|_| t.to_string())
     };
-    // Every text taken from the receipt is shown the protocol's one readable way: a name
-    // cannot start a line of its own, pose as a verdict or hide part of itself.
-    let shown = |text: &str, cap: usize| fleetwatch_protocol::shown::readable(text, cap);
     let mut out = vec![
         format!(
             "Change: {} {} (proposal #{})",
@@ -339,6 +517,18 @@ fn words(c: &ApprovalClaims, statement: &Statement, approved_by: &[String]) -> V
             statement.quorum
         ),
     ];
+    if !origins.is_empty() {
+        out.push(format!(
+            "Passkeys answered on: {} (the executor accepted {})",
+            origins.join(", "),
+            statement
+                .origins
+                .iter()
+                .map(|o| shown(o, 200))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
     let codes: Vec<String> = statement
         .codes
         .iter()
@@ -346,7 +536,7 @@ fn words(c: &ApprovalClaims, statement: &Statement, approved_by: &[String]) -> V
         .collect();
     out.push(format!(
         "Outcome: {}{} at {} (executor audit row {})",
-        shown(&statement.outcome.to_string(), 64),
+        shown(&statement.outcome, 64),
         if codes.is_empty() {
             String::new()
         } else {

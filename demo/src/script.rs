@@ -658,16 +658,19 @@ impl<'r> Script<'r> {
         let file = folder.join(format!("receipt-{id}-edited.json"));
         std::fs::write(&file, &tampered).map_err(|e| format!("{}: {e}", file.display()))?;
         let checked = verify(&file)?;
-        let failed = String::from_utf8_lossy(&checked.stdout)
+        let said = String::from_utf8_lossy(&checked.stdout);
+        // The verdict, then the first check that failed.
+        let failed = said
             .lines()
-            .find(|l| l.starts_with("FAILED"))
-            .unwrap_or_default()
-            .to_owned();
+            .take(1)
+            .chain(said.lines().find(|l| l.starts_with("FAILED")))
+            .collect::<Vec<_>>()
+            .join("\n");
         say(
             "the same receipt with \"done\" edited to \"failed\": ",
             &failed,
         );
-        if checked.status.success() || failed.is_empty() {
+        if checked.status.code() != Some(1) || !failed.contains("FAILED") {
             return Err("an edited receipt verified".to_owned());
         }
         Ok(())

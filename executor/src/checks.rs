@@ -23,6 +23,7 @@ use fleetwatch_protocol::passkey::{
 use fleetwatch_protocol::policy::{Policy, Validated};
 use serde_json::{Map, Value};
 
+use crate::approvers::ApproverFile;
 use crate::config::{Fence, Limits, PasskeyConfig};
 use crate::epiphan::{Epiphan, WriteAnswer};
 use crate::store::{Approved, LimitError, NonceError, Store};
@@ -240,6 +241,7 @@ pub fn nonce(
     store: &Store,
     assistant_head: &[u8; 32],
     approval: &SignedApproval,
+    file: &ApproverFile,
 ) -> Result<NonceStored, Refusal> {
     let Quorate {
         claims: c,
@@ -247,6 +249,19 @@ pub fn nonce(
         need,
     } = quorate;
     let targets = c.targets.join(",");
+    // The approver lines this approval was verified with, kept with it: the receipt names
+    // these, not whatever the file holds when it is written.
+    let mut lines: Vec<String> = approval
+        .signatures
+        .iter()
+        .filter_map(|s| file.keys.line(&s.key_id))
+        .chain(
+            uses.iter()
+                .filter_map(|u| file.passkeys.get(u.credential_id()).map(|r| r.to_line())),
+        )
+        .collect();
+    lines.sort();
+    lines.dedup();
     let approved = Approved {
         proposal_id: c.proposal_id,
         tool: &c.tool,
@@ -254,6 +269,7 @@ pub fn nonce(
         assistant_head,
         passkeys: &uses,
         approval,
+        approver_lines: &lines,
         quorum: u32::try_from(need).unwrap_or(u32::MAX),
     };
     match store.store_nonce(&c.approval_id, &approved) {

@@ -80,6 +80,7 @@ pub async fn execute(ctx: &Context, peer: PeerChecked, request: ExecuteRequest) 
         &ctx.store,
         &request.assistant_chain_head,
         &request.approval,
+        &approvers,
     ) {
         Ok(s) => s,
         Err(r) => return refused_early(ctx, r, Ok(&described), &request.assistant_chain_head),

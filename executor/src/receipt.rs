@@ -4,12 +4,11 @@
 
 use std::io::Write as _;
 use std::os::unix::fs::OpenOptionsExt as _;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use ed25519_dalek::SigningKey;
-use fleetwatch_protocol::claims::{KeyId, SignedApproval, TrustedKeys};
-use fleetwatch_protocol::passkey::PasskeyRecord;
-use fleetwatch_protocol::receipt::{self, Assertion, KeySignature, Receipt, Row, b64};
+use fleetwatch_protocol::claims::SignedApproval;
+use fleetwatch_protocol::receipt::{self, Receipt, Row, Statement, b64};
 use fleetwatch_protocol::{hex, refusal::code_words};
 use rusqlite::{OptionalExtension as _, params};
 
@@ -126,67 +125,62 @@ pub fn write(config: &Config, which: &str) -> Result<String, String> {
         }
         _ => {}
     }
-    let evidence: Option<(String, Option<String>, Option<Vec<u8>>)> = db
+    let evidence: Option<Evidence> = db
         .query_row(
-            "SELECT approval, statement, statement_signature FROM evidence WHERE approval_id = ?1",
+            "SELECT approval, statement, statement_signature, approvers FROM evidence \
+             WHERE approval_id = ?1",
             params![id],
-            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
         )
         .optional()
         .map_err(sql)?;
-    let (approval, Some(statement), Some(signature)) = evidence.unwrap_or_default() else {
+    let (approval, Some(statement), Some(signature), lines) = evidence.unwrap_or_default() else {
         return Err(format!(
             "approval {id_hex} has no signed statement: it was accepted before this executor \
              kept evidence, or finished while it had no receipt key"
         ));
     };
+    // A statement from before statements bound every part of the evidence (receipt format 1)
+    // does not read as today's: its receipt could be edited and still verify, so none is
+    // written.
+    let (Ok(stated), Some(Ok(lines))) = (
+        serde_json::from_str::<Statement>(&statement),
+        lines.map(|l| serde_json::from_str::<Vec<String>>(&l)),
+    ) else {
+        return Err(format!(
+            "approval {id_hex} was stated by an executor from before receipts bound all of their \
+             evidence (receipt format 1); that statement cannot prove which persons approved, \
+             so no receipt is written for it"
+        ));
+    };
     let approval: SignedApproval = serde_json::from_str(&approval).map_err(|e| e.to_string())?;
-    let audit = rows(&db, &id_hex).map_err(sql)?;
-    let chain_head = db
-        .query_row(
-            "SELECT seq, row_hash FROM audit ORDER BY seq DESC LIMIT 1",
-            [],
-            |r| Ok((r.get::<_, i64>(0)?, hex::encode(&r.get::<_, Vec<u8>>(1)?))),
-        )
-        .map_err(sql)?;
+    let (signatures, passkeys) = receipt::evidence(&approval);
+    let audit = rows(&db, &id_hex, stated.audit_row).map_err(sql)?;
     let receipt = Receipt {
         format: receipt::RECEIPT_FORMAT,
         claims: b64(&approval.claims),
-        signatures: approval
-            .signatures
-            .iter()
-            .map(|s| KeySignature {
-                key_id: s.key_id.to_hex(),
-                signature: b64(&s.signature),
-            })
-            .collect(),
-        passkeys: approval
-            .passkeys
-            .iter()
-            .map(|a| Assertion {
-                credential_id: b64(&a.credential_id),
-                authenticator_data: b64(&a.authenticator_data),
-                client_data_json: b64(&a.client_data_json),
-                signature: b64(&a.signature),
-            })
-            .collect(),
-        approvers: approver_lines(&config.approver_keys, &approval)?,
+        signatures,
+        passkeys,
+        approvers: lines,
         statement,
         statement_signature: b64(&signature),
         receipt_key: read_key(config)?.map(|k| public(&k)).unwrap_or_default(),
         audit,
-        chain_head,
     };
     serde_json::to_string_pretty(&receipt).map_err(|e| e.to_string())
 }
 
-/// The audit rows naming an approval, oldest first, as stored.
-fn rows(db: &rusqlite::Connection, id_hex: &str) -> rusqlite::Result<Vec<Row>> {
+/// An evidence row as stored: the approval's JSON, the statement and its signature (once the
+/// outcome is stored), and the approver lines (JSON; none from before they were kept).
+type Evidence = (String, Option<String>, Option<Vec<u8>>, Option<String>);
+
+/// The audit rows naming an approval up to the outcome's row, oldest first, as stored.
+fn rows(db: &rusqlite::Connection, id_hex: &str, last: i64) -> rusqlite::Result<Vec<Row>> {
     let mut stmt = db.prepare(
         "SELECT seq, time, kind, reason, approval_id, tool, targets, assistant_head, detail, \
-         prev_hash, row_hash FROM audit WHERE approval_id = ?1 ORDER BY seq",
+         prev_hash, row_hash FROM audit WHERE approval_id = ?1 AND seq <= ?2 ORDER BY seq",
     )?;
-    let rows = stmt.query_map(params![id_hex], |r| {
+    let rows = stmt.query_map(params![id_hex, last], |r| {
         Ok(Row {
             seq: r.get(0)?,
             time: r.get(1)?,
@@ -196,29 +190,6 @@ fn rows(db: &rusqlite::Connection, id_hex: &str) -> rusqlite::Result<Vec<Row>> {
         })
     })?;
     rows.collect()
-}
-
-/// The approver file's lines that verified this approval: the assistant key of each signature
-/// and the passkey line of each assertion, as the file holds them now.
-fn approver_lines(path: &Path, approval: &SignedApproval) -> Result<Vec<String>, String> {
-    let text = crate::approvers::read(path).map_err(|e| e.to_string())?;
-    let signed: Vec<KeyId> = approval.signatures.iter().map(|s| s.key_id).collect();
-    let used: Vec<&[u8]> = approval
-        .passkeys
-        .iter()
-        .map(|a| a.credential_id.as_slice())
-        .collect();
-    let mut out: Vec<String> = Vec::new();
-    for line in text.lines().map(str::trim) {
-        let key = TrustedKeys::parse(line).ok().map(|k| k.key_ids());
-        let record = PasskeyRecord::parse_line(line).ok();
-        let wanted = key.is_some_and(|ids| ids.iter().any(|id| signed.contains(id)))
-            || record.is_some_and(|r| used.contains(&r.credential_id()));
-        if wanted && !out.iter().any(|l| l == line) {
-            out.push(line.to_owned());
-        }
-    }
-    Ok(out)
 }
 
 /// For a proposal number: the refusal the executor audited for it before storing a nonce.

@@ -47,9 +47,11 @@ CREATE TABLE IF NOT EXISTS evidence (
     quorum INTEGER NOT NULL,
     codes TEXT NOT NULL DEFAULT '{}',
     statement TEXT,
-    statement_signature BLOB
+    statement_signature BLOB,
+    approvers TEXT
 );
 CREATE INDEX IF NOT EXISTS evidence_proposal ON evidence (proposal_id);
+CREATE INDEX IF NOT EXISTS audit_approval ON audit (approval_id);
 CREATE TABLE IF NOT EXISTS passkey_counters (
     credential_id BLOB PRIMARY KEY,
     counter INTEGER NOT NULL CHECK (counter BETWEEN 0 AND 4294967295),
@@ -134,6 +136,9 @@ pub struct Approved<'a> {
     /// The signed approval exactly as received (claims bytes, signatures, assertions): the
     /// receipt's evidence.
     pub approval: &'a SignedApproval,
+    /// The approver lines that verified it, as receipts name them
+    /// ([`fleetwatch_protocol::receipt::approver_line`]), sorted.
+    pub approver_lines: &'a [String],
     /// How many distinct persons this change needed.
     pub quorum: u32,
 }
@@ -202,8 +207,18 @@ impl Store {
     /// Opens (creating if needed) the database and its tables.
     pub fn open(path: &Path) -> rusqlite::Result<Store> {
         let conn = connect(path)?;
-        conn.execute_batch(SCHEMA)?;
         conn.execute_batch(audit::SCHEMA)?;
+        conn.execute_batch(SCHEMA)?;
+        // An evidence table from before receipts bound their approver lines gains the column;
+        // its rows keep NULL there and are never stated (their receipts would not bind it).
+        let has_lines: bool = conn.query_row(
+            "SELECT EXISTS (SELECT 1 FROM pragma_table_info('evidence') WHERE name = 'approvers')",
+            [],
+            |r| r.get(0),
+        )?;
+        if !has_lines {
+            conn.execute_batch("ALTER TABLE evidence ADD COLUMN approvers TEXT")?;
+        }
         Ok(Store {
             conn: Mutex::new(conn),
             bursts: Mutex::new(HashMap::new()),
@@ -350,9 +365,10 @@ impl Store {
                 params![approval_id.to_vec(), approved.tool, approved.targets, t],
             )?;
             let approval = serde_json::to_string(approved.approval).unwrap_or_default();
+            let lines = serde_json::to_string(approved.approver_lines).unwrap_or_default();
             tx.execute(
-                "INSERT INTO evidence (approval_id, proposal_id, claims, approval, quorum) VALUES (?1, ?2, ?3, ?4, ?5)",
-                params![approval_id.to_vec(), i64::try_from(approved.proposal_id).unwrap_or(i64::MAX), approved.approval.claims, approval, approved.quorum],
+                "INSERT INTO evidence (approval_id, proposal_id, claims, approval, quorum, approvers) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                params![approval_id.to_vec(), i64::try_from(approved.proposal_id).unwrap_or(i64::MAX), approved.approval.claims, approval, approved.quorum, lines],
             )?;
             audit::append(
                 &tx,
@@ -491,7 +507,9 @@ impl Store {
 
     /// Records an execution's final state with its audit row and, for a write that was made
     /// (or may have been), the signed receipt statement, all in one transaction; `codes` are
-    /// the devices' error codes of a failed write. Returns the new chain head.
+    /// the devices' error codes of a failed write. Returns the new chain head. An execution
+    /// that is not in flight (already finished, or never opened) is left alone: nothing is
+    /// written and nothing signed ([`rusqlite::Error::StatementChangedRows`]).
     pub fn finish(
         &self,
         approval_id: &[u8; 16],
@@ -508,10 +526,14 @@ impl Store {
                 params![approval_id.to_vec()],
                 |r| Ok((r.get(0)?, r.get(1)?)),
             )?;
-            tx.execute(
+            let changed = tx.execute(
                 "UPDATE executions SET state = ?2, reason = ?3, finished_at = ?4 WHERE approval_id = ?1 AND state = 'in_flight'",
                 params![approval_id.to_vec(), state.as_str(), reason, t],
             )?;
+            if changed != 1 {
+                // Dropping the transaction rolls it back: no row, no statement.
+                return Err(rusqlite::Error::StatementChangedRows(changed));
+            }
             let kind = if state == Final::Refused { "refused" } else { "outcome" };
             let reason = if state == Final::Refused { reason.to_string() } else { state.as_str().to_string() };
             let head = audit::append(
@@ -565,9 +587,11 @@ impl Store {
 }
 
 /// Signs the receipt statement of an outcome whose audit row this transaction just wrote: the
-/// claims' hash, the outcome and the devices' codes, the time, that row and its chain hash, the
-/// quorum and the passkey settings. Nothing to sign without a receipt key, or for an approval
-/// accepted before evidence was kept.
+/// claims' hash, the hashes of the signatures, assertions and approver lines the receipt will
+/// carry, the outcome and the devices' codes, the time, every audit row of the approval up to
+/// this one with its chain hash, the quorum and the passkey settings. Nothing to sign without a
+/// receipt key, or for an approval accepted before its evidence (approver lines included) was
+/// kept.
 fn state_outcome(
     tx: &rusqlite::Transaction<'_>,
     receipts: Option<&Receipts>,
@@ -576,31 +600,43 @@ fn state_outcome(
     time: i64,
 ) -> rusqlite::Result<()> {
     use ed25519_dalek::Signer as _;
+    use fleetwatch_protocol::receipt;
     let Some(receipts) = receipts else {
         return Ok(());
     };
-    let evidence: Option<(Vec<u8>, u32, String)> = tx
+    let evidence: Option<(String, Option<String>, u32, String)> = tx
         .query_row(
-            "SELECT claims, quorum, codes FROM evidence WHERE approval_id = ?1",
+            "SELECT approval, approvers, quorum, codes FROM evidence WHERE approval_id = ?1",
             params![approval_id],
-            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
         )
         .optional()?;
-    let Some((claims, quorum, codes)) = evidence else {
+    let Some((approval, Some(lines), quorum, codes)) = evidence else {
         return Ok(());
     };
-    let (audit_row, hash): (i64, Vec<u8>) = tx.query_row(
-        "SELECT seq, row_hash FROM audit ORDER BY seq DESC LIMIT 1",
-        [],
-        |r| Ok((r.get(0)?, r.get(1)?)),
-    )?;
+    let (Ok(approval), Ok(lines)) = (
+        serde_json::from_str::<SignedApproval>(&approval),
+        serde_json::from_str::<Vec<String>>(&lines),
+    ) else {
+        tracing::error!("stored evidence does not read; no receipt statement signed");
+        return Ok(());
+    };
+    let rows = audit_rows(tx, &hex::encode(approval_id), i64::MAX)?;
+    let Some((audit_row, chain_hash)) = rows.last().cloned() else {
+        return Ok(());
+    };
+    let (signatures, assertions) = receipt::evidence(&approval);
     let statement = Statement {
-        claims_sha256: fleetwatch_protocol::receipt::claims_sha256(&claims),
+        claims_sha256: receipt::claims_sha256(&approval.claims),
+        signatures_sha256: receipt::signatures_sha256(&signatures),
+        passkeys_sha256: receipt::passkeys_sha256(&assertions),
+        approvers_sha256: receipt::approvers_sha256(&lines),
         outcome: outcome.to_owned(),
         codes: serde_json::from_str(&codes).unwrap_or_default(),
         time,
         audit_row,
-        chain_hash: hex::encode(&hash),
+        chain_hash,
+        audit: rows,
         quorum,
         rp_id: receipts.rp_id.clone(),
         origins: receipts.origins.clone(),
@@ -612,6 +648,22 @@ fn state_outcome(
         params![approval_id, statement, signature.to_bytes().to_vec()],
     )?;
     Ok(())
+}
+
+/// The audit rows naming an approval (hex), up to row `last`, oldest first: `(row, chain hash
+/// hex)`. What a statement binds and a receipt carries.
+pub fn audit_rows(
+    conn: &Connection,
+    approval_hex: &str,
+    last: i64,
+) -> rusqlite::Result<Vec<(i64, String)>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT seq, row_hash FROM audit WHERE approval_id = ?1 AND seq <= ?2 ORDER BY seq",
+    )?;
+    let rows = stmt.query_map(params![approval_hex, last], |r| {
+        Ok((r.get(0)?, hex::encode(&r.get::<_, Vec<u8>>(1)?)))
+    })?;
+    rows.collect()
 }
 
 /// The audit detail naming who approved: each passkey's operator name and fingerprint, from
@@ -737,6 +789,7 @@ mod tests {
             assistant_head: &[1; 32],
             passkeys: &[],
             approval: &approval,
+            approver_lines: &[],
             quorum: 1,
         };
         store.store_nonce(&id, &approved).unwrap();
@@ -772,6 +825,32 @@ mod tests {
         assert_eq!(statement.audit_row, 2);
         assert_eq!(statement.chain_hash, hex::encode(&head));
         assert_eq!(statement.quorum, 1);
+        assert_eq!(
+            statement.audit,
+            vec![
+                (
+                    1,
+                    audit_rows(&conn, &hex::encode(&id), 1).unwrap()[0]
+                        .1
+                        .clone()
+                ),
+                (2, hex::encode(&head))
+            ]
+        );
+        // An execution no longer in flight is not finished again: no row, no new statement.
+        assert!(matches!(
+            store.finish(&id, Final::Done, "", "", &BTreeMap::new()),
+            Err(rusqlite::Error::StatementChangedRows(0))
+        ));
+        assert_eq!(audit::verify(&conn).unwrap().0, 2);
+        let again: String = conn
+            .query_row(
+                "SELECT statement FROM evidence WHERE approval_id = ?1",
+                [id.to_vec()],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(again, text);
         let signature = ed25519_dalek::Signature::from_slice(&signature).unwrap();
         key.verifying_key()
             .verify_strict(&Statement::signed_message(&text), &signature)

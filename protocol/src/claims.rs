@@ -316,6 +316,19 @@ impl TrustedKeys {
         self.keys.iter().map(|(id, _)| *id).collect()
     }
 
+    /// The installed key with this ID as a key line without its comment, `ed25519 <base64>`.
+    pub fn line(&self, id: &KeyId) -> Option<String> {
+        self.keys
+            .iter()
+            .find(|(known, _)| known == id)
+            .map(|(_, key)| {
+                format!(
+                    "ed25519 {}",
+                    base64::engine::general_purpose::STANDARD.encode(key.as_bytes())
+                )
+            })
+    }
+
     /// Verifies the signatures over the raw claims bytes. Every signature naming an installed
     /// key must verify strictly and at least one must; signatures from other keys are ignored.
     /// Returns the verified claims bytes, still undecoded.

@@ -960,7 +960,7 @@ fn in_process_checks(rig: &Rig, approvals: &[ApprovalClaims]) -> InProcess {
         let quorate = checks::quorum(fresh, &passkeys, &policy).expect("quorum");
         out.claims.push(us(t.elapsed()));
         let t = Instant::now();
-        let stored = checks::nonce(quorate, &store, &[0xab; 32], &signed).expect("nonce");
+        let stored = checks::nonce(quorate, &store, &[0xab; 32], &signed, &file).expect("nonce");
         out.nonce.push(us(t.elapsed()));
         let id = stored.approval_id();
         let t = Instant::now();
