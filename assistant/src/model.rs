@@ -78,6 +78,23 @@ pub const ANTHROPIC_VERSION: &str = "2023-06-01";
 /// one more place for injected text to reach the model as if it were ours.
 pub const TOOL_NOT_AVAILABLE: &str = "That tool is not available.";
 
+/// At most this many tool calls of one model reply are run; the rest are answered
+/// [`TOO_MANY_CALLS`] and never reach a read or the store. A reply with thousands of calls
+/// costs a short answer each, not thousands of reads. Eight covers the widest honest reply
+/// (a few reads side by side and a proposal).
+pub const MAX_CALLS_PER_REPLY: usize = 8;
+
+/// What each call beyond [`MAX_CALLS_PER_REPLY`] in one reply gets back.
+pub const TOO_MANY_CALLS: &str = "Too many calls in one reply: at most 8 are run, and this one was not. Ask again for what is still needed.";
+
+/// At most this many changes are proposed for one question; a further `propose_change` gets
+/// [`TOO_MANY_PROPOSALS`] and reaches no store. An operator asks about a few rooms at a time;
+/// a change to many rooms is one proposal with many targets.
+pub const MAX_PROPOSALS_PER_QUESTION: usize = 3;
+
+/// What a `propose_change` beyond [`MAX_PROPOSALS_PER_QUESTION`] gets back.
+pub const TOO_MANY_PROPOSALS: &str = "Too many proposals for one question: at most 3 are made, and this one was not. Tell the operator what else you would change.";
+
 /// The API a model speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ModelApi {
@@ -1046,7 +1063,25 @@ pub async fn run_turn_in_chat<H: ToolHandler>(
         }
 
         let mut results = Vec::with_capacity(reply.calls.len());
-        for call in reply.calls {
+        for (n, call) in reply.calls.into_iter().enumerate() {
+            if n >= MAX_CALLS_PER_REPLY
+                || (call.name == PROPOSE_TOOL
+                    && tally.proposals.len() >= MAX_PROPOSALS_PER_QUESTION)
+            {
+                // Answered as data, not run; not an invalid call (the model did nothing wrong
+                // per call), and not counted as a tool called.
+                results.push(CallResult {
+                    id: call.id,
+                    content: if n >= MAX_CALLS_PER_REPLY {
+                        TOO_MANY_CALLS
+                    } else {
+                        TOO_MANY_PROPOSALS
+                    }
+                    .to_owned(),
+                    is_error: true,
+                });
+                continue;
+            }
             tally.tools_called += 1;
             let Some(answer) = answer_call(
                 &call.name,

@@ -12,8 +12,9 @@ use std::time::Duration;
 
 use fleetwatch::grants::{self, Grants};
 use fleetwatch::model::{
-    ApiKey, LoopBound, ModelApi, ModelConfig, ProposeResult, TOOL_NOT_AVAILABLE, ToolHandler,
-    TurnEnd, TurnOutcome, run_turn,
+    ApiKey, LoopBound, MAX_CALLS_PER_REPLY, MAX_PROPOSALS_PER_QUESTION, ModelApi, ModelConfig,
+    ProposeResult, TOO_MANY_CALLS, TOO_MANY_PROPOSALS, TOOL_NOT_AVAILABLE, ToolHandler, TurnEnd,
+    TurnOutcome, run_turn,
 };
 use fleetwatch::prompt::SYSTEM_PROMPT;
 use fleetwatch::toolspec;
@@ -865,6 +866,94 @@ async fn several_tool_calls_in_one_reply_each_get_a_result(api: Api) {
     m.shutdown().await;
 }
 
+/// A reply of `calls` tool calls (Messages API shape; the stand-in speaks it in either API).
+fn reply_with_calls(calls: Vec<Value>) -> Value {
+    json!({
+        "id": "msg_many", "type": "message", "role": "assistant", "model": "claude-sim",
+        "content": calls,
+        "stop_reason": "tool_use", "stop_sequence": null,
+        "usage": {"input_tokens": 10, "output_tokens": 5},
+    })
+}
+
+/// A model that answers with two thousand tool calls in one reply: eight are run, every other
+/// one is answered "too many calls" as data, and the turn goes on.
+async fn a_reply_of_thousands_of_calls_runs_eight(api: Api) {
+    let calls: Vec<Value> = (0..2000)
+        .map(|i| json!({"type": "tool_use", "id": format!("c{i}"), "name": "get_devices_in_my_team", "input": {}}))
+        .collect();
+    let m = model(
+        api,
+        vec![
+            reply_with_calls(calls),
+            text_reply("Nothing needs attention."),
+        ],
+    )
+    .await;
+    let handler = Double::new(fleet());
+    let visible = |name: &str| name == "get_devices_in_my_team";
+    let out = run_turn(&config(m.api(), &m.url()), &[], &visible, "hello", &handler).await;
+    assert_eq!(handler.reads().len(), MAX_CALLS_PER_REPLY);
+    assert_eq!(out.tools_called as usize, MAX_CALLS_PER_REPLY);
+    let results = tool_results(&m.requests_as_messages(), 1);
+    assert_eq!(results.len(), 2000, "every call has its answer");
+    for (i, result) in results.iter().enumerate() {
+        assert_eq!(result["tool_use_id"], format!("c{i}"));
+        if i >= MAX_CALLS_PER_REPLY {
+            assert_eq!(result["content"], TOO_MANY_CALLS, "{i}");
+            assert_is_error(result, api);
+        } else {
+            assert_ne!(result["content"], TOO_MANY_CALLS, "{i}");
+        }
+    }
+    m.shutdown().await;
+}
+
+/// Five proposals in one reply: three reach the store, the other two are answered "too many
+/// proposals" as data; one more in the next reply of the same question is refused too.
+async fn at_most_three_proposals_per_question(api: Api) {
+    let policy = policy();
+    let state = state_with(&policy, &["fleet", "recording"]);
+    let g = Grants::load(state.path()).unwrap();
+    let tools = toolspec::tools(&policy, &g, true, true);
+    let propose = |i: usize| {
+        json!({"type": "tool_use", "id": format!("p{i}"), "name": "propose_change", "input": {
+            "tool": "batch_recording",
+            "arguments": {"action": "start", "device_ids": ["19012341234-1"]},
+            "reason": "Room 101 should be recording."}})
+    };
+    let m = model(
+        api,
+        vec![
+            reply_with_calls((0..5).map(propose).collect()),
+            reply_with_calls(vec![propose(5)]),
+            text_reply("I proposed three changes; a person must approve them."),
+        ],
+    )
+    .await;
+    let handler = Double::new(fleet());
+    let visible = |name: &str| toolspec::is_shown(&policy, &g, true, true, name);
+    let out = run_turn(
+        &config(m.api(), &m.url()),
+        &tools,
+        &visible,
+        "start recording in room 101",
+        &handler,
+    )
+    .await;
+    assert_eq!(handler.proposals().len(), MAX_PROPOSALS_PER_QUESTION);
+    assert_eq!(out.proposals.len(), MAX_PROPOSALS_PER_QUESTION);
+    let requests = m.requests_as_messages();
+    let first = tool_results(&requests, 1);
+    assert_eq!(first.len(), 5);
+    for result in &first[MAX_PROPOSALS_PER_QUESTION..] {
+        assert_eq!(result["content"], TOO_MANY_PROPOSALS);
+        assert_is_error(result, api);
+    }
+    assert_eq!(tool_results(&requests, 2)[0]["content"], TOO_MANY_PROPOSALS);
+    m.shutdown().await;
+}
+
 async fn overlong_reason_is_refused_before_the_store(api: Api) {
     let m = model(api, vec![
         tool_use_reply(
@@ -1063,6 +1152,8 @@ fleetwatch_sim::both_apis!(
     revoked_grant_is_refused_at_call_time,
     propose_change_not_shown_is_refused_when_called,
     several_tool_calls_in_one_reply_each_get_a_result,
+    a_reply_of_thousands_of_calls_runs_eight,
+    at_most_three_proposals_per_question,
     overlong_reason_is_refused_before_the_store,
     answer_is_cleaned_of_terminal_controls,
     oversized_reply_fails_the_turn,
