@@ -1035,6 +1035,63 @@ async fn a_post_needs_the_value_of_the_tab_that_signed_in() {
     assert_eq!(e.executes(), 1);
 }
 
+/// POSTs without a session, sent again and again: each refused, each counted, but written
+/// under the burst rule (a row a second per kind and reason, `"n"` for the ones it stands for),
+/// so a script on this machine cannot fill the disk through the page's audit.
+#[tokio::test]
+async fn refused_posts_sent_again_and_again_are_counted_in_few_rows() {
+    let e = env().await;
+    let count = |e: &Env| -> (usize, u64) {
+        let rows: Vec<_> = e
+            .store
+            .lock()
+            .unwrap()
+            .audit_rows()
+            .unwrap()
+            .into_iter()
+            .filter(|r| r.kind == "page_tab_refused")
+            .collect();
+        let counted = rows
+            .iter()
+            .map(|r| {
+                serde_json::from_str::<Value>(&r.detail).unwrap()["n"]
+                    .as_u64()
+                    .unwrap_or(1)
+            })
+            .sum();
+        (rows.len(), counted)
+    };
+    const SENT: u64 = 200;
+    let started = std::time::Instant::now();
+    for i in 0..SENT {
+        let r = e
+            .client
+            .post(e.url(if i % 2 == 0 { "/deny" } else { "/approve" }))
+            .header("origin", e.origin())
+            .formed(&[("tab", "x".to_owned())])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 403);
+    }
+    let seconds = started.elapsed().as_secs();
+    // The held count is written once its second is over.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while count(&e).1 < SENT && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let (rows, counted) = count(&e);
+    assert_eq!(counted, SENT, "every refusal counted");
+    assert!(
+        rows as u64 <= seconds + 3,
+        "{rows} rows for {SENT} refusals in {seconds} s"
+    );
+    assert!(matches!(
+        e.store.lock().unwrap().verify_audit().unwrap(),
+        fleetwatch::store::ChainCheck::Intact { .. }
+    ));
+}
+
 /// The approver line of a software Ed25519 passkey (seed, credential ID `[seed, 1, 2, 3]`) as
 /// `fleetwatch-confirm enrol` prints it and the executor's `Status` reports it.
 fn approver_line(seed: u8, person: &str, name: &str) -> String {

@@ -40,6 +40,7 @@ struct FileLimits {
     cooldown_minutes: Option<u32>,
     writes_per_hour: Option<u32>,
     open_event_hours: Option<u32>,
+    audit_budget_mib: Option<u32>,
 }
 
 /// What the executor holds even against a valid approval (DESIGN §10). Each has a safe
@@ -54,6 +55,10 @@ pub struct Limits {
     /// Minutes an event with no end counts as on after its start (`limits.open_event_hours`,
     /// default 4 hours).
     pub open_event_minutes: u32,
+    /// How large `executor.db` (the audit chain, nonces and evidence, none of which may be
+    /// deleted) may grow, in MiB (`limits.audit_budget_mib`, default 1024): at it every new
+    /// approval is refused as busy, saying so in the log; `doctor` warns from 90 %.
+    pub audit_budget_mib: u32,
 }
 
 impl Default for Limits {
@@ -62,6 +67,7 @@ impl Default for Limits {
             cooldown_minutes: 10,
             writes_per_hour: 20,
             open_event_minutes: 4 * 60,
+            audit_budget_mib: 1024,
         }
     }
 }
@@ -84,6 +90,12 @@ fn limits(file: FileLimits) -> Result<Limits, ConfigError> {
             .unwrap_or(defaults.writes_per_hour),
         open_event_minutes: within("limits.open_event_hours", file.open_event_hours, 1..=48)?
             .map_or(defaults.open_event_minutes, |h| h * 60),
+        audit_budget_mib: within(
+            "limits.audit_budget_mib",
+            file.audit_budget_mib,
+            1..=1_048_576,
+        )?
+        .unwrap_or(defaults.audit_budget_mib),
     })
 }
 
@@ -573,12 +585,15 @@ mod tests {
                 cooldown_minutes: 10,
                 writes_per_hour: 20,
                 open_event_minutes: 240,
+                audit_budget_mib: 1024,
             }
         );
         let set: FileLimits =
             yaml_serde::from_str("cooldown_minutes: 0\nwrites_per_hour: 5\nopen_event_hours: 8\n")
                 .unwrap();
         let set = limits(set).unwrap();
+        let budget: FileLimits = yaml_serde::from_str("audit_budget_mib: 64\n").unwrap();
+        assert_eq!(limits(budget).unwrap().audit_budget_mib, 64);
         assert_eq!(
             (
                 set.cooldown_minutes,
@@ -591,6 +606,7 @@ mod tests {
             "writes_per_hour: 0\n",
             "cooldown_minutes: 1441\n",
             "open_event_hours: 0\n",
+            "audit_budget_mib: 0\n",
         ] {
             let file: FileLimits = yaml_serde::from_str(bad).unwrap();
             let err = limits(file).unwrap_err().to_string();

@@ -160,6 +160,7 @@ pub async fn doctor(config: &Config) -> Vec<Line> {
             ));
             lines.extend(database(config));
             lines.push(limits(config, Some(&store)));
+            lines.push(audit_budget(config, &store));
         }
     }
     lines
@@ -198,6 +199,46 @@ fn limits(config: &Config, store: Option<&store::Store>) -> Line {
             "limits",
             format!("{text}; the store could not be read: {e}"),
         ),
+    }
+}
+
+/// How much of its audit budget `executor.db` uses: a warning from 90 %, a failure at it, when
+/// every approval is refused as busy.
+fn audit_budget(config: &Config, store: &store::Store) -> Line {
+    const CHECK: &str = "audit budget";
+    let budget_mib = config.limits.audit_budget_mib;
+    let size = match store.size_bytes() {
+        Ok(size) => size,
+        Err(e) => {
+            return line(
+                Level::Fail,
+                CHECK,
+                format!("the size could not be read: {e}"),
+            );
+        }
+    };
+    let budget = u64::from(budget_mib) * 1024 * 1024;
+    let text = format!(
+        "executor.db holds {:.1} MiB of its {budget_mib} MiB (limits.audit_budget_mib)",
+        size as f64 / (1024.0 * 1024.0)
+    );
+    if size >= budget {
+        line(
+            Level::Fail,
+            CHECK,
+            format!(
+                "{text}: at the budget every approval is refused as busy; its rows may not be \
+                 deleted, so raise the budget where the disk allows"
+            ),
+        )
+    } else if size >= budget / 10 * 9 {
+        line(
+            Level::Warn,
+            CHECK,
+            format!("{text}: near it; at the budget every approval is refused as busy"),
+        )
+    } else {
+        line(Level::Ok, CHECK, text)
     }
 }
 

@@ -15,21 +15,38 @@ use crate::store::Final;
 pub async fn execute(ctx: &Context, peer: PeerChecked, request: ExecuteRequest) -> Response {
     // Before the nonce: a refusal here leaves no execution row, only an audit row.
     let uid = peer.uid();
+    // Nothing in the database may be deleted, so at its budget nothing new is accepted: busy,
+    // and the log says why (`doctor` says it from 90 %).
+    let budget = u64::from(ctx.config.limits.audit_budget_mib) * 1024 * 1024;
+    match ctx.store.size_bytes() {
+        Ok(size) if size >= budget => {
+            tracing::error!(
+                size_mib = size / (1024 * 1024),
+                budget_mib = ctx.config.limits.audit_budget_mib,
+                "executor.db is at its audit budget (limits.audit_budget_mib): every approval is \
+                 refused as busy until the budget is raised or the database is archived"
+            );
+            return refused_early(ctx, uid, Refusal::Busy, None, &request.assistant_chain_head);
+        }
+        Ok(_) => {}
+        Err(e) => tracing::warn!(error = %e, "the database's size could not be read"),
+    }
     let approvers = match ctx.approvers() {
         Ok(a) => a,
         Err(e) => {
             tracing::error!(error = %e, "the approver file does not load; every Execute is refused until it is fixed");
             return refused_early(
                 ctx,
+                uid,
                 Refusal::Internal,
-                Err(uid),
+                None,
                 &request.assistant_chain_head,
             );
         }
     };
     let verified = match checks::signature(&peer, &request.approval, &approvers.keys) {
         Ok(v) => v,
-        Err(r) => return refused_early(ctx, r, Err(uid), &request.assistant_chain_head),
+        Err(r) => return refused_early(ctx, uid, r, None, &request.assistant_chain_head),
     };
     let person = match checks::person(
         verified,
@@ -39,7 +56,7 @@ pub async fn execute(ctx: &Context, peer: PeerChecked, request: ExecuteRequest) 
         &ctx.relying_party,
     ) {
         Ok(p) => p,
-        Err(r) => return refused_early(ctx, r, Err(uid), &request.assistant_chain_head),
+        Err(r) => return refused_early(ctx, uid, r, None, &request.assistant_chain_head),
     };
     // The origin the passkeys answered on must be held now by the configured owner alone: a
     // page anyone else serves there could have shown the person another change (DESIGN §9).
@@ -49,15 +66,16 @@ pub async fn execute(ctx: &Context, peer: PeerChecked, request: ExecuteRequest) 
             tracing::warn!(%why, owner = passkeys.origin_owner, "the confirm origin is not held by its owner");
             return refused_early(
                 ctx,
+                uid,
                 Refusal::ConfirmOriginNotHeld,
-                Err(uid),
+                None,
                 &request.assistant_chain_head,
             );
         }
     }
     let claims = match checks::claims(person, &ctx.policy) {
         Ok(c) => c,
-        Err(r) => return refused_early(ctx, r, Err(uid), &request.assistant_chain_head),
+        Err(r) => return refused_early(ctx, uid, r, None, &request.assistant_chain_head),
     };
     let now = (ctx.clock)().as_second();
     let id = claims.approval_id();
@@ -69,11 +87,15 @@ pub async fn execute(ctx: &Context, peer: PeerChecked, request: ExecuteRequest) 
     );
     let fresh = match checks::fresh(claims, now) {
         Ok(f) => f,
-        Err(r) => return refused_early(ctx, r, Ok(&described), &request.assistant_chain_head),
+        Err(r) => {
+            return refused_early(ctx, uid, r, Some(&described), &request.assistant_chain_head);
+        }
     };
     let quorate = match checks::quorum(fresh, &ctx.config.passkeys, &ctx.policy) {
         Ok(q) => q,
-        Err(r) => return refused_early(ctx, r, Ok(&described), &request.assistant_chain_head),
+        Err(r) => {
+            return refused_early(ctx, uid, r, Some(&described), &request.assistant_chain_head);
+        }
     };
     let stored = match checks::nonce(
         quorate,
@@ -83,7 +105,9 @@ pub async fn execute(ctx: &Context, peer: PeerChecked, request: ExecuteRequest) 
         &approvers,
     ) {
         Ok(s) => s,
-        Err(r) => return refused_early(ctx, r, Ok(&described), &request.assistant_chain_head),
+        Err(r) => {
+            return refused_early(ctx, uid, r, Some(&described), &request.assistant_chain_head);
+        }
     };
 
     // From here the nonce is spent: every path ends by closing the execution row.
@@ -155,36 +179,36 @@ fn finish(ctx: &Context, id: &[u8; 16], answer: WriteAnswer) -> Response {
     }
 }
 
-/// A refusal before the nonce. Until the claims are read it names no approval, only the peer,
-/// and goes through the burst rule ([`crate::store::Store::audit_refusal`]).
+/// A refusal before the nonce, through the burst rule
+/// ([`crate::store::Store::audit_refusal`], per kind, code and peer): nothing was spent, so the
+/// same signed frame can come again and again. Until the claims are read it names no approval,
+/// only the peer; after, the approval, its tool, targets and proposal.
 fn refused_early(
     ctx: &Context,
+    uid: u32,
     refusal: Refusal,
-    described: Result<&(String, String, String, String), u32>,
+    described: Option<&(String, String, String, String)>,
     head: &[u8; 32],
 ) -> Response {
-    let (approval_id, tool, targets, detail) = match described {
-        Ok(described) => described.clone(),
-        Err(_) => Default::default(),
+    let entry = match described {
+        Some((approval_id, tool, targets, detail)) => Entry {
+            kind: "refused",
+            reason: refusal.code().to_string(),
+            approval_id: approval_id.clone(),
+            tool: tool.clone(),
+            targets: targets.clone(),
+            assistant_head: hex::encode(head),
+            detail: detail.clone(),
+        },
+        // The head the request carried is the peer's to choose: not recorded unread.
+        None => Entry {
+            kind: "refused",
+            reason: refusal.code().to_string(),
+            detail: format!("uid={uid}"),
+            ..Entry::default()
+        },
     };
-    let mut entry = Entry {
-        kind: "refused",
-        reason: refusal.code().to_string(),
-        approval_id,
-        tool,
-        targets,
-        assistant_head: hex::encode(head),
-        detail,
-    };
-    let written = match described {
-        Ok(_) => ctx.store.audit(&entry).map(drop),
-        Err(uid) => {
-            // The head the request carried is the peer's to choose: not part of the burst.
-            entry.assistant_head = String::new();
-            entry.detail = format!("uid={uid}");
-            ctx.store.audit_refusal(entry)
-        }
-    };
+    let written = ctx.store.audit_refusal(entry, &format!("uid={uid}"));
     if let Err(e) = written {
         tracing::error!(error = %e, "could not audit a refusal");
     }

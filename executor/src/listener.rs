@@ -240,19 +240,20 @@ fn audit_peer(ctx: &Context, detail: &str) {
         detail: detail.to_string(),
         ..Entry::default()
     };
-    if let Err(e) = ctx.store.audit_refusal(entry) {
+    if let Err(e) = ctx.store.audit_refusal(entry, detail) {
         tracing::error!(error = %e, "could not audit a refused peer");
     }
 }
 
 fn audit_frame(ctx: &Context, uid: u32, refusal: &Refusal) {
+    let peer = format!("uid={uid}");
     let entry = Entry {
         kind: "refused",
         reason: refusal.code().to_string(),
-        detail: format!("uid={uid}"),
+        detail: peer.clone(),
         ..Entry::default()
     };
-    if let Err(e) = ctx.store.audit_refusal(entry) {
+    if let Err(e) = ctx.store.audit_refusal(entry, &peer) {
         tracing::error!(error = %e, "could not audit a frame refusal");
     }
 }

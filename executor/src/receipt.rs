@@ -196,7 +196,9 @@ fn rows(db: &rusqlite::Connection, id_hex: &str, last: i64) -> rusqlite::Result<
 fn refused_early(db: &rusqlite::Connection, which: &str) -> Option<String> {
     let code: String = db
         .query_row(
-            "SELECT reason FROM audit WHERE kind = 'refused' AND detail = ?1 ORDER BY seq DESC LIMIT 1",
+            // A row the burst rule wrote for several says ` n=COUNT` after the proposal.
+            "SELECT reason FROM audit WHERE kind = 'refused' AND (detail = ?1 OR detail LIKE ?1 || ' n=%') \
+             ORDER BY seq DESC LIMIT 1",
             params![crate::store::proposal_detail(which.parse().ok()?)],
             |r| r.get(0),
         )

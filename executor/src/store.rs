@@ -232,14 +232,16 @@ impl Store {
         self.receipts = Some(receipts);
     }
 
-    /// Audits a refusal that names no approval (a bad frame, a peer not allowed, an approval
-    /// whose signature does not verify): at most one row a second per kind, code and peer, so
-    /// a flood cannot fill the disk. Every refusal still counts: the ones in between are held
-    /// and the next row written for them says how many it stands for (` n=COUNT`), or
-    /// [`Store::flush_bursts`] writes them once the second is over.
-    pub fn audit_refusal(&self, entry: Entry) -> rusqlite::Result<()> {
+    /// Audits a refusal before a nonce was stored (a bad frame, a peer not allowed, an approval
+    /// whose signature does not verify, or one whose claims decoded but which is expired,
+    /// short of its quorum or replayed): at most one row a second per kind, code and peer, so a
+    /// flood — of garbage, or of one validly signed frame sent again and again — cannot fill
+    /// the disk. Every refusal still counts: the ones in between are held and the next row
+    /// written for them says how many it stands for (` n=COUNT`), or [`Store::flush_bursts`]
+    /// writes them once the second is over. The row written is the latest refusal's.
+    pub fn audit_refusal(&self, entry: Entry, peer: &str) -> rusqlite::Result<()> {
         let mut bursts = self.bursts.lock().unwrap_or_else(|p| p.into_inner());
-        let key = (entry.kind, entry.reason.clone(), entry.detail.clone());
+        let key = (entry.kind, entry.reason.clone(), peer.to_owned());
         let now = Instant::now();
         let count = match bursts.get_mut(&key) {
             Some(burst) if now.duration_since(burst.written) < BURST => {
@@ -567,6 +569,12 @@ impl Store {
         })
     }
 
+    /// The database's size in bytes (its pages; the write-ahead log is checkpointed into it):
+    /// what the audit budget counts.
+    pub fn size_bytes(&self) -> rusqlite::Result<u64> {
+        self.with(|conn| size_bytes(conn))
+    }
+
     /// The audit chain head.
     pub fn head(&self) -> rusqlite::Result<[u8; 32]> {
         self.with(|conn| audit::head(conn))
@@ -693,6 +701,15 @@ fn approved_by(passkeys: &[CredentialUse]) -> String {
         .map(|p| format!("{} [{}]", p.name(), p.fingerprint()))
         .collect();
     format!("approved by {}", names.join("; "))
+}
+
+/// A database's size in bytes: its page count times its page size, the pages on the free list
+/// not counted (they are reused before the file grows).
+pub fn size_bytes(conn: &Connection) -> rusqlite::Result<u64> {
+    let pages: i64 = conn.query_row("PRAGMA page_count", [], |r| r.get(0))?;
+    let free: i64 = conn.query_row("PRAGMA freelist_count", [], |r| r.get(0))?;
+    let size: i64 = conn.query_row("PRAGMA page_size", [], |r| r.get(0))?;
+    Ok((pages - free).max(0).unsigned_abs() * size.max(0).unsigned_abs())
 }
 
 fn read_counters(conn: &Connection) -> rusqlite::Result<BTreeMap<Vec<u8>, u32>> {

@@ -496,6 +496,105 @@ async fn a_flood_of_refused_frames_writes_a_row_a_second_and_loses_no_count() {
     assert_eq!(h.writes(), 0);
 }
 
+/// One validly signed frame, refused only after its claims decode (expired), sent again and
+/// again: nothing is spent by it, so the burst rule holds it like garbage — every refusal
+/// counted, a row a second at most, the chain intact, the row naming the approval.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_flood_of_one_signed_frame_refused_after_decoding_writes_a_row_a_second() {
+    let h = started().await;
+    let dev = device(&h, 0);
+    let expired = shifted(&h.claims("batch_reboot", &reboot(&dev)).await, -3600);
+    let frame = fleetwatch_e2e::frame(
+        &fleetwatch_protocol::wire::encode_request(&Request::Execute(
+            fleetwatch_protocol::wire::ExecuteRequest {
+                approval: sign(&expired, 7),
+                assistant_chain_head: [0xab; 32],
+            },
+        ))
+        .unwrap(),
+    );
+    const FLOOD: u64 = 300;
+    let rows_before = h.audit_rows().len();
+    let started = std::time::Instant::now();
+    for _ in 0..FLOOD {
+        assert_eq!(
+            h.raw(&frame).await,
+            Some(Response::Refused(Refusal::Expired))
+        );
+    }
+    let seconds = started.elapsed().as_secs();
+    assert_eq!(
+        h.await_refusals(Refusal::Expired.code(), FLOOD).await,
+        FLOOD,
+        "every refusal counted"
+    );
+    let rows: Vec<_> = h.audit_rows().into_iter().skip(rows_before).collect();
+    assert!(
+        rows.len() as u64 <= seconds + 3,
+        "{} rows for a {seconds}-second flood: {rows:?}",
+        rows.len()
+    );
+    let id = fleetwatch_protocol::hex::encode(&expired.approval_id);
+    assert!(rows.iter().all(|r| r.3 == id), "{rows:?}");
+    let verify = h.cli(&["audit", "verify"], None);
+    assert!(verify.status.success(), "{verify:?}");
+    assert_eq!(h.writes(), 0);
+    assert_eq!(
+        h.execution_state(&expired.approval_id),
+        None,
+        "no nonce spent"
+    );
+}
+
+/// At its audit budget the executor accepts nothing new: a valid approval is refused as busy,
+/// nothing is written, no nonce is spent, and `doctor` fails the budget's line; under it, the
+/// same approval runs.
+#[tokio::test(flavor = "multi_thread")]
+async fn at_its_audit_budget_every_approval_is_refused_as_busy() {
+    let mut h = Harness::prepare(Setup {
+        config_extra: "limits:\n  audit_budget_mib: 1\n".into(),
+        ..Setup::default()
+    })
+    .await;
+    h.setup.allowlist = Some(sandbox_devices(&h.sim));
+    // A database already past one MiB, as years of audit rows would make it.
+    {
+        let conn = rusqlite::Connection::open(h.state.join("executor.db")).unwrap();
+        conn.execute_batch(
+            "CREATE TABLE ballast (b BLOB); INSERT INTO ballast VALUES (zeroblob(1200000));",
+        )
+        .unwrap();
+    }
+    h.spawn();
+    h.wait_ready().await;
+    let dev = device(&h, 0);
+    let c = h.claims("batch_recording", &recording(&dev, "start")).await;
+    let response = h.execute(sign(&c, 7)).await;
+    assert_eq!(
+        response,
+        Some(Response::Refused(Refusal::Busy)),
+        "{}",
+        h.log_text()
+    );
+    assert_eq!(h.writes(), 0);
+    assert_eq!(h.execution_state(&c.approval_id), None, "no nonce spent");
+    assert!(h.log_text().contains("audit budget"), "{}", h.log_text());
+    let doctor = String::from_utf8_lossy(&h.cli(&["doctor"], None).stdout).into_owned();
+    assert!(
+        doctor.lines().any(|l| l.contains("FAIL")
+            && l.contains("audit budget")
+            && l.contains("of its 1 MiB")),
+        "{doctor}"
+    );
+    // The ballast gone (its pages on the free list, which the budget does not count): the same
+    // approval runs.
+    rusqlite::Connection::open(h.state.join("executor.db"))
+        .unwrap()
+        .execute_batch("DROP TABLE ballast;")
+        .unwrap();
+    done(&h, &c, "under the budget").await;
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn describes_beyond_the_minutes_allowance_are_busy_and_read_nothing() {
     let mut h = Harness::prepare(Setup {

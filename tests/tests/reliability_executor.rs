@@ -216,12 +216,19 @@ async fn sixteen_at_once(passkey: bool) {
         1,
         "the nonce was stored once: {rows:?}"
     );
+    // Every loser audited as a replay: under the burst rule (nothing was spent by them, so the
+    // same frame could come again and again), in rows that say how many they stand for.
     assert_eq!(
-        rows.iter()
-            .filter(|r| r.3 == id && r.2 == Refusal::Replayed.code())
-            .count(),
+        h.await_refusals(Refusal::Replayed.code(), 15).await,
         15,
         "every loser audited as a replay"
+    );
+    assert!(
+        h.audit_rows()
+            .iter()
+            .filter(|r| r.2 == Refusal::Replayed.code())
+            .all(|r| r.3 == id),
+        "each replay row names the approval"
     );
 }
 

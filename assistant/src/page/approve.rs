@@ -29,7 +29,7 @@ use super::card;
 use super::csrf::Purpose;
 use super::i18n::Lang;
 use super::pace;
-use super::server::{App, append_audit, html, lang_of};
+use super::server::{App, append_audit, audit_refusal, html, lang_of};
 use super::sessions::{self, hex};
 use super::steps;
 use super::views::{
@@ -494,7 +494,7 @@ pub async fn confirmed(
     };
     let claims = base64::engine::general_purpose::STANDARD.decode(fields.claims.trim());
     let (Some((purpose, proposal, approval, card, token)), Ok(claims)) = (parsed, claims) else {
-        append_audit(
+        audit_refusal(
             &app,
             "page_confirmed_refused",
             None,
@@ -570,7 +570,7 @@ async fn decide_approval(
         .tokens
         .check(&form.token, purpose, &session, form.proposal, &extra)
     {
-        append_audit(
+        audit_refusal(
             &app,
             "page_token_refused",
             Some(form.proposal),
@@ -701,7 +701,7 @@ fn passkey_missing(app: &App, lang: Lang, form: &ApproveFields) -> Response {
 }
 
 pub(super) fn refused_audit(app: &App, form: &ApproveFields, why: &str) {
-    append_audit(
+    audit_refusal(
         app,
         "page_approval_refused",
         Some(form.proposal),

@@ -269,6 +269,7 @@ pub async fn start(config: PageConfig, deps: PageDeps) -> Result<PageHandle, Pag
     if let Ok(mut store) = deps.store.lock() {
         let _ = store.audit("page_started", None, &json!({"port": addr.port()}));
     }
+    let held = Arc::clone(&app);
     let router = server::router(app);
     let (stop_tx, stop_rx) = oneshot::channel::<()>();
     let task = tokio::spawn(async move {
@@ -298,10 +299,19 @@ pub async fn start(config: PageConfig, deps: PageDeps) -> Result<PageHandle, Pag
             }
         };
         let stop = async {
-            let _ = stop_rx.await;
+            // Refusals the burst rule holds are written once their second is over.
+            let mut flush = tokio::time::interval(std::time::Duration::from_secs(1));
+            tokio::pin!(stop_rx);
+            loop {
+                tokio::select! {
+                    _ = &mut stop_rx => break,
+                    _ = flush.tick() => server::flush_refusals(&held, false),
+                }
+            }
             let _ = stopping.send(true);
         };
         let (result, ()) = tokio::join!(both, stop);
+        server::flush_refusals(&held, true);
         let result = result.map_err(PageError::Serve);
         // The file goes at a clean stop; a crash leaves it for the next start to replace.
         drop(secret_file);

@@ -66,7 +66,21 @@ pub struct App {
     slots: tokio::sync::Semaphore,
     /// The describe behind the card last shown, per proposal, reused for [`CARD_REUSE`].
     shown: tokio::sync::Mutex<std::collections::HashMap<u64, (std::time::Instant, Description)>>,
+    /// Refusals the burst rule holds, per kind, proposal and reason ([`audit_refusal`]).
+    refusals: Mutex<std::collections::HashMap<String, HeldRefusal>>,
 }
+
+/// Refusals of one kind, proposal and reason since the last row written for them.
+struct HeldRefusal {
+    written: std::time::Instant,
+    held: u64,
+    kind: String,
+    proposal: Option<u64>,
+    last: serde_json::Value,
+}
+
+/// How often one kind of refusal is written per proposal and reason.
+const REFUSAL_BURST: Duration = Duration::from_secs(1);
 
 /// How long a card's describe is reused for showing it again: reloads do not each make the
 /// executor read Epiphan. Approving always describes afresh.
@@ -92,6 +106,7 @@ impl App {
             request_timeout: config.request_timeout,
             slots: tokio::sync::Semaphore::new(MAX_CONCURRENT),
             shown: tokio::sync::Mutex::default(),
+            refusals: Mutex::default(),
         })
     }
 
@@ -373,7 +388,12 @@ async fn checked(app: &App, request: Request, next: Next) -> Response {
         && parts.uri.path() != "/confirmed"
         && !same_tab(app, &parts.headers, &bytes)
     {
-        audit(app, "page_tab_refused", &json!({"path": parts.uri.path()}));
+        audit_refusal(
+            app,
+            "page_tab_refused",
+            None,
+            &json!({"path": parts.uri.path()}),
+        );
         // The sign-in form, so this tab (a second one, say) can bind a session of its own.
         let lang = lang_of(&parts.headers);
         return html(
@@ -531,6 +551,82 @@ fn too_many(lang: Lang, wait: Duration) -> Response {
 /// the store's own transactions).
 pub(crate) fn audit(app: &App, kind: &str, detail: &serde_json::Value) {
     append_audit(app, kind, None, detail);
+}
+
+/// Audits a refusal the page made, like the executor's burst rule: at most one row a second
+/// per kind, proposal and reason (`why` or `purpose` in the detail; a path or an approval ID
+/// does not make a new one), so requests sent again and again cannot fill the disk. The ones in
+/// between are held and counted: the next row written for them carries `"n": COUNT`, or
+/// [`flush_refusals`] writes it once the second is over.
+pub(crate) fn audit_refusal(
+    app: &App,
+    kind: &str,
+    proposal: Option<u64>,
+    detail: &serde_json::Value,
+) {
+    let reason = detail
+        .get("why")
+        .or_else(|| detail.get("purpose"))
+        .and_then(serde_json::Value::as_str)
+        .unwrap_or("");
+    let key = format!("{kind} {proposal:?} {reason}");
+    let now = std::time::Instant::now();
+    let count = {
+        let mut held = app.refusals.lock().unwrap_or_else(|p| p.into_inner());
+        let count = match held.get_mut(&key) {
+            Some(h) if now.duration_since(h.written) < REFUSAL_BURST => {
+                h.held += 1;
+                h.last = detail.clone();
+                return;
+            }
+            Some(h) => std::mem::take(&mut h.held) + 1,
+            None => 1,
+        };
+        held.insert(
+            key,
+            HeldRefusal {
+                written: now,
+                held: 0,
+                kind: kind.to_owned(),
+                proposal,
+                last: detail.clone(),
+            },
+        );
+        count
+    };
+    append_audit(app, kind, proposal, &counted(detail, count));
+}
+
+/// Writes the refusals held for a second or more (all of them when `all`, at a stop), and
+/// forgets kinds quiet for a minute.
+pub(crate) fn flush_refusals(app: &App, all: bool) {
+    let due: Vec<(String, Option<u64>, serde_json::Value)> = {
+        let mut held = app.refusals.lock().unwrap_or_else(|p| p.into_inner());
+        let now = std::time::Instant::now();
+        held.retain(|_, h| h.held > 0 || now.duration_since(h.written) < 60 * REFUSAL_BURST);
+        held.values_mut()
+            .filter(|h| h.held > 0 && (all || now.duration_since(h.written) >= REFUSAL_BURST))
+            .map(|h| {
+                h.written = now;
+                let n = std::mem::take(&mut h.held);
+                (h.kind.clone(), h.proposal, counted(&h.last, n))
+            })
+            .collect()
+    };
+    for (kind, proposal, detail) in due {
+        append_audit(app, &kind, proposal, &detail);
+    }
+}
+
+/// `detail` with `"n": count` when the row stands for more than one refusal.
+fn counted(detail: &serde_json::Value, count: u64) -> serde_json::Value {
+    let mut detail = detail.clone();
+    if count > 1
+        && let Some(map) = detail.as_object_mut()
+    {
+        map.insert("n".into(), json!(count));
+    }
+    detail
 }
 
 /// Appends an audit row about a proposal.

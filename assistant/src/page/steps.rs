@@ -31,7 +31,7 @@ use super::approve::{
 };
 use super::card::{Binding, Card, MAX_NAME_CHARS, show_text};
 use super::i18n::Lang;
-use super::server::{App, append_audit};
+use super::server::{App, append_audit, audit_refusal};
 use super::sessions::{self, hex};
 use crate::executor_client::ExecutorError;
 use crate::store::{self, Proposal, Status};
@@ -162,7 +162,7 @@ pub(super) fn gather(
     let binding = card.binding;
     let halt = |key: &str| Box::new(conflict(lang, vec![lang.t(key).to_owned()], Vec::new()));
     let refused = |why: &str| {
-        append_audit(
+        audit_refusal(
             app,
             "page_approval_refused",
             Some(proposal.id),
@@ -394,7 +394,7 @@ pub(super) fn consume(
         )));
     };
     let refused = |why: &str| {
-        append_audit(
+        audit_refusal(
             app,
             "page_approval_refused",
             Some(proposal_id),

@@ -147,6 +147,9 @@ fn main() {
                 Instant::now()
                     + Duration::from_secs(args.get(3).and_then(|n| n.parse().ok()).unwrap_or(10)),
             ),
+            // The frame to send: a file's bytes, else malformed garbage.
+            args.get(4)
+                .map(|path| std::fs::read(path).expect("the flood's frame")),
         ),
         Some("--child-flood") => child_flood(
             Path::new(args.get(2).map(String::as_str).unwrap_or_default()),
@@ -155,6 +158,7 @@ fn main() {
                     .and_then(|n| n.parse().ok())
                     .unwrap_or(FLOOD_FRAMES),
             ),
+            None,
         ),
         _ => {
             let mut approvals = std::env::var("FLEETWATCH_BENCH_APPROVALS")
@@ -1050,11 +1054,12 @@ enum FloodLimit {
     Until(Instant),
 }
 
-/// Child: sends malformed frames, each on its own connection (the executor answers one
-/// request per connection), from four threads, until `limit`; prints how many were answered.
-fn child_flood(socket: &Path, limit: FloodLimit) {
+/// Child: sends `sent` (malformed garbage when `None`), each on its own connection (the executor
+/// answers one request per connection), from four threads, until `limit`; prints how many were
+/// answered.
+fn child_flood(socket: &Path, limit: FloodLimit, sent: Option<Vec<u8>>) {
     use std::sync::atomic::{AtomicUsize, Ordering};
-    let garbage = frame(&[1, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0x13, 0x37]);
+    let garbage = sent.unwrap_or_else(|| frame(&[1, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0x13, 0x37]));
     let (sent, answered) = (AtomicUsize::new(0), AtomicUsize::new(0));
     let more = || match limit {
         FloodLimit::Frames(n) => sent.fetch_add(1, Ordering::Relaxed) < n,
@@ -1536,6 +1541,31 @@ fn written_bytes(pid: &str) -> u64 {
         .unwrap_or(0)
 }
 
+/// The executor database's size on disk with its write-ahead log.
+fn audit_file_bytes(state: &Path) -> u64 {
+    ["executor.db", "executor.db-wal"]
+        .iter()
+        .filter_map(|f| std::fs::metadata(state.join(f)).ok())
+        .map(|m| m.len())
+        .sum()
+}
+
+/// The text of the newest `rows` audit rows, in bytes: every field and both hashes.
+fn audit_text_bytes(state: &Path, rows: u64) -> u64 {
+    rusqlite::Connection::open(state.join("executor.db"))
+        .and_then(|c| {
+            c.query_row(
+                "SELECT COALESCE(SUM(length(kind) + length(reason) + length(approval_id) + \
+                 length(tool) + length(targets) + length(assistant_head) + length(detail) + \
+                 length(prev_hash) + length(row_hash) + 16), 0) FROM \
+                 (SELECT * FROM audit ORDER BY seq DESC LIMIT ?1)",
+                [i64::try_from(rows).unwrap_or(i64::MAX)],
+                |r| r.get::<_, i64>(0),
+            )
+        })
+        .map_or(0, |n| n.unsigned_abs())
+}
+
 fn audit_row_count(state: &Path) -> u64 {
     rusqlite::Connection::open(state.join("executor.db"))
         .and_then(|c| c.query_row("SELECT COUNT(*) FROM audit", [], |r| r.get::<_, i64>(0)))
@@ -1548,38 +1578,69 @@ async fn edges(exe: Option<PathBuf>) {
     rig.ready(Instant::now()).await;
     let mut table = Table::new();
 
-    // A 10-second flood of garbage frames from another process.
-    let (rows, bytes) = (audit_row_count(&rig.state), written_bytes(&rig.pid()));
-    let out = Command::new(std::env::current_exe().expect("own path"))
-        .arg("--child-flood-for")
-        .arg(&rig.socket)
-        .arg("10")
-        .output()
-        .expect("flood process");
-    let frames: u64 = String::from_utf8_lossy(&out.stdout)
-        .trim()
-        .parse()
-        .unwrap_or(0);
-    // Held counts are written once their second is over.
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    let rows = audit_row_count(&rig.state) - rows;
-    let bytes = written_bytes(&rig.pid()) - bytes;
-    let per = |n: u64| n as f64 / frames.max(1) as f64;
-    table.single(
-        "refused frames answered in a 10 s garbage flood",
-        frames.to_string(),
-        None,
-    );
-    table.single(
-        "audit rows per refused frame",
-        format!("{:.4} ({rows} rows)", per(rows)),
-        None,
-    );
-    table.single(
-        "bytes the executor wrote per refused frame (wchar: audit, WAL, answers)",
-        format!("{:.1}", per(bytes)),
-        None,
-    );
+    // A 10-second flood of garbage frames from another process, then one of a single validly
+    // signed frame that is refused after its claims decode (expired), re-sent as fast as the
+    // socket takes it.
+    let expired = fleetwatch_e2e::shifted(&rig.claims(&rig.allowlist[0]).await, -3600);
+    let signed = Request::Execute(ExecuteRequest {
+        approval: sign(&expired, 7),
+        assistant_chain_head: [0xab; 32],
+    });
+    let signed_file = rig.state.join("signed-junk.frame");
+    std::fs::write(
+        &signed_file,
+        frame(&fleetwatch_protocol::wire::encode_request(&signed).expect("frame")),
+    )
+    .expect("frame file");
+    for (what, sent) in [
+        ("garbage", None),
+        ("one signed expired frame re-sent", Some(&signed_file)),
+    ] {
+        let (rows, bytes) = (audit_row_count(&rig.state), written_bytes(&rig.pid()));
+        let size = audit_file_bytes(&rig.state);
+        let mut flood = Command::new(std::env::current_exe().expect("own path"));
+        flood.arg("--child-flood-for").arg(&rig.socket).arg("10");
+        if let Some(file) = sent {
+            flood.arg(file);
+        }
+        let out = flood.output().expect("flood process");
+        let frames: u64 = String::from_utf8_lossy(&out.stdout)
+            .trim()
+            .parse()
+            .unwrap_or(0);
+        // Held counts are written once their second is over.
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let rows = audit_row_count(&rig.state) - rows;
+        let bytes = written_bytes(&rig.pid()) - bytes;
+        let grown = audit_file_bytes(&rig.state).saturating_sub(size);
+        let per = |n: u64| n as f64 / frames.max(1) as f64;
+        table.single(
+            &format!("{what}: frames refused in a 10 s flood"),
+            frames.to_string(),
+            None,
+        );
+        table.single(
+            &format!("{what}: audit rows per refused frame"),
+            format!("{:.4} ({rows} rows)", per(rows)),
+            None,
+        );
+        table.single(
+            &format!("{what}: audit bytes per refused frame (rows' text)"),
+            format!(
+                "{:.2} ({} bytes; executor.db grew {grown} bytes)",
+                per(audit_text_bytes(&rig.state, rows)),
+                audit_text_bytes(&rig.state, rows)
+            ),
+            None,
+        );
+        table.single(
+            &format!(
+                "{what}: bytes the executor wrote per refused frame (wchar: audit, WAL, answers)"
+            ),
+            format!("{:.1}", per(bytes)),
+            None,
+        );
+    }
 
     // An Execute while 64 connections sit idle, each reopened as soon as it is closed.
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
