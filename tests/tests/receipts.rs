@@ -723,6 +723,51 @@ async fn a_change_whose_result_is_unknown_has_a_receipt_that_says_unknown() {
     assert!(said.contains("Ana Gómez (ana"), "{said}");
 }
 
+/// A change Epiphan answered with a per-device error: its receipt verifies, and both the first
+/// line and the exit status (2) say the change FAILED, so no script takes it for done.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_failed_change_verifies_and_says_failed_first_with_its_own_status() {
+    let mut ana = SoftPasskey::es256(5);
+    let h = running(vec![ana.person_line("ana", "Ana Gómez")], false).await;
+    let c = start_recording(&h, 14).await;
+    let device = sandbox_devices(&h.sim)[0].clone();
+    h.sim.set_fault(
+        "batch_recording",
+        fleetwatch_sim::Fault::Text(format!(r#"{{"{device}": "device offline"}}"#)),
+    );
+    let response = h.execute(sign_with_passkeys(&c, 7, &mut [&mut ana])).await;
+    assert!(
+        matches!(&response, Some(Response::Executed(o)) if matches!(o.kind, OutcomeKind::Error(_))),
+        "{response:?}\n{}",
+        h.log_text()
+    );
+    let key = text(&h.cli(&["receipt", "--key"], None)).trim().to_owned();
+    let out = h.cli(&["receipt", "14"], None);
+    assert!(out.status.success(), "{}", text(&out));
+    let receipt: Receipt = serde_json::from_slice(&out.stdout).unwrap();
+    let checked = verify(&h, &receipt, &key, None);
+    let said = text(&checked);
+    assert_eq!(checked.status.code(), Some(2), "{said}");
+    assert!(
+        said.starts_with("Verified: the executor says this change FAILED"),
+        "{said}"
+    );
+    assert!(said.contains("Outcome: failed ("), "{said}");
+    let json = verify_text(
+        &h,
+        &serde_json::to_string(&receipt).unwrap(),
+        &key,
+        None,
+        &["--json"],
+    );
+    assert_eq!(json.status.code(), Some(2));
+    let result: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(
+        (&result["verified"], &result["outcome"]),
+        (&json!(true), &json!("failed"))
+    );
+}
+
 /// As an administrator runs them after an install: root, the executor's state belonging to the
 /// service's own user. `receipt N`, `receipt --key`, `audit show` and `approvers list` work as
 /// written, act as the state folder's owner (nothing in it changes hands), and a reader that
