@@ -2574,6 +2574,50 @@ async fn two_people() -> (Env, String, String) {
     (e, ana, bo)
 }
 
+/// The approver line of `approver_line`, scoped as the executor's administrator would scope it.
+fn scoped(line: &str, scope: &str) -> String {
+    fleetwatch_protocol::passkey::PasskeyRecord::parse_line(line)
+        .unwrap()
+        .with_scope(Some(
+            fleetwatch_protocol::passkey::Scope::parse(scope).unwrap(),
+        ))
+        .to_line()
+}
+
+/// With scopes on the executor's approver lines, the card names who may approve it before
+/// anyone reaches for a passkey, and offers only Deny when too few may (the executor would
+/// refuse it anyway).
+#[tokio::test]
+async fn the_card_says_who_may_approve_it_and_holds_when_too_few_may() {
+    let (e, ana, _bo) = two_people().await;
+    e.world.lock().unwrap().approvers = vec![
+        scoped(&approver_line(7, "ana", "Ana"), &format!("calm@{DEV_A}")),
+        scoped(&approver_line(8, "bo", "Bo"), "batch_reboot@team"),
+    ];
+    e.propose("batch_recording", record(&format!("{DEV_A}-1")), "why");
+    let html = e.card(&ana).await;
+    assert!(
+        html.contains("May approve this change (their approver lines&#39; scope covers it): Ana."),
+        "{html}"
+    );
+    assert!(
+        html.contains("Only 1 enrolled person(s) may approve this change and it needs 2"),
+        "{html}"
+    );
+    assert!(
+        !html.contains("action=\"/approve\""),
+        "Approve is not offered: {html}"
+    );
+    // Both in scope: both named, Approve offered.
+    e.world.lock().unwrap().approvers = vec![
+        scoped(&approver_line(7, "ana", "Ana"), &format!("calm@{DEV_A}")),
+        scoped(&approver_line(8, "bo", "Bo"), "calm,batch_reboot@team"),
+    ];
+    let html = e.card(&ana).await;
+    assert!(html.contains("scope covers it): Ana, Bo."), "{html}");
+    assert!(html.contains("action=\"/approve\""), "{html}");
+}
+
 /// One person's approval with their passkey on the card they are shown now; the status, the
 /// page, and the challenge the passkey answered.
 async fn approve_with(e: &Env, cookie: &str, seed: u8, counter: u32) -> (u16, String, String) {

@@ -22,7 +22,7 @@ use std::os::unix::fs::{MetadataExt, OpenOptionsExt as _, PermissionsExt};
 use std::path::Path;
 
 use fleetwatch_protocol::claims::{KeyId, TrustedKeys};
-use fleetwatch_protocol::passkey::{Approvers, Backup, PasskeyRecord};
+use fleetwatch_protocol::passkey::{Approvers, Backup, PasskeyRecord, Scope, scope};
 
 use crate::os::{self, TrustError, Trusted};
 
@@ -202,6 +202,8 @@ pub struct Listed {
     pub credential_id: Option<Vec<u8>>,
     /// When `approvers add` added it, if it did.
     pub added: Option<String>,
+    /// What the person may approve, in words (`None`: everything, or an assistant key).
+    pub scope: Option<String>,
     /// The 1-based line, and the line of its `# added` comment if any.
     lines: (usize, Option<usize>),
 }
@@ -239,6 +241,7 @@ pub fn list(text: &str) -> Vec<Listed> {
                         fingerprint: record.fingerprint().to_string(),
                         credential_id: Some(record.credential_id().to_vec()),
                         added: added_time,
+                        scope: record.scope().map(|s| s.words()),
                         lines: (line, added_line),
                     });
                 }
@@ -261,6 +264,7 @@ pub fn list(text: &str) -> Vec<Listed> {
                         fingerprint: group(&id.to_hex()),
                         credential_id: None,
                         added: added_time,
+                        scope: None,
                         lines: (line, added_line),
                     });
                 }
@@ -291,7 +295,13 @@ fn digits(text: &str) -> String {
 /// The file after `approvers add`: the existing text untouched, then `# added <time>` and the
 /// record, re-checked as a whole so a duplicate or a malformed line refuses exactly as it
 /// would at start-up. Returns the new text and the approver as listed.
-pub fn add(existing: &str, line: &str, now: &str, path: &Path) -> Result<(String, Listed), String> {
+pub fn add(
+    existing: &str,
+    line: &str,
+    may: Option<&str>,
+    now: &str,
+    path: &Path,
+) -> Result<(String, Listed), String> {
     if line.contains(['\n', '\r']) {
         return Err("give one line".into());
     }
@@ -299,11 +309,28 @@ pub fn add(existing: &str, line: &str, now: &str, path: &Path) -> Result<(String
     if !is_record(line) {
         return Err("the line is empty or a comment".into());
     }
-    // A passkey is written in its canonical form, exactly what the executor will read back.
+    // A passkey is written in its canonical form, exactly what the executor will read back,
+    // with the scope given, else the one the person's other passkeys carry.
     let line = match kind_of(line) {
-        Some(Kind::Passkey) => PasskeyRecord::parse_line(line)
-            .map_err(|e| e.to_string())?
-            .to_line(),
+        Some(Kind::Passkey) => {
+            let record = PasskeyRecord::parse_line(line).map_err(|e| e.to_string())?;
+            let scope = match may {
+                Some(text) => Some(parse_scope(text)?),
+                None => record.scope().cloned().or_else(|| {
+                    Approvers::parse(&only(existing, Kind::Passkey))
+                        .ok()?
+                        .records()
+                        .iter()
+                        .find(|r| r.person() == record.person())?
+                        .scope()
+                        .cloned()
+                }),
+            };
+            record.with_scope(scope).to_line()
+        }
+        Some(Kind::Key) if may.is_some() => {
+            return Err("--may is for a person's passkey line, not an assistant key".into());
+        }
         Some(Kind::Key) => line.to_owned(),
         None => {
             return Err(
@@ -339,6 +366,40 @@ pub fn add(existing: &str, line: &str, now: &str, path: &Path) -> Result<(String
         .find(|l| l.lines.0 == added_at)
         .ok_or_else(|| "the added line was not read back".to_owned())?;
     Ok((text, listed))
+}
+
+/// A scope as written after `--may` or in `approvers scope` (`may=` optional).
+fn parse_scope(text: &str) -> Result<Scope, String> {
+    let text = text.trim();
+    Scope::parse(text.strip_prefix(scope::PREFIX).unwrap_or(text)).map_err(|e| e.to_string())
+}
+
+/// The file after `approvers scope PERSON SCOPE`: every passkey line of that person written
+/// again with the scope (`everything` lifts it), every other line untouched. Refuses when the
+/// person has no passkey here.
+pub fn set_scope(existing: &str, person: &str, scope: &str) -> Result<(String, usize), String> {
+    let scope = match scope.trim() {
+        "everything" => None,
+        text => Some(parse_scope(text)?),
+    };
+    let mut changed = 0;
+    let mut out = String::new();
+    for raw in existing.lines() {
+        match PasskeyRecord::parse_line(raw) {
+            Ok(record) if record.person() == person => {
+                out.push_str(&record.with_scope(scope.clone()).to_line());
+                changed += 1;
+            }
+            _ => out.push_str(raw),
+        }
+        out.push('\n');
+    }
+    if changed == 0 {
+        return Err(format!(
+            "no passkey of person {person:?} is enrolled; `approvers list` shows who is"
+        ));
+    }
+    Ok((out, changed))
 }
 
 /// A new passkey line against the people already enrolled: a person keeps one display name

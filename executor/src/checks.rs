@@ -201,19 +201,28 @@ pub struct Quorate {
 /// never from anything else in the request. Arguments that do not parse count as disruptive
 /// (the policy check refuses them after the nonce anyway).
 pub fn needed(config: &PasskeyConfig, policy: &Policy, c: &ApprovalClaims) -> usize {
+    config.needed(&c.tool, disruptive(policy, c))
+}
+
+/// Whether the executor's policy calls this change disruptive, from the signed arguments;
+/// arguments that do not parse count as disruptive.
+fn disruptive(policy: &Policy, c: &ApprovalClaims) -> bool {
     let arguments = fleetwatch_protocol::canonical::from_str(&c.arguments)
         .and_then(|canonical| canonical.to_value())
         .unwrap_or(Value::Null);
-    config.needed(&c.tool, policy.is_disruptive(&c.tool, &arguments))
+    policy.is_disruptive(&c.tool, &arguments)
 }
 
-/// Refuses unless the distinct enrolled passkeys that verified meet this change's quorum. The
-/// same passkey twice is one person.
+/// Refuses unless the distinct enrolled persons who approved, each within the scope their
+/// approver line gives (the tool, or calm or disruptive, and every target), meet this
+/// change's quorum. The same person twice is one person; a person outside their scope counts
+/// for nothing, and is the refusal when the quorum is then unmet.
 pub fn quorum(fresh: Fresh, config: &PasskeyConfig, policy: &Policy) -> Result<Quorate, Refusal> {
     let Fresh(c, passkeys) = fresh;
-    let need = needed(config, policy, &c);
+    let disruptive = disruptive(policy, &c);
+    let need = config.needed(&c.tool, disruptive);
     passkeys
-        .require(need)
+        .require_in_scope(need, &c.tool, disruptive, &c.targets)
         .map_err(passkey::PasskeyError::refusal)?;
     Ok(Quorate {
         claims: c,

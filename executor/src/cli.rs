@@ -47,10 +47,19 @@ pub enum Command {
     KeysList,
     /// `approvers list`
     ApproversList,
-    /// `approvers add LINE…`
+    /// `approvers add LINE… [--may SCOPE]`
     ApproversAdd {
         /// The words of the line, joined by one space (`-`: read one line from standard input).
         line: String,
+        /// `--may`: what the person may approve, `TOOLS@ROOMS`.
+        may: Option<String>,
+    },
+    /// `approvers scope PERSON SCOPE`
+    ApproversScope {
+        /// The person ID.
+        person: String,
+        /// `TOOLS@ROOMS`, or `everything`.
+        scope: String,
     },
     /// `receipt N` or `receipt --key`
     Receipt {
@@ -316,6 +325,28 @@ static APPROVERS_ADD: Node = Node {
          a display name another person uses and a second name for one person, leaving the file \
          unchanged; otherwise replaces the file atomically (owner, group and mode kept; 0644 \
          for a new file). The running executor uses it from the next request",
+        &[&MAY, &CONFIG],
+    )
+};
+static MAY: Flag = with_value(
+    "may",
+    "SCOPE",
+    "What the person may approve, `TOOLS@ROOMS`: tools as tool names and the words calm, \
+     disruptive and all, comma-separated; rooms as `team` (every room of the fenced team) or \
+     device IDs, comma-separated (for example calm,batch_reboot@team). Without it the person \
+     may approve everything, or keeps the scope their other passkeys carry",
+);
+static APPROVERS_SCOPE: Node = Node {
+    operand: Some((
+        "PERSON",
+        "A person ID, then the scope: `TOOLS@ROOMS` as for `add --may`, or `everything` to lift \
+         it (`approvers scope sam calm@team`)",
+    )),
+    ..command(
+        "scope",
+        "Set what a person may approve, on every passkey line of theirs, as root: the executor \
+         counts them toward a change's quorum only when the scope covers its tool and every \
+         target. Atomic like `add`; the running executor uses it from the next request",
         &[&CONFIG],
     )
 };
@@ -335,7 +366,12 @@ static APPROVERS_REMOVE: Node = Node {
 static APPROVERS: Node = group(
     "approvers",
     "Who may approve: the persons' passkeys and the assistant's key, in the approver file",
-    &[&APPROVERS_LIST, &APPROVERS_ADD, &APPROVERS_REMOVE],
+    &[
+        &APPROVERS_LIST,
+        &APPROVERS_ADD,
+        &APPROVERS_SCOPE,
+        &APPROVERS_REMOVE,
+    ],
 );
 static TOP: Node = group(
     BIN,
@@ -621,6 +657,14 @@ fn finish(
         ["approvers", "list"] => Command::ApproversList,
         ["approvers", "add"] => Command::ApproversAdd {
             line: operands.join(" "),
+            may: value(MAY.long).map(|p| p.to_string_lossy().into_owned()),
+        },
+        ["approvers", "scope"] => match operands.as_slice() {
+            [person, scope] => Command::ApproversScope {
+                person: person.clone(),
+                scope: scope.clone(),
+            },
+            _ => return usage_error("give a person ID and a scope", &path),
         },
         ["approvers", "remove"] => Command::ApproversRemove {
             who: operands.join(" "),
@@ -688,10 +732,35 @@ mod tests {
             Parsed::Run(Cli {
                 config: Some("c".into()),
                 command: Command::ApproversAdd {
-                    line: "approver ana es256 AAAA Ana".into()
+                    line: "approver ana es256 AAAA Ana".into(),
+                    may: None,
                 }
             })
         );
+        assert_eq!(
+            run(&["approvers", "add", "-", "--may", "calm@team"]),
+            Parsed::Run(Cli {
+                config: None,
+                command: Command::ApproversAdd {
+                    line: "-".into(),
+                    may: Some("calm@team".into()),
+                }
+            })
+        );
+        assert_eq!(
+            run(&["approvers", "scope", "ana", "calm@team"]),
+            Parsed::Run(Cli {
+                config: None,
+                command: Command::ApproversScope {
+                    person: "ana".into(),
+                    scope: "calm@team".into(),
+                }
+            })
+        );
+        assert!(matches!(
+            run(&["approvers", "scope", "ana"]),
+            Parsed::Usage(_)
+        ));
         assert_eq!(
             run(&["approvers", "remove", "3fa2 9c01"]),
             Parsed::Run(Cli {

@@ -183,8 +183,11 @@ pub fn approvers_list(config: &Config) -> Result<String, String> {
     }
     for (person, name, keys) in &persons {
         out.push(format!(
-            "person {}  {name}",
-            person.as_deref().unwrap_or("-")
+            "person {}  {name}  may approve {}",
+            person.as_deref().unwrap_or("-"),
+            keys.first()
+                .and_then(|k| k.scope.clone())
+                .unwrap_or_else(|| "everything".to_owned())
         ));
         for a in keys {
             let counter = match (&a.credential_id, &counters) {
@@ -222,7 +225,7 @@ pub fn approvers_list(config: &Config) -> Result<String, String> {
 
 /// `approvers add LINE`: checks the line with the whole file, writes the file atomically and
 /// returns what to tell the administrator, fingerprint first.
-pub fn approvers_add(config: &Config, line: &str) -> Result<String, String> {
+pub fn approvers_add(config: &Config, line: &str, may: Option<&str>) -> Result<String, String> {
     let path = &config.approver_keys;
     let existing = if path.exists() {
         approvers::read(path).map_err(|e| e.to_string())?
@@ -232,7 +235,7 @@ pub fn approvers_add(config: &Config, line: &str) -> Result<String, String> {
     let now = jiff::Timestamp::from_second(jiff::Timestamp::now().as_second())
         .map(|t| t.to_string())
         .unwrap_or_default();
-    let (text, added) = approvers::add(&existing, line, &now, path)
+    let (text, added) = approvers::add(&existing, line, may, &now, path)
         .map_err(|e| format!("refused, {} unchanged: {e}", path.display()))?;
     approvers::write_atomically(path, &text)?;
     let who = match (&added.person, added.name.is_empty()) {
@@ -247,6 +250,9 @@ pub fn approvers_add(config: &Config, line: &str) -> Result<String, String> {
         path.display(),
         added.fingerprint
     );
+    if let Some(scope) = &added.scope {
+        message.push_str(&format!("may approve: {scope}\n"));
+    }
     if added.kind == "passkey" {
         message.push_str(
             "Compare the fingerprint with the one `fleetwatch-confirm enrol` printed; if they \
@@ -255,6 +261,28 @@ pub fn approvers_add(config: &Config, line: &str) -> Result<String, String> {
     }
     message.push_str("The running executor reads the file for every request: no restart needed.");
     Ok(message)
+}
+
+/// `approvers scope PERSON SCOPE`: what the person may approve, on every passkey line of
+/// theirs, writing the file atomically.
+pub fn approvers_scope(config: &Config, person: &str, scope: &str) -> Result<String, String> {
+    let path = &config.approver_keys;
+    let existing = approvers::read(path).map_err(|e| e.to_string())?;
+    approvers::parse(&existing, path).map_err(|e| format!("refused, fix the file first: {e}"))?;
+    let (text, changed) = approvers::set_scope(&existing, person, scope)
+        .map_err(|e| format!("refused, {} unchanged: {e}", path.display()))?;
+    approvers::parse(&text, path)
+        .map_err(|e| format!("refused, {} unchanged: {e}", path.display()))?;
+    approvers::write_atomically(path, &text)?;
+    let words = approvers::list(&text)
+        .into_iter()
+        .find(|l| l.person.as_deref() == Some(person))
+        .and_then(|l| l.scope)
+        .unwrap_or_else(|| "everything".to_owned());
+    Ok(format!(
+        "person {person} ({changed} passkey(s)) may approve: {words}\nThe running executor \
+         reads the file for every request: no restart needed."
+    ))
 }
 
 /// `approvers remove WHO`: a person (all their passkeys), a fingerprint or a name, writing

@@ -128,7 +128,10 @@ async fn main() -> ExitCode {
     // as its unit says, and the approver file is root's to change.
     if !matches!(
         cli.command,
-        Command::Serve | Command::ApproversAdd { .. } | Command::ApproversRemove { .. }
+        Command::Serve
+            | Command::ApproversAdd { .. }
+            | Command::ApproversScope { .. }
+            | Command::ApproversRemove { .. }
     ) && let Err(e) = fleetwatch_executor::act_as_state_owner(&config)
     {
         return fail(e);
@@ -210,10 +213,13 @@ async fn main() -> ExitCode {
         }
         Command::KeysList => fleetwatch_executor::keys_list(&config),
         Command::ApproversList => fleetwatch_executor::approvers_list(&config),
-        Command::ApproversAdd { line } => match one_line(line) {
-            Ok(line) => fleetwatch_executor::approvers_add(&config, &line),
+        Command::ApproversAdd { line, may } => match one_line(line) {
+            Ok(line) => fleetwatch_executor::approvers_add(&config, &line, may.as_deref()),
             Err(e) => Err(e),
         },
+        Command::ApproversScope { person, scope } => {
+            fleetwatch_executor::approvers_scope(&config, &person, &scope)
+        }
         Command::ApproversRemove { who } => fleetwatch_executor::approvers_remove(&config, &who),
     };
     match result {

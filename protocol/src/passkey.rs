@@ -309,6 +309,19 @@ pub enum RecordError {
         "the person ID is listed under another name: a second passkey of theirs must carry the same name"
     )]
     PersonNamedTwice,
+    /// A `may=` field that is not `TOOLS@ROOMS`.
+    #[error(
+        "the scope is not `may=TOOLS@ROOMS` (tools: tool names, `calm`, `disruptive` or `all`, comma-separated; rooms: `team` or device IDs, comma-separated; nothing twice)"
+    )]
+    ScopeInvalid,
+    /// A display name starting with `may=`, which would read back as a scope.
+    #[error("the operator name may not start with `may=`")]
+    NameLooksLikeScope,
+    /// A person listed with two different scopes: what a person may approve is one rule.
+    #[error(
+        "the person ID is listed with another scope: every passkey of one person carries the same scope"
+    )]
+    PersonScopedTwice,
 }
 
 /// Whether a passkey may be copied to other devices, from the backup-eligible (BE) flag its
@@ -362,6 +375,8 @@ pub const MAX_PERSON_CHARS: usize = 32;
 pub struct PasskeyRecord {
     person: String,
     backup: Backup,
+    /// What the person may approve; `None`: everything.
+    scope: Option<Scope>,
     algorithm: Algorithm,
     credential_id: Vec<u8>,
     spki: Vec<u8>,
@@ -389,12 +404,23 @@ impl PasskeyRecord {
         Ok(PasskeyRecord {
             person,
             backup,
+            scope: None,
             algorithm,
             credential_id,
             spki,
             name,
             key,
         })
+    }
+
+    /// The same record with this scope (`None`: may approve everything).
+    pub fn with_scope(self, scope: Option<Scope>) -> PasskeyRecord {
+        PasskeyRecord { scope, ..self }
+    }
+
+    /// What the person may approve; `None` is everything.
+    pub fn scope(&self) -> Option<&Scope> {
+        self.scope.as_ref()
     }
 
     /// Parses one record line: `approver <person> <alg> <credential ID> <SPKI> <backup>
@@ -435,13 +461,28 @@ impl PasskeyRecord {
             return Err(RecordError::MissingField("backup field"));
         }
         let backup = Backup::from_name(backup).ok_or(RecordError::BackupUnknown)?;
+        let (scope, name) = match next_field(name) {
+            (field, rest) if field.starts_with(scope::PREFIX) => (
+                Some(Scope::parse(
+                    field.get(scope::PREFIX.len()..).unwrap_or_default(),
+                )?),
+                rest,
+            ),
+            _ => (None, name),
+        };
         PasskeyRecord::for_person(person, backup, algorithm, credential_id, spki, name)
+            .map(|r| r.with_scope(scope))
     }
 
     /// The record's line, as [`PasskeyRecord::parse_line`] reads it.
     pub fn to_line(&self) -> String {
+        let scope = self
+            .scope
+            .as_ref()
+            .map(|s| format!("{}{s} ", scope::PREFIX))
+            .unwrap_or_default();
         format!(
-            "approver {} {} {} {} {} {}",
+            "approver {} {} {} {} {} {scope}{}",
             self.person,
             self.algorithm,
             base64url(&self.credential_id),
@@ -540,6 +581,10 @@ fn check_name(name: &str) -> Result<String, RecordError> {
     }
     if name.chars().any(crate::shown::is_hidden) {
         return Err(RecordError::NameHasControl);
+    }
+    // A name that starts like a scope would read back as one.
+    if name.starts_with(scope::PREFIX) {
+        return Err(RecordError::NameLooksLikeScope);
     }
     Ok(name.to_owned())
 }
@@ -643,6 +688,13 @@ impl Approvers {
             .any(|r| r.person == record.person && r.name != record.name)
         {
             return Err(RecordError::PersonNamedTwice);
+        }
+        if self
+            .records
+            .iter()
+            .any(|r| r.person == record.person && r.scope != record.scope)
+        {
+            return Err(RecordError::PersonScopedTwice);
         }
         self.records.push(record);
         Ok(())
@@ -797,6 +849,15 @@ pub enum PasskeyError {
         /// Distinct passkeys required.
         need: usize,
     },
+    /// A person approved outside what their approver line lets them approve, and without them
+    /// the quorum is not met.
+    #[error("{have} of {need} required persons may approve this change")]
+    OutOfScope {
+        /// Distinct persons in scope who approved.
+        have: usize,
+        /// Distinct persons required.
+        need: usize,
+    },
 }
 
 impl PasskeyError {
@@ -828,6 +889,10 @@ impl PasskeyError {
                 have: u32::try_from(have).unwrap_or(u32::MAX),
                 need: u32::try_from(need).unwrap_or(u32::MAX),
             },
+            PasskeyError::OutOfScope { have, need } => Refusal::PasskeyOutOfScope {
+                have: u32::try_from(have).unwrap_or(u32::MAX),
+                need: u32::try_from(need).unwrap_or(u32::MAX),
+            },
         }
     }
 }
@@ -838,6 +903,7 @@ impl PasskeyError {
 pub struct VerifiedAssertion {
     credential_id: Vec<u8>,
     person: String,
+    scope: Option<Scope>,
     fingerprint: Fingerprint,
     name: String,
     counter: u32,
@@ -969,6 +1035,40 @@ impl VerifiedPasskeys {
         }
     }
 
+    /// Refuses unless at least `needed` distinct persons whose scope covers this change (its
+    /// tool, whether it is disruptive, every target) approved it. When the persons outside
+    /// their scope are what leaves the quorum unmet, [`PasskeyError::OutOfScope`]; otherwise as
+    /// [`VerifiedPasskeys::require`].
+    pub fn require_in_scope(
+        &self,
+        needed: usize,
+        tool: &str,
+        disruptive: bool,
+        targets: &[String],
+    ) -> Result<(), PasskeyError> {
+        let covered = |a: &&VerifiedAssertion| {
+            a.scope
+                .as_ref()
+                .is_none_or(|s| s.covers(tool, disruptive, targets))
+        };
+        let persons: std::collections::BTreeSet<&str> = self
+            .assertions
+            .iter()
+            .filter(covered)
+            .map(|a| a.person.as_str())
+            .collect();
+        if persons.len() >= needed {
+            return Ok(());
+        }
+        if self.assertions.iter().any(|a| !covered(&a)) {
+            return Err(PasskeyError::OutOfScope {
+                have: persons.len(),
+                need: needed,
+            });
+        }
+        self.require(needed)
+    }
+
     /// Refuses unless at least `needed` distinct persons' passkeys verified: none at all is
     /// [`PasskeyError::PasskeyRequired`], some but too few [`PasskeyError::QuorumNotMet`].
     pub fn require(&self, needed: usize) -> Result<(), PasskeyError> {
@@ -1076,6 +1176,7 @@ pub fn verify_assertion_for_challenge(
     Ok(VerifiedAssertion {
         credential_id: record.credential_id.clone(),
         person: record.person.clone(),
+        scope: record.scope.clone(),
         fingerprint: record.fingerprint(),
         name: record.name.clone(),
         counter,
@@ -1088,8 +1189,10 @@ pub fn verify_assertion_for_challenge(
 // `enrol` feature, which the executor does not enable, so it does not link it.
 #[cfg(feature = "enrol")]
 mod enrol;
+pub mod scope;
 #[cfg(feature = "enrol")]
 pub use enrol::{Registration, check_registration};
+pub use scope::Scope;
 
 /// The signature check alone: the record's key over `authenticatorData ‖
 /// SHA-256(clientDataJSON)`. ES256 takes a strict DER signature and either form of `S`

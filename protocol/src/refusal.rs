@@ -175,6 +175,14 @@ pub enum Refusal {
     /// enrolment recorded: the credential changed kind, or the authenticator is not the one
     /// enrolled.
     PasskeyBackupChanged,
+    /// A person approved a change their approver line's scope does not cover (its tool or a
+    /// target), and without them too few persons approved.
+    PasskeyOutOfScope {
+        /// Distinct persons in scope who approved.
+        have: u32,
+        /// Distinct persons required.
+        need: u32,
+    },
 }
 
 impl Refusal {
@@ -248,6 +256,7 @@ impl Refusal {
             Refusal::ConfirmOriginNotHeld => "confirm_origin_not_held",
             Refusal::PasskeyBackupStateWithoutEligible => "passkey_backup_state_without_eligible",
             Refusal::PasskeyBackupChanged => "passkey_backup_changed",
+            Refusal::PasskeyOutOfScope { .. } => "passkey_out_of_scope",
         }
     }
 }
@@ -493,6 +502,10 @@ pub fn code_words(code: &str, spanish: bool) -> Option<&'static str> {
             "the passkey's backup flag is not the one recorded at enrolment",
             "el indicador de copia de la passkey no es el registrado al inscribirla",
         ),
+        "passkey_out_of_scope" => (
+            "a person who approved it may not approve this change",
+            "una persona que la aprobó no puede aprobar este cambio",
+        ),
         "passkey_synced" => (
             "a synced passkey confirmed it, and only device-bound ones are accepted",
             "la confirmó una passkey sincronizada, y solo se aceptan las ligadas a un dispositivo",
@@ -578,6 +591,7 @@ mod tests {
             Refusal::ConfirmOriginNotHeld,
             Refusal::PasskeyBackupStateWithoutEligible,
             Refusal::PasskeyBackupChanged,
+            Refusal::PasskeyOutOfScope { have: 0, need: 1 },
         ];
         for r in &list {
             match r {
@@ -647,7 +661,8 @@ mod tests {
                 | Refusal::NameChanged
                 | Refusal::ConfirmOriginNotHeld
                 | Refusal::PasskeyBackupStateWithoutEligible
-                | Refusal::PasskeyBackupChanged => {}
+                | Refusal::PasskeyBackupChanged
+                | Refusal::PasskeyOutOfScope { .. } => {}
             }
         }
         list

@@ -19,10 +19,12 @@ use crate::refusal::Refusal;
 /// added the enrolled persons' approver lines and the trial mode to [`StatusReport`]; version 7
 /// added the names the executor read to [`Description`], for the claims to sign; version 8
 /// added [`Request::Receipt`], a change's receipt for the page to offer; version 9 added
-/// [`Request::Rooms`], the fenced rooms the assistant may propose a change for. A peer of
-/// another version is told "unknown version", never "malformed",
+/// [`Request::Rooms`], the fenced rooms the assistant may propose a change for; version 10
+/// added why the confirm origin is not held to [`StatusReport`]; version 11 added
+/// [`crate::Refusal::PasskeyOutOfScope`]. A peer of another version is told "unknown version",
+/// never "malformed",
 /// because the version is decoded alone before anything else.
-pub const WIRE_VERSION: u16 = 10;
+pub const WIRE_VERSION: u16 = 11;
 
 /// Largest frame either side accepts, in bytes (the length prefix excluded).
 pub const MAX_FRAME: usize = 64 * 1024;

@@ -1222,8 +1222,8 @@ fn an_approval_carries_the_assistant_signature_and_the_passkeys_over_the_same_by
 
 #[test]
 fn the_wire_version_moved_and_an_old_peer_hears_unknown_version() {
-    // Version 10's Status says whether the confirm origin is held as an Execute requires.
-    assert_eq!(WIRE_VERSION, 10);
+    // Version 11 refuses a person outside their scope with its own code.
+    assert_eq!(WIRE_VERSION, 11);
     // What a peer of the previous version sends is refused as a version, not as malformed.
     let old = postcard::to_stdvec(&RequestEnvelope {
         version: WIRE_VERSION - 1,
@@ -1269,4 +1269,78 @@ fn the_largest_approval_the_verifier_accepts_still_fits_a_frame() {
     }))
     .expect("fits");
     assert!(body.len() <= MAX_FRAME, "{} bytes", body.len());
+}
+
+#[test]
+fn a_scope_rides_on_the_approver_line_and_decides_who_counts() {
+    let ana = SoftPasskey::es256(71);
+    let ana_backup = SoftPasskey::ed25519(72);
+    let bo = SoftPasskey::ed25519(73);
+    let scope = passkey::Scope::parse("calm@abcdef0123").unwrap();
+    let line = PasskeyRecord::parse_line(&ana.person_line("ana", "Ana Gómez"))
+        .unwrap()
+        .with_scope(Some(scope.clone()))
+        .to_line();
+    assert!(
+        line.ends_with(" device-bound may=calm@abcdef0123 Ana Gómez"),
+        "{line}"
+    );
+    let read = PasskeyRecord::parse_line(&line).unwrap();
+    assert_eq!(read.scope(), Some(&scope));
+    assert_eq!(read.name(), "Ana Gómez");
+    assert_eq!(read.to_line(), line, "the line reads back as written");
+    // A malformed scope, and a name that would read back as one, are refused.
+    let bad = line.replace("may=calm@abcdef0123", "may=calm@room");
+    assert_eq!(
+        PasskeyRecord::parse_line(&bad),
+        Err(RecordError::ScopeInvalid)
+    );
+    assert_eq!(
+        passkey::check_display_name("may=all@team Ana"),
+        Err(RecordError::NameLooksLikeScope)
+    );
+    // One person, one scope: a backup passkey with another scope is refused.
+    let unscoped_backup = ana_backup.person_line("ana", "Ana Gómez");
+    assert_eq!(
+        Approvers::parse(&format!("{line}\n{unscoped_backup}\n")),
+        Err(ApproverFileError::Line {
+            line: 2,
+            error: RecordError::PersonScopedTwice
+        })
+    );
+
+    // Counting: a calm change in the person's room counts them; a disruptive one, or another
+    // room, does not, and the refusal says it is the scope.
+    let file = Approvers::parse(&format!("{line}\n{}\n", bo.person_line("bo", "Bo"))).unwrap();
+    let mut ana = ana;
+    let mut bo = bo;
+    let both = SignedApproval {
+        claims: CLAIMS.to_vec(),
+        signatures: Vec::new(),
+        passkeys: vec![ana.assert(CLAIMS), bo.assert(CLAIMS)],
+    };
+    let verified = verify_approval(&both, &file, &rp()).unwrap();
+    let room = vec!["abcdef0123".to_owned()];
+    let elsewhere = vec!["abcdef0999".to_owned()];
+    assert_eq!(
+        verified.require_in_scope(2, "batch_recording", false, &room),
+        Ok(())
+    );
+    assert_eq!(
+        verified.require_in_scope(2, "batch_reboot", true, &room),
+        Err(PasskeyError::OutOfScope { have: 1, need: 2 })
+    );
+    assert_eq!(
+        verified.require_in_scope(2, "batch_recording", false, &elsewhere),
+        Err(PasskeyError::OutOfScope { have: 1, need: 2 })
+    );
+    // Enough persons in scope without them: the out-of-scope assertion does not refuse.
+    assert_eq!(
+        verified.require_in_scope(1, "batch_reboot", true, &room),
+        Ok(())
+    );
+    assert_eq!(
+        PasskeyError::OutOfScope { have: 1, need: 2 }.refusal(),
+        Refusal::PasskeyOutOfScope { have: 1, need: 2 }
+    );
 }

@@ -396,6 +396,10 @@ pub const READING_ORDER: &[(&str, &str)] = &[
         "passkey assertions: client data, authenticator data, signatures, counters, persons",
     ),
     (
+        "protocol/src/passkey/scope.rs",
+        "what a person may approve: the scope on their approver line, and whether it covers a change",
+    ),
+    (
         "executor/src/approvers.rs",
         "the approver file: assistant keys and persons, read for every request",
     ),

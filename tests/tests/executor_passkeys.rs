@@ -977,3 +977,109 @@ async fn the_approval_pages_origin_stops_the_executor_at_start() {
         "{err}"
     );
 }
+
+/// What a person may approve, held by the executor (the team's own rule): a student technician
+/// scoped to calm changes in one room cannot make the quorum of a reboot, nor of a calm change
+/// in another room (nothing written, its own code); inside the scope they count. A line without
+/// a scope approves everything, as before scopes.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_person_outside_their_scope_cannot_make_the_quorum() {
+    let mut tech = SoftPasskey::es256(61);
+    let mut lead = SoftPasskey::ed25519(62);
+    let mut h = Harness::prepare(Setup {
+        trial: false,
+        ..Setup::default()
+    })
+    .await;
+    let room = sandbox_devices(&h.sim)[0].clone();
+    let other = sandbox_devices(&h.sim)[1].clone();
+    let scoped = fleetwatch_protocol::passkey::PasskeyRecord::parse_line(
+        &tech.person_line("tech", "Student Tech"),
+    )
+    .unwrap()
+    .with_scope(Some(
+        fleetwatch_protocol::passkey::Scope::parse(&format!("calm@{room}")).unwrap(),
+    ))
+    .to_line();
+    assert!(
+        scoped.contains(&format!(" may=calm@{room} Student Tech")),
+        "{scoped}"
+    );
+    // Installed as an administrator writes them, before the executor starts.
+    let file = h.dir.path().join("etc/approvers.pub");
+    let mut text = std::fs::read_to_string(&file).unwrap();
+    text.push_str(&format!(
+        "{scoped}\n{}\n",
+        lead.person_line("lead", "Lead Engineer")
+    ));
+    std::fs::write(&file, text).unwrap();
+    h.setup.allowlist = Some(sandbox_devices(&h.sim));
+    h.spawn();
+    h.wait_ready().await;
+
+    // A reboot is disruptive: outside "calm".
+    let reboot_room = h.claims("batch_reboot", &reboot(&room)).await;
+    refused(
+        &h,
+        sign_with_passkeys(&reboot_room, 7, &mut [&mut tech]),
+        Refusal::PasskeyOutOfScope { have: 0, need: 1 },
+        "a reboot by a person scoped to calm changes",
+    )
+    .await;
+    assert_eq!(
+        h.execution_state(&reboot_room.approval_id),
+        None,
+        "no nonce"
+    );
+    // A calm change in another room: outside the rooms.
+    let elsewhere = h.claims("batch_recording", &start_recording(&other)).await;
+    refused(
+        &h,
+        sign_with_passkeys(&elsewhere, 7, &mut [&mut tech]),
+        Refusal::PasskeyOutOfScope { have: 0, need: 1 },
+        "a calm change in a room outside the scope",
+    )
+    .await;
+    // Inside the scope the person counts; the unscoped lead approves anything.
+    let inside = h.claims("batch_recording", &start_recording(&room)).await;
+    done(
+        &h,
+        sign_with_passkeys(&inside, 7, &mut [&mut tech]),
+        "a calm change in the person's room",
+    )
+    .await;
+    done(
+        &h,
+        sign_with_passkeys(&elsewhere, 7, &mut [&mut tech, &mut lead]),
+        "the lead makes the quorum the technician cannot",
+    )
+    .await;
+
+    // `approvers list` says it in words; `approvers scope` changes it for the next request.
+    let list = String::from_utf8_lossy(&h.cli(&["approvers", "list"], None).stdout).into_owned();
+    assert!(
+        list.contains(&format!(
+            "person tech  Student Tech  may approve calm changes, in {room}"
+        )) && list.contains("person lead  Lead Engineer  may approve everything"),
+        "{list}"
+    );
+    if rustix::process::geteuid().as_raw() == 0 {
+        let out = h.cli(&["approvers", "scope", "tech", "all@team"], None);
+        assert!(out.status.success(), "{out:?}");
+        // A room nothing records in: a reboot there is the executor's to allow.
+        let quiet = sandbox_devices(&h.sim)[2].clone();
+        let reboot_other = h.claims("batch_reboot", &reboot(&quiet)).await;
+        done(
+            &h,
+            sign_with_passkeys(&reboot_other, 7, &mut [&mut tech]),
+            "after the scope was widened",
+        )
+        .await;
+        let bad = h.cli(&["approvers", "scope", "tech", "calm@room-1"], None);
+        assert!(!bad.status.success());
+        assert!(
+            String::from_utf8_lossy(&bad.stderr).contains("may=TOOLS@ROOMS"),
+            "{bad:?}"
+        );
+    }
+}

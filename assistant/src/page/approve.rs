@@ -236,9 +236,12 @@ pub async fn show(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
     if let Some(status) = &status {
         card::hold_limits(&mut card, lang, &status.limits, jiff::Timestamp::now());
     }
+    let needed = passkeys_needed(status.as_ref(), &first.tool, card.disruptive);
+    if let Some(status) = &status {
+        card::who_may_approve(&mut card, lang, &super::passkeys::enrolled(status), needed);
+    }
     let digest = card.binding.digest();
     let tag = hex(&sessions::tag(&session));
-    let needed = passkeys_needed(status.as_ref(), &first.tool, card.disruptive);
     let waiting = {
         let Ok(store) = app.deps.store.lock() else {
             return store_trouble(lang);

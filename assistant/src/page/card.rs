@@ -8,6 +8,7 @@
 
 use fleetwatch_protocol::canonical;
 use fleetwatch_protocol::fleet::RoomBlock;
+use fleetwatch_protocol::passkey::Approvers;
 use fleetwatch_protocol::policy::{ChannelRef, Policy, Validated};
 use fleetwatch_protocol::wire::{Description, DeviceFacts, LimitsReport, PublisherState};
 use serde_json::Value;
@@ -426,6 +427,42 @@ fn warning_lines(lang: Lang, d: &DeviceFacts) -> Vec<String> {
     own.chain(channels)
         .map(|line| format!("{room}: {line}"))
         .collect()
+}
+
+/// Who may approve this card, from the approver lines the executor's `Status` lists: when any
+/// person carries a scope, the card names those whose scope covers its tool and every target,
+/// and when fewer of them than the change needs are enrolled, it offers only Deny, saying so
+/// before anyone reaches for a passkey. The executor counts them in any case.
+pub fn who_may_approve(card: &mut Card, lang: Lang, approvers: &Approvers, needed: usize) {
+    let records = approvers.records();
+    if records.iter().all(|r| r.scope().is_none()) {
+        return;
+    }
+    let mut names: Vec<&str> = Vec::new();
+    for r in records {
+        let covered = r
+            .scope()
+            .is_none_or(|s| s.covers(&card.binding.tool, card.disruptive, &card.binding.targets));
+        if covered && !names.contains(&r.name()) {
+            names.push(r.name());
+        }
+    }
+    let shown: Vec<String> = names.iter().map(|n| show_text(n, MAX_NAME_CHARS)).collect();
+    if names.is_empty() {
+        card.deny_only.push(lang.t("deny.scope_nobody").to_owned());
+        return;
+    }
+    card.warnings
+        .push(lang.f("card.may_approve", &[("names", &shown.join(", "))]));
+    if names.len() < needed {
+        card.deny_only.push(lang.f(
+            "deny.scope_few",
+            &[
+                ("have", &names.len().to_string()),
+                ("need", &needed.to_string()),
+            ],
+        ));
+    }
 }
 
 /// What the executor's limits (its `Status`) say of this card ahead of time: a disruptive

@@ -438,6 +438,18 @@ pub const EN: &[(&str, &str)] = &[
         "The executor has made {n} changes in the last hour, its limit of {limit}, so it would refuse this; try again later.",
     ),
     (
+        "card.may_approve",
+        "May approve this change (their approver lines' scope covers it): {names}.",
+    ),
+    (
+        "deny.scope_nobody",
+        "No enrolled person may approve this change: no approver line's scope covers its tool and every one of its rooms, so the executor would refuse it.",
+    ),
+    (
+        "deny.scope_few",
+        "Only {have} enrolled person(s) may approve this change and it needs {need}, so the executor would refuse it.",
+    ),
+    (
         "deny.not_allowlisted",
         "Device {id} is not on the write allowlist.",
     ),
@@ -959,6 +971,18 @@ pub const ES: &[(&str, &str)] = &[
     (
         "deny.hourly",
         "El ejecutor ha hecho {n} cambios en la última hora, su límite de {limit}, así que rechazaría este; inténtalo más tarde.",
+    ),
+    (
+        "card.may_approve",
+        "Pueden aprobar este cambio (el alcance de su línea de aprobador lo cubre): {names}.",
+    ),
+    (
+        "deny.scope_nobody",
+        "Ninguna persona inscrita puede aprobar este cambio: el alcance de ninguna línea de aprobador cubre su herramienta y todas sus salas, así que el ejecutor lo rechazaría.",
+    ),
+    (
+        "deny.scope_few",
+        "Solo {have} persona(s) inscrita(s) pueden aprobar este cambio y necesita {need}, así que el ejecutor lo rechazaría.",
     ),
     (
         "deny.not_allowlisted",

@@ -85,6 +85,11 @@ impl Refusal {
             Refusal::PasskeyRequired => {
                 "The approval was not confirmed with an operator's passkey, and this executor requires one. Nothing ran. Approve the change again and confirm it with your passkey; if no one is enrolled yet, an administrator enrols people with `fleetwatch-confirm enrol`."
             }
+            Refusal::PasskeyOutOfScope { have, need } => {
+                return format!(
+                    "A person who confirmed this change may not approve it: their approver line's scope does not cover its tool or one of its rooms, and without them {have} of the {need} people it needs approved. Nothing ran. Ask an enrolled operator whose scope covers it to confirm; the approval page lists who may."
+                );
+            }
             Refusal::PasskeyQuorumNotMet { have, need } => {
                 return format!(
                     "This change needs passkey confirmations from {need} different operators and the approval carried {have}. Nothing ran. Ask another enrolled operator to confirm the same change before it expires."
