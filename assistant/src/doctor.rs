@@ -710,6 +710,7 @@ mod tests {
             }],
             limits: Default::default(),
             confirm_origin_not_held: None,
+            freeze: Vec::new(),
         }
     }
 

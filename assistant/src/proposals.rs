@@ -176,6 +176,20 @@ impl Proposer {
         if description.targets != validated.targets {
             return refused("the executor resolved different targets.", false);
         }
+        if let Some(frozen) = &description.frozen {
+            let until = jiff::Timestamp::from_second(frozen.end)
+                .map(fleetwatch_protocol::fleet::format_time)
+                .unwrap_or_else(|_| frozen.end.to_string());
+            return refused(
+                format!(
+                    "the team has frozen {} until {until} ({}), and the executor would refuse \
+                     it. Do not propose it before then; tell the operator.",
+                    fleetwatch_protocol::shown::readable(&frozen.holds, 200),
+                    fleetwatch_protocol::shown::readable(&frozen.reason, 120)
+                ),
+                false,
+            );
+        }
         for device in &description.devices {
             if !device.on_team {
                 return refused(

@@ -102,6 +102,8 @@ struct World {
     describes: usize,
     /// What `Status` says of who holds the confirm origin.
     confirm_origin_not_held: Option<String>,
+    /// The freeze window the executor says holds every described change (None: none).
+    frozen: Option<fleetwatch_protocol::wire::FreezeReport>,
 }
 
 fn device(id: &str, name: &str) -> DeviceFacts {
@@ -187,6 +189,7 @@ fn describe(world: &World, policy: &Policy, tool: &str, arguments: &str) -> Resp
             .propose_entry(tool)
             .map(|e| e.schema_version)
             .unwrap_or(0),
+        frozen: world.frozen.clone(),
     })
 }
 
@@ -227,6 +230,7 @@ async fn serve_executor(socket: &Path, world: Arc<Mutex<World>>, policy: Arc<Pol
                                 quorums: w.quorums.clone(),
                                 limits: w.limits.clone(),
                                 confirm_origin_not_held: w.confirm_origin_not_held.clone(),
+                                freeze: w.frozen.iter().cloned().collect(),
                             }),
                             false,
                         ),
@@ -377,6 +381,7 @@ async fn prepare(
         assertions: Vec::new(),
         describes: 0,
         confirm_origin_not_held: None,
+        frozen: None,
         quorums: Vec::new(),
         limits: fleetwatch_protocol::wire::LimitsReport {
             cooldown_minutes: 10,
@@ -2616,6 +2621,33 @@ async fn the_card_says_who_may_approve_it_and_holds_when_too_few_may() {
     let html = e.card(&ana).await;
     assert!(html.contains("scope covers it): Ana, Bo."), "{html}");
     assert!(html.contains("action=\"/approve\""), "{html}");
+}
+
+/// A freeze window the executor reports: the card offers only Deny and says until when and why,
+/// and the page's notices say it too, before anyone approves.
+#[tokio::test]
+async fn a_freeze_window_holds_the_card_and_the_page_says_until_when() {
+    let e = env().await;
+    let cookie = e.login().await;
+    let end = jiff::Timestamp::now() + jiff::SignedDuration::from_hours(2);
+    e.world.lock().unwrap().frozen = Some(fleetwatch_protocol::wire::FreezeReport {
+        start: 0,
+        end: end.as_second(),
+        holds: "disruptive changes".into(),
+        reason: "finals week".into(),
+        in_force: true,
+    });
+    e.propose("batch_recording", record(&format!("{DEV_A}-1")), "why");
+    let html = e.card(&cookie).await;
+    assert!(html.contains("Frozen until "), "{html}");
+    assert!(
+        html.contains(": finals week (the executor holds disruptive changes until then"),
+        "{html}"
+    );
+    assert!(
+        !html.contains("action=\"/approve\""),
+        "Approve is not offered: {html}"
+    );
 }
 
 /// One person's approval with their passkey on the card they are shown now; the status, the

@@ -90,6 +90,57 @@ fn reboot(id: &str) -> Value {
     json!({"device_ids": [id]})
 }
 
+/// A freeze window the executor holds: the assistant learns it from the executor's describe
+/// and tells the model, in words, that the change cannot run until the window ends, storing
+/// nothing; a change the window does not hold is proposed as usual.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_change_a_freeze_window_holds_is_not_proposed_and_the_model_is_told_why() {
+    let sim = fleetwatch_sim::start(SimConfig::demo()).await.unwrap();
+    let sandbox = sim.team_devices("sandbox");
+    let now = jiff::Timestamp::now();
+    let window = format!(
+        "freeze:\n  - from: \"{}\"\n    until: \"{}\"\n    tools: disruptive\n    reason: finals week\n",
+        now - jiff::SignedDuration::from_hours(1),
+        now + jiff::SignedDuration::from_hours(2)
+    );
+    let executor = common::Executor::start_with(&sim.mcp_url(), &sandbox, None, &[], &window).await;
+    let state = tempfile::tempdir().unwrap();
+    for category in ["maintenance", "recording"] {
+        grants::open(state.path(), &common::policy(), category).unwrap();
+    }
+    let w = World {
+        socket: executor.socket.clone(),
+        _executor: Some(executor),
+        sim,
+        store: Arc::new(Mutex::new(Store::open(state.path()).unwrap())),
+        state,
+        sandbox: sandbox.clone(),
+        normal: Vec::new(),
+    };
+    let p = proposer(&w, fence(&sandbox), true);
+    let result = p
+        .propose("batch_reboot", reboot(&sandbox[0]), "restart it")
+        .await;
+    assert_eq!(result.proposal_id, None, "{}", result.message);
+    assert!(
+        result.message.contains("frozen disruptive changes until")
+            && result.message.contains("(finals week)")
+            && result.message.contains("Do not propose it before then"),
+        "{}",
+        result.message
+    );
+    assert_eq!(stored(&w), 0);
+    // A calm change is not held.
+    let calm = p
+        .propose(
+            "batch_recording",
+            json!({"action": "start", "device_ids": [format!("{}-1", sandbox[0])]}),
+            "record it",
+        )
+        .await;
+    assert!(calm.proposal_id.is_some(), "{}", calm.message);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_valid_proposal_is_stored_pending_with_everything_bound() {
     let w = world(false, &[]).await;

@@ -2,8 +2,8 @@
 //! value only that check can construct (private fields, neither `Clone` nor `Copy`), and each
 //! consumes the previous one, so the write cannot be reached with a check skipped.
 //!
-//! `PeerChecked` → `VerifiedBytes` → `PersonChecked` → `Claims` → `Fresh` → `Quorate` →
-//! `NonceStored` → `PolicyChecked` → `Fenced` → `Limited` → `LiveState` → `WriteTicket` →
+//! `PeerChecked` → `VerifiedBytes` → `PersonChecked` → `Claims` → `Fresh` → `Quorate` (not
+//! frozen) → `NonceStored` → `PolicyChecked` → `Fenced` → `Limited` → `LiveState` → `WriteTicket` →
 //! [`write`].
 
 use fleetwatch_write_permit::WritePermit;
@@ -229,6 +229,25 @@ pub fn quorum(fresh: Fresh, config: &PasskeyConfig, policy: &Policy) -> Result<Q
         uses: passkeys.uses(),
         need,
     })
+}
+
+/// Refuses a change a freeze window of the executor's configuration holds now (`frozen`,
+/// with the window's end and reason), before anything is spent: the team's own rule, which no
+/// approval lifts.
+pub fn not_frozen(
+    quorate: Quorate,
+    windows: &[crate::freeze::Window],
+    policy: &Policy,
+    now: jiff::Timestamp,
+) -> Result<Quorate, Refusal> {
+    let c = &quorate.claims;
+    match crate::freeze::holding(windows, &c.tool, disruptive(policy, c), now) {
+        Some(window) => Err(Refusal::Frozen {
+            until: window.end,
+            reason: window.reason,
+        }),
+        None => Ok(quorate),
+    }
 }
 
 /// The nonce is durably stored and the execution is open (`in_flight`).

@@ -31,6 +31,7 @@ struct FileConfig {
     write_team_id: Option<String>,
     passkeys: Option<FilePasskeys>,
     limits: Option<FileLimits>,
+    freeze: Option<Vec<crate::freeze::FileWindow>>,
 }
 
 /// The `limits:` section as written.
@@ -238,6 +239,8 @@ pub struct Config {
     pub passkeys: PasskeyConfig,
     /// Cooldown, hourly cap, open events.
     pub limits: Limits,
+    /// Freeze windows (`freeze:`): when the team says nothing of a kind may change.
+    pub freeze: Vec<crate::freeze::Window>,
 }
 
 /// Why the configuration was refused.
@@ -463,9 +466,16 @@ impl Config {
         }
         let passkeys = passkeys(file.passkeys.unwrap_or_default())?;
         let limits = limits(file.limits.unwrap_or_default())?;
+        let freeze = crate::freeze::parse(file.freeze.unwrap_or_default()).map_err(|problem| {
+            ConfigError::Value {
+                name: "freeze",
+                problem,
+            }
+        })?;
         Ok(Config {
             passkeys,
             limits,
+            freeze,
             socket: env("FLEETWATCH_EXECUTOR_SOCKET")
                 .map(PathBuf::from)
                 .or(file.socket)

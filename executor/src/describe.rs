@@ -224,6 +224,7 @@ async fn read_facts(
         event_matches,
         fingerprint,
         team_id: devices.team_id.clone(),
+        frozen: crate::freeze::holding(&ctx.config.freeze, &request.tool, disruptive, now),
         disruptive,
         policy_digest,
         schema_version,
@@ -312,6 +313,7 @@ pub fn status(ctx: &Context) -> StatusReport {
         chain_head: ctx.store.head().unwrap_or(crate::audit::GENESIS),
         limits: limits(ctx),
         confirm_origin_not_held: confirm_origin_not_held(ctx),
+        freeze: crate::freeze::report(&ctx.config.freeze, (ctx.clock)()),
     }
 }
 

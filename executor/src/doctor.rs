@@ -161,6 +161,7 @@ pub async fn doctor(config: &Config) -> Vec<Line> {
             lines.extend(database(config));
             lines.push(limits(config, Some(&store)));
             lines.push(audit_budget(config, &store));
+            lines.push(freeze(config));
         }
     }
     lines
@@ -200,6 +201,53 @@ fn limits(config: &Config, store: Option<&store::Store>) -> Line {
             format!("{text}; the store could not be read: {e}"),
         ),
     }
+}
+
+/// The freeze windows in force now and the next one, in the time the machine shows (UTC).
+fn freeze(config: &Config) -> Line {
+    const CHECK: &str = "freeze";
+    if config.freeze.is_empty() {
+        return line(
+            Level::Ok,
+            CHECK,
+            "no freeze window (freeze: in executor.yaml)",
+        );
+    }
+    let at = |t: i64| {
+        jiff::Timestamp::from_second(t)
+            .map(fleetwatch_protocol::fleet::format_time)
+            .unwrap_or_else(|_| t.to_string())
+    };
+    let reports = crate::freeze::report(&config.freeze, jiff::Timestamp::now());
+    let mut parts: Vec<String> = reports
+        .iter()
+        .map(|r| {
+            if r.in_force {
+                format!("{} frozen until {}: {}", r.holds, at(r.end), r.reason)
+            } else {
+                format!(
+                    "next: {} frozen {} to {}: {}",
+                    r.holds,
+                    at(r.start),
+                    at(r.end),
+                    r.reason
+                )
+            }
+        })
+        .collect();
+    if parts.is_empty() {
+        parts.push("none in force, none ahead".into());
+    }
+    let level = if reports.iter().any(|r| r.in_force) {
+        Level::Warn
+    } else {
+        Level::Ok
+    };
+    line(
+        level,
+        CHECK,
+        format!("{} window(s); {}", config.freeze.len(), parts.join("; ")),
+    )
 }
 
 /// How much of its audit budget `executor.db` uses: a warning from 90 %, a failure at it, when

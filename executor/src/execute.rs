@@ -97,6 +97,13 @@ pub async fn execute(ctx: &Context, peer: PeerChecked, request: ExecuteRequest) 
             return refused_early(ctx, uid, r, Some(&described), &request.assistant_chain_head);
         }
     };
+    let quorate = match checks::not_frozen(quorate, &ctx.config.freeze, &ctx.policy, (ctx.clock)())
+    {
+        Ok(q) => q,
+        Err(r) => {
+            return refused_early(ctx, uid, r, Some(&described), &request.assistant_chain_head);
+        }
+    };
     let stored = match checks::nonce(
         quorate,
         &ctx.store,

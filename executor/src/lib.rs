@@ -16,6 +16,7 @@ pub(crate) mod describe;
 pub mod doctor;
 pub mod epiphan;
 pub(crate) mod execute;
+pub mod freeze;
 pub(crate) mod holder;
 pub(crate) mod listener;
 pub mod login;

@@ -183,6 +183,13 @@ pub enum Refusal {
         /// Distinct persons required.
         need: u32,
     },
+    /// A freeze window of the executor's configuration holds this change now.
+    Frozen {
+        /// When the window ends (Unix seconds).
+        until: i64,
+        /// The window's reason, in the team's words.
+        reason: String,
+    },
 }
 
 impl Refusal {
@@ -257,6 +264,7 @@ impl Refusal {
             Refusal::PasskeyBackupStateWithoutEligible => "passkey_backup_state_without_eligible",
             Refusal::PasskeyBackupChanged => "passkey_backup_changed",
             Refusal::PasskeyOutOfScope { .. } => "passkey_out_of_scope",
+            Refusal::Frozen { .. } => "frozen",
         }
     }
 }
@@ -502,6 +510,10 @@ pub fn code_words(code: &str, spanish: bool) -> Option<&'static str> {
             "the passkey's backup flag is not the one recorded at enrolment",
             "el indicador de copia de la passkey no es el registrado al inscribirla",
         ),
+        "frozen" => (
+            "a freeze window of the team holds changes like it",
+            "una ventana de congelación del equipo retiene cambios como este",
+        ),
         "passkey_out_of_scope" => (
             "a person who approved it may not approve this change",
             "una persona que la aprobó no puede aprobar este cambio",
@@ -592,6 +604,10 @@ mod tests {
             Refusal::PasskeyBackupStateWithoutEligible,
             Refusal::PasskeyBackupChanged,
             Refusal::PasskeyOutOfScope { have: 0, need: 1 },
+            Refusal::Frozen {
+                until: 0,
+                reason: "finals week".into(),
+            },
         ];
         for r in &list {
             match r {
@@ -662,7 +678,8 @@ mod tests {
                 | Refusal::ConfirmOriginNotHeld
                 | Refusal::PasskeyBackupStateWithoutEligible
                 | Refusal::PasskeyBackupChanged
-                | Refusal::PasskeyOutOfScope { .. } => {}
+                | Refusal::PasskeyOutOfScope { .. }
+                | Refusal::Frozen { .. } => {}
             }
         }
         list

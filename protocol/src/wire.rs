@@ -21,10 +21,11 @@ use crate::refusal::Refusal;
 /// added [`Request::Receipt`], a change's receipt for the page to offer; version 9 added
 /// [`Request::Rooms`], the fenced rooms the assistant may propose a change for; version 10
 /// added why the confirm origin is not held to [`StatusReport`]; version 11 added
-/// [`crate::Refusal::PasskeyOutOfScope`]. A peer of another version is told "unknown version",
+/// [`crate::Refusal::PasskeyOutOfScope`]; version 12 added freeze windows (`frozen`, and the
+/// windows in [`StatusReport`] and [`Description`]). A peer of another version is told "unknown version",
 /// never "malformed",
 /// because the version is decoded alone before anything else.
-pub const WIRE_VERSION: u16 = 11;
+pub const WIRE_VERSION: u16 = 12;
 
 /// Largest frame either side accepts, in bytes (the length prefix excluded).
 pub const MAX_FRAME: usize = 64 * 1024;
@@ -163,6 +164,24 @@ pub struct Description {
     pub schema_version: u32,
     /// The names the executor read, as the claims sign them (never redacted by the assistant).
     pub names: Vec<crate::claims::SignedName>,
+    /// The freeze window that holds this change now, if any: the executor would refuse it
+    /// (`frozen`), so it is not proposed and the card offers only Deny.
+    pub frozen: Option<FreezeReport>,
+}
+
+/// One span of a freeze window (the executor's `freeze:` configuration).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FreezeReport {
+    /// When it starts (Unix seconds).
+    pub start: i64,
+    /// When it ends (Unix seconds).
+    pub end: i64,
+    /// What it holds, in words ("every change", "disruptive changes", tool names).
+    pub holds: String,
+    /// Why, in the team's words.
+    pub reason: String,
+    /// Whether it is in force now (else it is the next one to start).
+    pub in_force: bool,
 }
 
 /// One target device.
@@ -308,6 +327,8 @@ pub struct StatusReport {
     /// Execute with passkeys requires (by the configured owner alone, on the loopback
     /// addresses), in the executor's words; `None` when it is, or when no passkey is asked.
     pub confirm_origin_not_held: Option<String>,
+    /// The freeze windows in force now, then the next one to start.
+    pub freeze: Vec<FreezeReport>,
 }
 
 /// The executor's limits (its `limits:` configuration) and their state now, so the card can

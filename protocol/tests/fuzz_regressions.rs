@@ -223,6 +223,13 @@ fn frame_seeds() -> Vec<(&'static str, Vec<u8>)> {
                 disruptive: true,
                 policy_digest: [0x11; 32],
                 schema_version: 1,
+                frozen: Some(fleetwatch_protocol::wire::FreezeReport {
+                    start: 1_796_000_000,
+                    end: 1_796_086_400,
+                    holds: "disruptive changes".into(),
+                    reason: "finals week".into(),
+                    in_force: true,
+                }),
             })),
         ),
         (
@@ -278,6 +285,13 @@ fn frame_seeds() -> Vec<(&'static str, Vec<u8>)> {
                     }],
                 },
                 confirm_origin_not_held: Some("uid 1000 also listens on port 8768".to_owned()),
+                freeze: vec![fleetwatch_protocol::wire::FreezeReport {
+                    start: 1_796_000_000,
+                    end: 1_796_086_400,
+                    holds: "every change".into(),
+                    reason: "council budget session".into(),
+                    in_force: false,
+                }],
             })),
         ),
         (

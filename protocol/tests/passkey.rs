@@ -1222,8 +1222,8 @@ fn an_approval_carries_the_assistant_signature_and_the_passkeys_over_the_same_by
 
 #[test]
 fn the_wire_version_moved_and_an_old_peer_hears_unknown_version() {
-    // Version 11 refuses a person outside their scope with its own code.
-    assert_eq!(WIRE_VERSION, 11);
+    // Version 12 says the freeze windows (Status, Description) and refuses inside one.
+    assert_eq!(WIRE_VERSION, 12);
     // What a peer of the previous version sends is refused as a version, not as malformed.
     let old = postcard::to_stdvec(&RequestEnvelope {
         version: WIRE_VERSION - 1,

@@ -231,6 +231,13 @@ fn arb_description() -> impl Strategy<Value = Description> {
                 devices,
                 stream,
                 event_matches,
+                frozen: disruptive.then(|| fleetwatch_protocol::wire::FreezeReport {
+                    start: 1,
+                    end: i64::from(schema_version),
+                    holds: "disruptive changes".into(),
+                    reason: fingerprint.clone(),
+                    in_force: true,
+                }),
                 fingerprint,
                 team_id,
                 disruptive,
@@ -302,6 +309,13 @@ fn arb_response() -> impl Strategy<Value = Response> {
                         },
                         confirm_origin_not_held: (!fence_configured)
                             .then(|| "uid 1000 also listens on port 8768".to_owned()),
+                        freeze: vec![fleetwatch_protocol::wire::FreezeReport {
+                            start: 10,
+                            end: 20,
+                            holds: "every change".into(),
+                            reason: "council budget session".into(),
+                            in_force: sandbox_sign_in,
+                        }],
                     })
                 }
             ),

@@ -384,6 +384,10 @@ pub const READING_ORDER: &[(&str, &str)] = &[
         "each check, each with its refusal, as witness values in order",
     ),
     (
+        "executor/src/freeze.rs",
+        "freeze windows: when the team says nothing of a kind may change, once or weekly",
+    ),
+    (
         "executor/src/holder.rs",
         "who holds the confirm origin's port: the kernel's socket table, at each Execute with passkeys",
     ),

@@ -625,3 +625,137 @@ async fn describes_beyond_the_minutes_allowance_are_busy_and_read_nothing() {
         Some(Response::Status(_))
     ));
 }
+
+/// A freeze window, through the real executor: before it, a reboot runs and `Status` names it
+/// as the next window; inside it (the executor's clock moved two hours, the approval made on
+/// that clock) a reboot is refused with the window's end and reason, nothing written and no
+/// nonce spent, while a calm change it does not hold runs, and `Describe`, `Status` and
+/// `doctor` say so; after it, the reboot runs again. A window that cannot be read stops the
+/// executor at start, naming it.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_freeze_window_holds_what_it_names_until_its_end() {
+    let now = jiff::Timestamp::now();
+    let start = now + SignedDuration::from_hours(1);
+    let end = now + SignedDuration::from_hours(3);
+    let offset = jiff::tz::offset(-5);
+    let window = format!(
+        "freeze:\n  - from: \"{}\"\n    until: \"{}\"\n    tools: disruptive\n    reason: finals week\n",
+        start.display_with_offset(offset),
+        end.display_with_offset(offset)
+    );
+    let mut h = Harness::prepare(Setup {
+        config_extra: window,
+        ..Setup::default()
+    })
+    .await;
+    h.setup.allowlist = Some(sandbox_devices(&h.sim));
+    h.spawn();
+    h.wait_ready().await;
+    let quiet = |h: &Harness, i: usize| {
+        let dev = device(h, i);
+        for channel in 1..=8 {
+            h.sim
+                .set_recording("sandbox", &format!("{dev}-{channel}"), false);
+        }
+        dev
+    };
+    let Some(Response::Status(status)) = h.request(&Request::Status).await else {
+        panic!("no status")
+    };
+    assert_eq!(status.freeze.len(), 1, "{:?}", status.freeze);
+    assert!(!status.freeze[0].in_force);
+    assert_eq!(status.freeze[0].start, start.as_second());
+    let before = h.claims("batch_reboot", &reboot(&quiet(&h, 0))).await;
+    done(&h, &before, "a reboot before the window").await;
+
+    // Inside the window.
+    h.kill();
+    h.spawn_under_faketime("+2h").await;
+    let dev = quiet(&h, 1);
+    let inside = shifted(&h.claims("batch_reboot", &reboot(&dev)).await, 7200);
+    let described = h.describe("batch_reboot", &reboot(&dev)).await;
+    let frozen = described
+        .frozen
+        .expect("the describe says the window holds it");
+    assert_eq!(
+        (frozen.end, frozen.reason.as_str()),
+        (end.as_second(), "finals week")
+    );
+    let writes = h.writes();
+    let refused = refusal(&h, &inside, "a reboot inside the window").await;
+    assert_eq!(
+        refused,
+        Refusal::Frozen {
+            until: end.as_second(),
+            reason: "finals week".into()
+        }
+    );
+    assert_eq!(h.writes(), writes);
+    assert_eq!(
+        h.execution_state(&inside.approval_id),
+        None,
+        "no nonce spent"
+    );
+    let calm_claims = h
+        .claims("batch_recording", &recording(&device(&h, 2), "start"))
+        .await;
+    assert!(
+        h.describe("batch_recording", &recording(&device(&h, 2), "start"))
+            .await
+            .frozen
+            .is_none()
+    );
+    done(
+        &h,
+        &shifted(&calm_claims, 7200),
+        "a calm change the window does not hold",
+    )
+    .await;
+    let Some(Response::Status(status)) = h.request(&Request::Status).await else {
+        panic!("no status")
+    };
+    assert!(
+        status
+            .freeze
+            .iter()
+            .any(|f| f.in_force && f.reason == "finals week")
+    );
+    // `doctor` runs on the real clock, where the window is still ahead.
+    let doctor = String::from_utf8_lossy(&h.cli(&["doctor"], None).stdout).into_owned();
+    assert!(
+        doctor.lines().any(
+            |l| l.contains("freeze: 1 window(s); next: disruptive changes frozen")
+                && l.contains("finals week")
+        ),
+        "{doctor}"
+    );
+
+    // After it.
+    h.kill();
+    h.spawn_under_faketime("+4h").await;
+    let after = shifted(
+        &h.claims("batch_reboot", &reboot(&quiet(&h, 3))).await,
+        14400,
+    );
+    done(&h, &after, "a reboot after the window").await;
+
+    // A window that cannot be read: the executor does not start, and says which and why.
+    h.kill();
+    let mut bad = Harness::prepare(Setup {
+        config_extra: "freeze:\n  - from: \"next monday\"\n    until: \"2026-12-19T00:00:00Z\"\n    tools: all\n    reason: finals week\n".into(),
+        ..Setup::default()
+    })
+    .await;
+    bad.setup.allowlist = Some(sandbox_devices(&bad.sim));
+    let out = bad.cli(&["doctor"], None);
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!out.status.success(), "{said}");
+    assert!(
+        said.contains("freeze window 1 (\"finals week\")") && said.contains("not RFC 3339"),
+        "{said}"
+    );
+}

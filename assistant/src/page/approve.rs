@@ -222,6 +222,9 @@ pub async fn show(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
     {
         notices.push(lang.t("notice.origin_not_held").to_owned());
     }
+    for frozen in status.iter().flat_map(|s| &s.freeze).filter(|f| f.in_force) {
+        notices.push(card::frozen_words(lang, frozen, jiff::Timestamp::now()));
+    }
     let Some(first) = pending.first().cloned() else {
         return html(
             StatusCode::OK,

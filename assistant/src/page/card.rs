@@ -10,7 +10,9 @@ use fleetwatch_protocol::canonical;
 use fleetwatch_protocol::fleet::RoomBlock;
 use fleetwatch_protocol::passkey::Approvers;
 use fleetwatch_protocol::policy::{ChannelRef, Policy, Validated};
-use fleetwatch_protocol::wire::{Description, DeviceFacts, LimitsReport, PublisherState};
+use fleetwatch_protocol::wire::{
+    Description, DeviceFacts, FreezeReport, LimitsReport, PublisherState,
+};
 use serde_json::Value;
 use sha2::{Digest as _, Sha256};
 
@@ -324,6 +326,9 @@ pub fn build(
         }
     };
     card.disruptive |= description.disruptive;
+    if let Some(frozen) = &description.frozen {
+        deny.push(frozen_words(lang, frozen, jiff::Timestamp::now()));
+    }
     if description.targets != proposal.targets {
         deny.push(lang.t("deny.targets").to_owned());
     }
@@ -427,6 +432,22 @@ fn warning_lines(lang: Lang, d: &DeviceFacts) -> Vec<String> {
     own.chain(channels)
         .map(|line| format!("{room}: {line}"))
         .collect()
+}
+
+/// A freeze window in words: "Frozen until Monday 08:00: finals week" (the time on this
+/// machine's clock, as the page shows every time).
+pub fn frozen_words(lang: Lang, frozen: &FreezeReport, now: jiff::Timestamp) -> String {
+    let until = jiff::Timestamp::from_second(frozen.end)
+        .map(|t| fleetwatch_words::time::clock(t, now))
+        .unwrap_or_else(|_| frozen.end.to_string());
+    lang.f(
+        "deny.frozen",
+        &[
+            ("until", &until),
+            ("reason", &show_text(&frozen.reason, 120)),
+            ("holds", &show_text(&frozen.holds, 200)),
+        ],
+    )
 }
 
 /// Who may approve this card, from the approver lines the executor's `Status` lists: when any

@@ -438,6 +438,10 @@ pub const EN: &[(&str, &str)] = &[
         "The executor has made {n} changes in the last hour, its limit of {limit}, so it would refuse this; try again later.",
     ),
     (
+        "deny.frozen",
+        "Frozen until {until}: {reason} (the executor holds {holds} until then, so it would refuse this).",
+    ),
+    (
         "card.may_approve",
         "May approve this change (their approver lines' scope covers it): {names}.",
     ),
@@ -971,6 +975,10 @@ pub const ES: &[(&str, &str)] = &[
     (
         "deny.hourly",
         "El ejecutor ha hecho {n} cambios en la última hora, su límite de {limit}, así que rechazaría este; inténtalo más tarde.",
+    ),
+    (
+        "deny.frozen",
+        "Congelado hasta {until}: {reason} (el ejecutor retiene {holds} hasta entonces, así que lo rechazaría).",
     ),
     (
         "card.may_approve",

@@ -78,6 +78,17 @@ impl Executor {
         team_id: Option<&str>,
         key_lines: &[String],
     ) -> Executor {
+        Executor::start_with(mcp_url, allowlist, team_id, key_lines, "").await
+    }
+
+    /// [`Executor::start`] with more YAML at the end of `executor.yaml` (a `freeze:` section).
+    pub async fn start_with(
+        mcp_url: &str,
+        allowlist: &[String],
+        team_id: Option<&str>,
+        key_lines: &[String],
+        extra_yaml: &str,
+    ) -> Executor {
         let dir = tempfile::tempdir().unwrap();
         let etc = dir.path().join("etc");
         let state = dir.path().join("state");
@@ -107,7 +118,7 @@ impl Executor {
         std::fs::write(
             &config,
             format!(
-                "socket: {}\nallowed_uids: [{uid}]\napprover_keys: {}\npolicy: {}\nstate_dir: {}\nmax_connections: 8\nframe_timeout_secs: 3\npasskeys:\n  quorum: 0\n",
+                "socket: {}\nallowed_uids: [{uid}]\napprover_keys: {}\npolicy: {}\nstate_dir: {}\nmax_connections: 8\nframe_timeout_secs: 3\npasskeys:\n  quorum: 0\n{extra_yaml}",
                 socket.display(),
                 keys.display(),
                 policy.display(),

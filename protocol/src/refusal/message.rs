@@ -85,6 +85,15 @@ impl Refusal {
             Refusal::PasskeyRequired => {
                 "The approval was not confirmed with an operator's passkey, and this executor requires one. Nothing ran. Approve the change again and confirm it with your passkey; if no one is enrolled yet, an administrator enrols people with `fleetwatch-confirm enrol`."
             }
+            Refusal::Frozen { until, reason } => {
+                let until = jiff::Timestamp::from_second(*until)
+                    .map(crate::fleet::format_time)
+                    .unwrap_or_else(|_| until.to_string());
+                return format!(
+                    "Changes like this are frozen until {until}: {}. Nothing ran. Ask again after the window ends; an administrator changes windows in the executor's configuration (freeze:).",
+                    crate::shown::readable(reason, 120)
+                );
+            }
             Refusal::PasskeyOutOfScope { have, need } => {
                 return format!(
                     "A person who confirmed this change may not approve it: their approver line's scope does not cover its tool or one of its rooms, and without them {have} of the {need} people it needs approved. Nothing ran. Ask an enrolled operator whose scope covers it to confirm; the approval page lists who may."
