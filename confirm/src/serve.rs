@@ -191,6 +191,9 @@ fn confirm(page: &Page, lang: Lang, request: &Request) -> Response {
             drawn(warning)
         ));
     }
+    if let Some(asked) = &shown.asked_by {
+        body.push_str(&format!("<p id=\"asked-by\">{}</p>\n", drawn(asked)));
+    }
     let list = |title: &str, id: &str, lines: &[String]| {
         let items: String = lines
             .iter()

@@ -517,6 +517,12 @@ fn words(
             statement.quorum
         ),
     ];
+    if !c.asked_by.is_empty() {
+        out.push(format!(
+            "Asked by: {} (what the assistant reported; the executor could not check it)",
+            shown(&c.asked_by, 32)
+        ));
+    }
     if !origins.is_empty() {
         out.push(format!(
             "Passkeys answered on: {} (the executor accepted {})",

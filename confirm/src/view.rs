@@ -58,6 +58,9 @@ pub struct Shown {
     /// the person confirms them (the approval page hands every change over without a step of
     /// its own); a disruptive change's begin with what it interrupts.
     pub button: String,
+    /// Who asked for the change, said as the assistant's report (the executor cannot check
+    /// it), when the claims name someone.
+    pub asked_by: Option<String>,
     /// Why the change cannot be approved here, when it cannot be shown in full.
     pub problem: Option<String>,
 }
@@ -294,6 +297,14 @@ pub fn show(lang: Lang, claims: &ApprovalClaims, policy: &Policy) -> Shown {
         (Some(_), false) => format!("Interrupt {named} to {change}: confirm with my passkey"),
         (Some(_), true) => format!("Interrumpir {named} para {change}: confirmar con mi passkey"),
     };
+    let asked_by = (!claims.asked_by.is_empty()).then(|| {
+        let who = value_shown(&claims.asked_by);
+        if es {
+            format!("Lo pidió {who}, según el asistente (el ejecutor no puede comprobarlo).")
+        } else {
+            format!("Asked by {who}, as the assistant reports it (the executor cannot check this).")
+        }
+    });
     Shown {
         heading,
         targets,
@@ -301,6 +312,7 @@ pub fn show(lang: Lang, claims: &ApprovalClaims, policy: &Policy) -> Shown {
         effects,
         disruptive,
         button,
+        asked_by,
         problem,
     }
 }

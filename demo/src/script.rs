@@ -345,6 +345,7 @@ impl<'r> Script<'r> {
             approved_at: now,
             expires_at: now + 300,
             page_session: page_session.try_into().map_err(|_| "session".to_owned())?,
+            asked_by: proposal.asked_by.clone(),
         };
         let bytes = claims.encode().map_err(|e| e.to_string())?;
         let signed = self.running.key.sign(bytes);

@@ -298,7 +298,7 @@ fn digits(text: &str) -> String {
 pub fn add(
     existing: &str,
     line: &str,
-    may: Option<&str>,
+    (may, users): (Option<&str>, Option<&str>),
     now: &str,
     path: &Path,
 ) -> Result<(String, Listed), String> {
@@ -314,22 +314,26 @@ pub fn add(
     let line = match kind_of(line) {
         Some(Kind::Passkey) => {
             let record = PasskeyRecord::parse_line(line).map_err(|e| e.to_string())?;
+            let enrolled = Approvers::parse(&only(existing, Kind::Passkey)).unwrap_or_default();
+            let same = enrolled
+                .records()
+                .iter()
+                .find(|r| r.person() == record.person());
             let scope = match may {
                 Some(text) => Some(parse_scope(text)?),
-                None => record.scope().cloned().or_else(|| {
-                    Approvers::parse(&only(existing, Kind::Passkey))
-                        .ok()?
-                        .records()
-                        .iter()
-                        .find(|r| r.person() == record.person())?
-                        .scope()
-                        .cloned()
-                }),
+                None => record.scope().or(same.and_then(|r| r.scope())).cloned(),
             };
-            record.with_scope(scope).to_line()
+            let users = match users {
+                Some(text) => parse_users(text)?,
+                None if !record.users().is_empty() => record.users().to_vec(),
+                None => same.map(|r| r.users().to_vec()).unwrap_or_default(),
+            };
+            record.with_scope(scope).with_users(users).to_line()
         }
-        Some(Kind::Key) if may.is_some() => {
-            return Err("--may is for a person's passkey line, not an assistant key".into());
+        Some(Kind::Key) if may.is_some() || users.is_some() => {
+            return Err(
+                "--may and --users are for a person's passkey line, not an assistant key".into(),
+            );
         }
         Some(Kind::Key) => line.to_owned(),
         None => {
@@ -366,6 +370,27 @@ pub fn add(
         .find(|l| l.lines.0 == added_at)
         .ok_or_else(|| "the added line was not read back".to_owned())?;
     Ok((text, listed))
+}
+
+/// The user names after `--users` (`users=` optional): 1 to 8, comma-separated.
+fn parse_users(text: &str) -> Result<Vec<String>, String> {
+    let text = text.trim();
+    let text = text
+        .strip_prefix(fleetwatch_protocol::passkey::USERS_PREFIX)
+        .unwrap_or(text);
+    let users: Vec<String> = text.split(',').map(str::to_owned).collect();
+    if users.is_empty()
+        || users.len() > 8
+        || users
+            .iter()
+            .any(|u| u.is_empty() || !fleetwatch_protocol::claims::is_user_name(u))
+    {
+        return Err(
+            "--users takes 1 to 8 user names (letters, digits, `_`, `.`, `-`), comma-separated"
+                .into(),
+        );
+    }
+    Ok(users)
 }
 
 /// A scope as written after `--may` or in `approvers scope` (`may=` optional).

@@ -144,6 +144,10 @@ pub fn claims(checked: PersonChecked, policy: &Policy) -> Result<Claims, Refusal
         // More than any tool may take: the policy step would say the same, later.
         return Err(Refusal::TooManyTargets);
     }
+    if !fleetwatch_protocol::claims::is_user_name(&claims.asked_by) {
+        // Longer than a user name, or not one: nothing the assistant reads from a peer.
+        return Err(Refusal::ClaimTooLong);
+    }
     let bounded = claims.tool.len() <= longest_tool
         && claims
             .targets
@@ -221,8 +225,10 @@ pub fn quorum(fresh: Fresh, config: &PasskeyConfig, policy: &Policy) -> Result<Q
     let Fresh(c, passkeys) = fresh;
     let disruptive = disruptive(policy, &c);
     let need = config.needed(&c.tool, disruptive);
+    // With `asker_counts: false`, the person the assistant says asked counts for nothing.
+    let asker = (!config.asker_counts).then_some(c.asked_by.as_str());
     passkeys
-        .require_in_scope(need, &c.tool, disruptive, &c.targets)
+        .require_counting(need, (&c.tool, disruptive, &c.targets), asker)
         .map_err(passkey::PasskeyError::refusal)?;
     Ok(Quorate {
         claims: c,
@@ -297,6 +303,7 @@ pub fn nonce(
         assistant_head,
         passkeys: &uses,
         approval,
+        asked_by: &c.asked_by,
         approver_lines: &lines,
         quorum: u32::try_from(need).unwrap_or(u32::MAX),
     };
@@ -625,6 +632,7 @@ mod tests {
                 approved_at,
                 expires_at,
                 page_session: [0; 16],
+                asked_by: String::new(),
             },
             none,
         )

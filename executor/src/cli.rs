@@ -53,6 +53,8 @@ pub enum Command {
         line: String,
         /// `--may`: what the person may approve, `TOOLS@ROOMS`.
         may: Option<String>,
+        /// `--users`: the user names that are this person.
+        users: Option<String>,
     },
     /// `approvers scope PERSON SCOPE`
     ApproversScope {
@@ -325,7 +327,7 @@ static APPROVERS_ADD: Node = Node {
          a display name another person uses and a second name for one person, leaving the file \
          unchanged; otherwise replaces the file atomically (owner, group and mode kept; 0644 \
          for a new file). The running executor uses it from the next request",
-        &[&MAY, &CONFIG],
+        &[&MAY, &USERS, &CONFIG],
     )
 };
 static MAY: Flag = with_value(
@@ -335,6 +337,13 @@ static MAY: Flag = with_value(
      disruptive and all, comma-separated; rooms as `team` (every room of the fenced team) or \
      device IDs, comma-separated (for example calm,batch_reboot@team). Without it the person \
      may approve everything, or keeps the scope their other passkeys carry",
+);
+static USERS: Flag = with_value(
+    "users",
+    "NAMES",
+    "The user names (Unix accounts, comma-separated, at most 8) that are this person: with \
+     passkeys.asker_counts: false, a person whose user asked for a change does not count \
+     toward its quorum. Without it, the users the person's other passkeys name",
 );
 static APPROVERS_SCOPE: Node = Node {
     operand: Some((
@@ -658,6 +667,7 @@ fn finish(
         ["approvers", "add"] => Command::ApproversAdd {
             line: operands.join(" "),
             may: value(MAY.long).map(|p| p.to_string_lossy().into_owned()),
+            users: value(USERS.long).map(|p| p.to_string_lossy().into_owned()),
         },
         ["approvers", "scope"] => match operands.as_slice() {
             [person, scope] => Command::ApproversScope {
@@ -734,6 +744,7 @@ mod tests {
                 command: Command::ApproversAdd {
                     line: "approver ana es256 AAAA Ana".into(),
                     may: None,
+                    users: None,
                 }
             })
         );
@@ -744,6 +755,7 @@ mod tests {
                 command: Command::ApproversAdd {
                     line: "-".into(),
                     may: Some("calm@team".into()),
+                    users: None,
                 }
             })
         );

@@ -111,6 +111,7 @@ struct FilePasskeys {
     tools: Option<BTreeMap<String, u32>>,
     device_bound: Option<bool>,
     origin_owner: Option<u32>,
+    asker_counts: Option<bool>,
 }
 
 /// The confirm page's default address (`fleetwatch-confirm serve`), the only origin passkeys
@@ -142,6 +143,10 @@ pub struct PasskeyConfig {
     /// `passkeys.origin_owner`: the uid that must alone hold each loopback origin's port when
     /// an assertion comes back (0: systemd's socket unit).
     pub origin_owner: u32,
+    /// `passkeys.asker_counts` (default true): whether the person who asked for a change (the
+    /// user the assistant reports in the claims, matched against the `users=` of approver
+    /// lines) counts toward its quorum. Only as strong as the assistant's report.
+    pub asker_counts: bool,
 }
 
 impl Default for PasskeyConfig {
@@ -154,6 +159,7 @@ impl Default for PasskeyConfig {
             quorum_disruptive: None,
             tools: BTreeMap::new(),
             device_bound: false,
+            asker_counts: true,
             origin_owner: 0,
         }
     }
@@ -386,6 +392,7 @@ fn passkeys(file: FilePasskeys) -> Result<PasskeyConfig, ConfigError> {
         quorum_disruptive: quorum("passkeys.quorum_disruptive", file.quorum_disruptive)?,
         tools,
         device_bound: file.device_bound.unwrap_or(false),
+        asker_counts: file.asker_counts.unwrap_or(true),
         origin_owner: file.origin_owner.unwrap_or(0),
     })
 }

@@ -226,7 +226,11 @@ pub fn approvers_list(config: &Config) -> Result<String, String> {
 
 /// `approvers add LINE`: checks the line with the whole file, writes the file atomically and
 /// returns what to tell the administrator, fingerprint first.
-pub fn approvers_add(config: &Config, line: &str, may: Option<&str>) -> Result<String, String> {
+pub fn approvers_add(
+    config: &Config,
+    line: &str,
+    (may, users): (Option<&str>, Option<&str>),
+) -> Result<String, String> {
     let path = &config.approver_keys;
     let existing = if path.exists() {
         approvers::read(path).map_err(|e| e.to_string())?
@@ -236,7 +240,7 @@ pub fn approvers_add(config: &Config, line: &str, may: Option<&str>) -> Result<S
     let now = jiff::Timestamp::from_second(jiff::Timestamp::now().as_second())
         .map(|t| t.to_string())
         .unwrap_or_default();
-    let (text, added) = approvers::add(&existing, line, may, &now, path)
+    let (text, added) = approvers::add(&existing, line, (may, users), &now, path)
         .map_err(|e| format!("refused, {} unchanged: {e}", path.display()))?;
     approvers::write_atomically(path, &text)?;
     let who = match (&added.person, added.name.is_empty()) {

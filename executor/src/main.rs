@@ -213,8 +213,12 @@ async fn main() -> ExitCode {
         }
         Command::KeysList => fleetwatch_executor::keys_list(&config),
         Command::ApproversList => fleetwatch_executor::approvers_list(&config),
-        Command::ApproversAdd { line, may } => match one_line(line) {
-            Ok(line) => fleetwatch_executor::approvers_add(&config, &line, may.as_deref()),
+        Command::ApproversAdd { line, may, users } => match one_line(line) {
+            Ok(line) => fleetwatch_executor::approvers_add(
+                &config,
+                &line,
+                (may.as_deref(), users.as_deref()),
+            ),
             Err(e) => Err(e),
         },
         Command::ApproversScope { person, scope } => {

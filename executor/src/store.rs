@@ -136,6 +136,8 @@ pub struct Approved<'a> {
     /// The signed approval exactly as received (claims bytes, signatures, assertions): the
     /// receipt's evidence.
     pub approval: &'a SignedApproval,
+    /// Who the assistant says asked for the change (empty: nobody known).
+    pub asked_by: &'a str,
     /// The approver lines that verified it, as receipts name them
     /// ([`fleetwatch_protocol::receipt::approver_line`]), sorted.
     pub approver_lines: &'a [String],
@@ -382,7 +384,7 @@ impl Store {
                     tool: approved.tool.into(),
                     targets: approved.targets.into(),
                     assistant_head: fleetwatch_protocol::hex::encode(approved.assistant_head),
-                    detail: accepted_detail(approved.proposal_id, approved.passkeys),
+                    detail: accepted_detail(approved.proposal_id, approved.asked_by, approved.passkeys),
                 },
             )?;
             tx.commit().map(Ok)
@@ -676,15 +678,20 @@ pub fn audit_rows(
 
 /// The audit detail naming who approved: each passkey's operator name and fingerprint, from
 /// the approver file (never from the request). Empty when no passkey took part.
-/// What an `accepted` row's detail says: `proposal N`, then `; approved by NAME [FINGERPRINT]…`
+/// What an `accepted` row's detail says: `proposal N`, then `; asked by USER` when the claims name
+/// who asked, then `; approved by NAME [FINGERPRINT]…`
 /// when passkeys approved it. `audit show` reads the proposal number back from its start.
-fn accepted_detail(proposal_id: u64, passkeys: &[CredentialUse]) -> String {
-    let by = approved_by(passkeys);
-    if by.is_empty() {
-        proposal_detail(proposal_id)
-    } else {
-        format!("{}; {by}", proposal_detail(proposal_id))
+fn accepted_detail(proposal_id: u64, asked_by: &str, passkeys: &[CredentialUse]) -> String {
+    let mut detail = proposal_detail(proposal_id);
+    if !asked_by.is_empty() {
+        // What the assistant reported, as the claims sign it (a checked user name).
+        detail.push_str(&format!("; asked by {asked_by}"));
     }
+    let by = approved_by(passkeys);
+    if !by.is_empty() {
+        detail.push_str(&format!("; {by}"));
+    }
+    detail
 }
 
 /// `proposal N`: how a row names the assistant's proposal it concerns.
@@ -806,6 +813,7 @@ mod tests {
             assistant_head: &[1; 32],
             passkeys: &[],
             approval: &approval,
+            asked_by: "",
             approver_lines: &[],
             quorum: 1,
         };

@@ -51,6 +51,7 @@ fn store_nonce(store: &Store, id: u8, used: &[CredentialUse]) -> Result<(), Nonc
                 signatures: Vec::new(),
                 passkeys: Vec::new(),
             },
+            asked_by: "",
             approver_lines: &[],
             quorum: 1,
         },

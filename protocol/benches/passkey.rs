@@ -33,6 +33,7 @@ fn claims() -> Vec<u8> {
         approved_at: 1_800_000_000,
         expires_at: 1_800_000_300,
         page_session: [9; 16],
+        asked_by: String::new(),
     }
     .encode()
     .expect("encode")

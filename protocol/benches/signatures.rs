@@ -28,6 +28,7 @@ fn sample() -> ApprovalClaims {
         approved_at: 1_800_000_000,
         expires_at: 1_800_000_300,
         page_session: [9; 16],
+        asked_by: String::new(),
     }
 }
 

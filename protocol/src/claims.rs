@@ -38,8 +38,19 @@ pub use sign::{key_line, sign};
 /// The only claims version this build speaks. It is the first field of the encoding, so an
 /// unknown version is recognised before the rest is decoded. Version 2 added [`SignedName`]s:
 /// every name the confirm page shows is signed, and the executor compares each with its live
-/// read.
-pub const CLAIMS_VERSION: u16 = 2;
+/// read. Version 3 added [`ApprovalClaims::asked_by`].
+pub const CLAIMS_VERSION: u16 = 3;
+
+/// Whether `name` is a user name as the claims may carry one: empty (nobody known), or 1 to 32
+/// of `A-Z`, `a-z`, `0-9`, `_`, `.`, `-`, not starting with `-` (what a Unix account is named).
+pub fn is_user_name(name: &str) -> bool {
+    name.is_empty()
+        || (name.len() <= 32
+            && !name.starts_with('-')
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-')))
+}
 
 /// Domain-separation prefix signed before the claims bytes.
 pub const SIGNING_DOMAIN: &[u8] = b"fleetwatch approval claims v1\0";
@@ -124,6 +135,10 @@ pub struct ApprovalClaims {
     pub expires_at: i64,
     /// Tag of the page session that approved (a hash of the session ID, never the ID).
     pub page_session: [u8; 16],
+    /// The operator who asked for the change: the user name the assistant read from the chat
+    /// socket's peer credentials, empty when nobody is known ([`is_user_name`]). What the
+    /// assistant reported, signed; nothing the executor can check.
+    pub asked_by: String,
 }
 
 /// Why claims bytes did not decode.

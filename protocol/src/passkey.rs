@@ -314,9 +314,14 @@ pub enum RecordError {
         "the scope is not `may=TOOLS@ROOMS` (tools: tool names, `calm`, `disruptive` or `all`, comma-separated; rooms: `team` or device IDs, comma-separated; nothing twice)"
     )]
     ScopeInvalid,
-    /// A display name starting with `may=`, which would read back as a scope.
-    #[error("the operator name may not start with `may=`")]
+    /// A display name starting with `may=` or `users=`, which would read back as a field.
+    #[error("the operator name may not start with `may=` or `users=`")]
     NameLooksLikeScope,
+    /// A `users=` field that is not 1 to 8 user names, comma-separated, none twice.
+    #[error(
+        "the users field is not `users=NAME[,NAME…]` (1 to 8 user names of letters, digits, `_`, `.` and `-`, none twice)"
+    )]
+    UsersInvalid,
     /// A person listed with two different scopes: what a person may approve is one rule.
     #[error(
         "the person ID is listed with another scope: every passkey of one person carries the same scope"
@@ -377,6 +382,8 @@ pub struct PasskeyRecord {
     backup: Backup,
     /// What the person may approve; `None`: everything.
     scope: Option<Scope>,
+    /// The user names (Unix accounts) that are this person, for `passkeys.asker_counts`.
+    users: Vec<String>,
     algorithm: Algorithm,
     credential_id: Vec<u8>,
     spki: Vec<u8>,
@@ -405,6 +412,7 @@ impl PasskeyRecord {
             person,
             backup,
             scope: None,
+            users: Vec::new(),
             algorithm,
             credential_id,
             spki,
@@ -416,6 +424,16 @@ impl PasskeyRecord {
     /// The same record with this scope (`None`: may approve everything).
     pub fn with_scope(self, scope: Option<Scope>) -> PasskeyRecord {
         PasskeyRecord { scope, ..self }
+    }
+
+    /// The same record naming these user names as the person's.
+    pub fn with_users(self, users: Vec<String>) -> PasskeyRecord {
+        PasskeyRecord { users, ..self }
+    }
+
+    /// The user names (Unix accounts) that are this person.
+    pub fn users(&self) -> &[String] {
+        &self.users
     }
 
     /// What the person may approve; `None` is everything.
@@ -461,26 +479,37 @@ impl PasskeyRecord {
             return Err(RecordError::MissingField("backup field"));
         }
         let backup = Backup::from_name(backup).ok_or(RecordError::BackupUnknown)?;
-        let (scope, name) = match next_field(name) {
-            (field, rest) if field.starts_with(scope::PREFIX) => (
-                Some(Scope::parse(
-                    field.get(scope::PREFIX.len()..).unwrap_or_default(),
-                )?),
-                rest,
-            ),
-            _ => (None, name),
-        };
+        // Optional fields before the name, each once, in either order: `may=` and `users=`.
+        let (mut scope, mut users, mut name) = (None, None, name);
+        loop {
+            let (field, rest) = next_field(name);
+            if let Some(text) = field.strip_prefix(scope::PREFIX)
+                && scope.is_none()
+            {
+                scope = Some(Scope::parse(text)?);
+            } else if let Some(text) = field.strip_prefix(USERS_PREFIX)
+                && users.is_none()
+            {
+                users = Some(parse_users(text)?);
+            } else {
+                break;
+            }
+            name = rest;
+        }
         PasskeyRecord::for_person(person, backup, algorithm, credential_id, spki, name)
-            .map(|r| r.with_scope(scope))
+            .map(|r| r.with_scope(scope).with_users(users.unwrap_or_default()))
     }
 
     /// The record's line, as [`PasskeyRecord::parse_line`] reads it.
     pub fn to_line(&self) -> String {
-        let scope = self
+        let mut scope = self
             .scope
             .as_ref()
             .map(|s| format!("{}{s} ", scope::PREFIX))
             .unwrap_or_default();
+        if !self.users.is_empty() {
+            scope.push_str(&format!("{USERS_PREFIX}{} ", self.users.join(",")));
+        }
         format!(
             "approver {} {} {} {} {} {scope}{}",
             self.person,
@@ -528,6 +557,24 @@ impl fmt::Display for PasskeyRecord {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.to_line())
     }
+}
+
+/// The word that starts an approver line's list of the person's user names.
+pub const USERS_PREFIX: &str = "users=";
+
+/// `users=` as written: 1 to 8 user names ([`crate::claims::is_user_name`], not empty),
+/// comma-separated, none twice.
+fn parse_users(text: &str) -> Result<Vec<String>, RecordError> {
+    let users: Vec<String> = text.split(',').map(str::to_owned).collect();
+    let mut seen = std::collections::BTreeSet::new();
+    if users.len() > 8
+        || users
+            .iter()
+            .any(|u| u.is_empty() || !crate::claims::is_user_name(u) || !seen.insert(u.clone()))
+    {
+        return Err(RecordError::UsersInvalid);
+    }
+    Ok(users)
 }
 
 /// Splits off the first field (up to a space or tab) and returns it with the rest, whose
@@ -582,8 +629,8 @@ fn check_name(name: &str) -> Result<String, RecordError> {
     if name.chars().any(crate::shown::is_hidden) {
         return Err(RecordError::NameHasControl);
     }
-    // A name that starts like a scope would read back as one.
-    if name.starts_with(scope::PREFIX) {
+    // A name that starts like a scope or a list of users would read back as one.
+    if name.starts_with(scope::PREFIX) || name.starts_with(USERS_PREFIX) {
         return Err(RecordError::NameLooksLikeScope);
     }
     Ok(name.to_owned())
@@ -849,6 +896,15 @@ pub enum PasskeyError {
         /// Distinct passkeys required.
         need: usize,
     },
+    /// The person who asked for the change approved it, and with `passkeys.asker_counts:
+    /// false` they do not count, so the quorum is not met.
+    #[error("{have} of {need} required persons approved besides the person who asked")]
+    AskerApproved {
+        /// Distinct persons other than the asker who approved.
+        have: usize,
+        /// Distinct persons required.
+        need: usize,
+    },
     /// A person approved outside what their approver line lets them approve, and without them
     /// the quorum is not met.
     #[error("{have} of {need} required persons may approve this change")]
@@ -889,6 +945,10 @@ impl PasskeyError {
                 have: u32::try_from(have).unwrap_or(u32::MAX),
                 need: u32::try_from(need).unwrap_or(u32::MAX),
             },
+            PasskeyError::AskerApproved { have, need } => Refusal::PasskeyAskerApproved {
+                have: u32::try_from(have).unwrap_or(u32::MAX),
+                need: u32::try_from(need).unwrap_or(u32::MAX),
+            },
             PasskeyError::OutOfScope { have, need } => Refusal::PasskeyOutOfScope {
                 have: u32::try_from(have).unwrap_or(u32::MAX),
                 need: u32::try_from(need).unwrap_or(u32::MAX),
@@ -904,6 +964,7 @@ pub struct VerifiedAssertion {
     credential_id: Vec<u8>,
     person: String,
     scope: Option<Scope>,
+    users: Vec<String>,
     fingerprint: Fingerprint,
     name: String,
     counter: u32,
@@ -1035,10 +1096,47 @@ impl VerifiedPasskeys {
         }
     }
 
-    /// Refuses unless at least `needed` distinct persons whose scope covers this change (its
-    /// tool, whether it is disruptive, every target) approved it. When the persons outside
-    /// their scope are what leaves the quorum unmet, [`PasskeyError::OutOfScope`]; otherwise as
-    /// [`VerifiedPasskeys::require`].
+    /// Refuses unless at least `needed` distinct persons who may count approved: each within
+    /// the scope their approver line gives (the tool, whether it is disruptive, every target)
+    /// and, when `asker` is given (`passkeys.asker_counts: false`), not the person whose line
+    /// names that user as theirs. When the persons who may not count are what leaves the quorum
+    /// unmet, [`PasskeyError::AskerApproved`] (the asker's own approval) or
+    /// [`PasskeyError::OutOfScope`]; otherwise as [`VerifiedPasskeys::require`].
+    pub fn require_counting(
+        &self,
+        needed: usize,
+        change: (&str, bool, &[String]),
+        asker: Option<&str>,
+    ) -> Result<(), PasskeyError> {
+        let (tool, disruptive, targets) = change;
+        let in_scope = |a: &VerifiedAssertion| {
+            a.scope
+                .as_ref()
+                .is_none_or(|s| s.covers(tool, disruptive, targets))
+        };
+        let is_asker = |a: &VerifiedAssertion| {
+            asker.is_some_and(|u| !u.is_empty() && a.users.iter().any(|x| x == u))
+        };
+        let persons: std::collections::BTreeSet<&str> = self
+            .assertions
+            .iter()
+            .filter(|a| in_scope(a) && !is_asker(a))
+            .map(|a| a.person.as_str())
+            .collect();
+        if persons.len() >= needed {
+            return Ok(());
+        }
+        let have = persons.len();
+        if self.assertions.iter().any(is_asker) {
+            return Err(PasskeyError::AskerApproved { have, need: needed });
+        }
+        if self.assertions.iter().any(|a| !in_scope(a)) {
+            return Err(PasskeyError::OutOfScope { have, need: needed });
+        }
+        self.require(needed)
+    }
+
+    /// [`VerifiedPasskeys::require_counting`] with every asker counted.
     pub fn require_in_scope(
         &self,
         needed: usize,
@@ -1046,27 +1144,7 @@ impl VerifiedPasskeys {
         disruptive: bool,
         targets: &[String],
     ) -> Result<(), PasskeyError> {
-        let covered = |a: &&VerifiedAssertion| {
-            a.scope
-                .as_ref()
-                .is_none_or(|s| s.covers(tool, disruptive, targets))
-        };
-        let persons: std::collections::BTreeSet<&str> = self
-            .assertions
-            .iter()
-            .filter(covered)
-            .map(|a| a.person.as_str())
-            .collect();
-        if persons.len() >= needed {
-            return Ok(());
-        }
-        if self.assertions.iter().any(|a| !covered(&a)) {
-            return Err(PasskeyError::OutOfScope {
-                have: persons.len(),
-                need: needed,
-            });
-        }
-        self.require(needed)
+        self.require_counting(needed, (tool, disruptive, targets), None)
     }
 
     /// Refuses unless at least `needed` distinct persons' passkeys verified: none at all is
@@ -1177,6 +1255,7 @@ pub fn verify_assertion_for_challenge(
         credential_id: record.credential_id.clone(),
         person: record.person.clone(),
         scope: record.scope.clone(),
+        users: record.users.clone(),
         fingerprint: record.fingerprint(),
         name: record.name.clone(),
         counter,

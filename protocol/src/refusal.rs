@@ -183,6 +183,14 @@ pub enum Refusal {
         /// Distinct persons required.
         need: u32,
     },
+    /// With `passkeys.asker_counts: false`: the person who asked for the change approved it
+    /// and does not count, and without them too few persons approved.
+    PasskeyAskerApproved {
+        /// Distinct persons other than the asker who approved.
+        have: u32,
+        /// Distinct persons required.
+        need: u32,
+    },
     /// A freeze window of the executor's configuration holds this change now.
     Frozen {
         /// When the window ends (Unix seconds).
@@ -265,6 +273,7 @@ impl Refusal {
             Refusal::PasskeyBackupChanged => "passkey_backup_changed",
             Refusal::PasskeyOutOfScope { .. } => "passkey_out_of_scope",
             Refusal::Frozen { .. } => "frozen",
+            Refusal::PasskeyAskerApproved { .. } => "passkey_asker_approved",
         }
     }
 }
@@ -510,6 +519,10 @@ pub fn code_words(code: &str, spanish: bool) -> Option<&'static str> {
             "the passkey's backup flag is not the one recorded at enrolment",
             "el indicador de copia de la passkey no es el registrado al inscribirla",
         ),
+        "passkey_asker_approved" => (
+            "the person who asked approved it and may not count",
+            "la persona que lo pidió lo aprobó y no puede contar",
+        ),
         "frozen" => (
             "a freeze window of the team holds changes like it",
             "una ventana de congelación del equipo retiene cambios como este",
@@ -608,6 +621,7 @@ mod tests {
                 until: 0,
                 reason: "finals week".into(),
             },
+            Refusal::PasskeyAskerApproved { have: 0, need: 1 },
         ];
         for r in &list {
             match r {
@@ -679,7 +693,8 @@ mod tests {
                 | Refusal::PasskeyBackupStateWithoutEligible
                 | Refusal::PasskeyBackupChanged
                 | Refusal::PasskeyOutOfScope { .. }
-                | Refusal::Frozen { .. } => {}
+                | Refusal::Frozen { .. }
+                | Refusal::PasskeyAskerApproved { .. } => {}
             }
         }
         list

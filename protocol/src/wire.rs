@@ -22,10 +22,11 @@ use crate::refusal::Refusal;
 /// [`Request::Rooms`], the fenced rooms the assistant may propose a change for; version 10
 /// added why the confirm origin is not held to [`StatusReport`]; version 11 added
 /// [`crate::Refusal::PasskeyOutOfScope`]; version 12 added freeze windows (`frozen`, and the
-/// windows in [`StatusReport`] and [`Description`]). A peer of another version is told "unknown version",
+/// windows in [`StatusReport`] and [`Description`]); version 13 added
+/// [`crate::Refusal::PasskeyAskerApproved`] and claims version 3 (who asked). A peer of another version is told "unknown version",
 /// never "malformed",
 /// because the version is decoded alone before anything else.
-pub const WIRE_VERSION: u16 = 12;
+pub const WIRE_VERSION: u16 = 13;
 
 /// Largest frame either side accepts, in bytes (the length prefix excluded).
 pub const MAX_FRAME: usize = 64 * 1024;

@@ -36,6 +36,7 @@ fn sample_claims() -> ApprovalClaims {
         approved_at: 1_760_000_000,
         expires_at: 1_760_000_300,
         page_session: [3; 16],
+        asked_by: String::new(),
     }
 }
 

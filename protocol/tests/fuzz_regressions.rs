@@ -111,6 +111,7 @@ fn sample_claims(tool: &str, arguments: &str, targets: &[&str]) -> ApprovalClaim
         approved_at: 1_760_000_000,
         expires_at: 1_760_000_120,
         page_session: [0x22; 16],
+        asked_by: String::new(),
     }
 }
 

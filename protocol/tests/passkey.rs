@@ -1222,8 +1222,8 @@ fn an_approval_carries_the_assistant_signature_and_the_passkeys_over_the_same_by
 
 #[test]
 fn the_wire_version_moved_and_an_old_peer_hears_unknown_version() {
-    // Version 12 says the freeze windows (Status, Description) and refuses inside one.
-    assert_eq!(WIRE_VERSION, 12);
+    // Version 13 refuses an asker's own approval where the asker may not count.
+    assert_eq!(WIRE_VERSION, 13);
     // What a peer of the previous version sends is refused as a version, not as malformed.
     let old = postcard::to_stdvec(&RequestEnvelope {
         version: WIRE_VERSION - 1,

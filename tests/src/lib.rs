@@ -619,6 +619,7 @@ pub fn bound_claims(tool: &str, arguments: &serde_json::Value, d: Description) -
         approved_at: t,
         expires_at: t + 300,
         page_session: [9; 16],
+        asked_by: String::new(),
     }
 }
 

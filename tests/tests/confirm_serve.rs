@@ -74,6 +74,11 @@ async fn reboot_claims() -> (Harness, ApprovalClaims) {
 async fn the_change_is_shown_from_the_claims_alone_in_both_languages() {
     let confirm = start().await;
     let (_h, c) = reboot_claims().await;
+    // Who asked, as the assistant reported the chat's peer: shown, said as its report.
+    let c = ApprovalClaims {
+        asked_by: "sam".into(),
+        ..c
+    };
     let bytes = c.encode().expect("encode");
     let room = fleetwatch_e2e::room_of(&c);
     let (status, csp, html) = confirm.post(&b64(&bytes), "en").await;
@@ -87,6 +92,13 @@ async fn the_change_is_shown_from_the_claims_alone_in_both_languages() {
         "{html}"
     );
     assert!(html.contains("device_ids: "), "{html}");
+    assert!(
+        html.contains(
+            "<p id=\"asked-by\">Asked by sam, as the assistant reports it (the executor cannot \
+             check this).</p>"
+        ),
+        "{html}"
+    );
     // The challenge is the protocol's, over exactly these bytes; the form goes to the page
     // origin from the program's configuration.
     let challenge = passkey::challenge_base64url(&bytes);
@@ -118,6 +130,7 @@ async fn the_change_is_shown_from_the_claims_alone_in_both_languages() {
         "{html}"
     );
     assert!(html.contains("Este cambio interrumpe"), "{html}");
+    assert!(html.contains("Lo pidió sam, según el asistente"), "{html}");
     assert!(
         html.contains(&format!(
             "Interrumpir «<bdi>{room}</bdi>» ({target}) para reiniciar el grabador: confirmar con \

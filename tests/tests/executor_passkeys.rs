@@ -1083,3 +1083,90 @@ async fn a_person_outside_their_scope_cannot_make_the_quorum() {
         );
     }
 }
+
+/// Who asked, signed: the claims carry the user the assistant read from the chat socket, the
+/// executor writes it in its audit and the receipt, and `verify` prints it as the assistant's
+/// report. With `passkeys.asker_counts: false` the person whose approver line names that user
+/// does not count toward the quorum of their own change (nothing written, its own code);
+/// another person does.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_person_who_asked_does_not_count_when_the_team_says_so() {
+    let mut sam = SoftPasskey::es256(81);
+    let mut lead = SoftPasskey::ed25519(82);
+    let sam_line = fleetwatch_protocol::passkey::PasskeyRecord::parse_line(
+        &sam.person_line("sam", "Sam Ortiz"),
+    )
+    .unwrap()
+    .with_users(vec!["sam".into(), "sortiz".into()])
+    .to_line();
+    assert!(
+        sam_line.contains(" users=sam,sortiz Sam Ortiz"),
+        "{sam_line}"
+    );
+    let h = harness_with_lines(
+        vec![sam_line, lead.person_line("lead", "Lead Engineer")],
+        "passkeys:\n  asker_counts: false\n",
+    )
+    .await;
+    let dev = device(&h, 0);
+    let asked = |c: ApprovalClaims, who: &str| ApprovalClaims {
+        asked_by: who.into(),
+        ..c
+    };
+    let own = asked(
+        h.claims("batch_recording", &start_recording(&dev)).await,
+        "sortiz",
+    );
+    refused(
+        &h,
+        sign_with_passkeys(&own, 7, &mut [&mut sam]),
+        Refusal::PasskeyAskerApproved { have: 0, need: 1 },
+        "the asker approving their own change",
+    )
+    .await;
+    assert_eq!(h.execution_state(&own.approval_id), None, "no nonce");
+    // A name the claims cannot carry is refused before anything is stored.
+    let odd = asked(own.clone(), "sam\nroot");
+    let odd = ApprovalClaims {
+        approval_id: fleetwatch_e2e::random_id(),
+        ..odd
+    };
+    refused(
+        &h,
+        sign_with_passkeys(&odd, 7, &mut [&mut lead]),
+        Refusal::ClaimTooLong,
+        "an asker that is not a user name",
+    )
+    .await;
+    // Another person approves it; the audit and the receipt say who asked.
+    let other = ApprovalClaims {
+        approval_id: fleetwatch_e2e::random_id(),
+        ..own.clone()
+    };
+    done(
+        &h,
+        sign_with_passkeys(&other, 7, &mut [&mut lead]),
+        "another person approving what sam asked for",
+    )
+    .await;
+    let id = fleetwatch_protocol::hex::encode(&other.approval_id);
+    assert!(
+        h.audit_rows().iter().any(|r| r.1 == "accepted"
+            && r.3 == id
+            && r.4.contains("; asked by sortiz; approved by Lead Engineer")),
+        "{:?}",
+        h.audit_rows()
+    );
+    // Sam approving a change someone else asked for counts.
+    let theirs = asked(
+        h.claims("batch_recording", &start_recording(&device(&h, 1)))
+            .await,
+        "lead",
+    );
+    done(
+        &h,
+        sign_with_passkeys(&theirs, 7, &mut [&mut sam]),
+        "sam approving what another asked for",
+    )
+    .await;
+}

@@ -141,6 +141,7 @@ fn claims(proposal_id: u64) -> Vec<u8> {
         approved_at: 1_760_000_000,
         expires_at: 1_760_000_300,
         page_session: [0x22; 16],
+        asked_by: String::new(),
     }
     .encode()
     .expect("claims encode")

@@ -482,7 +482,11 @@ async fn no_edit_of_a_real_receipt_verifies() {
     h.setup.allowlist = Some(sandbox_devices(&h.sim));
     h.spawn();
     h.wait_ready().await;
-    let c = start_recording(&h, 8).await;
+    // Asked for by `sam`, as the assistant reports the chat's peer.
+    let c = ApprovalClaims {
+        asked_by: "sam".into(),
+        ..start_recording(&h, 8).await
+    };
     let response = h
         .execute(sign_with_passkeys(&c, 7, &mut [&mut ben, &mut ana]))
         .await;
@@ -501,6 +505,13 @@ async fn no_edit_of_a_real_receipt_verifies() {
     assert!(good.status.success(), "{}", text(&good));
     assert!(
         text(&good).contains("Ana Gómez (ana") && text(&good).contains("Ben Ruiz (ben"),
+        "{}",
+        text(&good)
+    );
+    assert!(
+        text(&good).contains(
+            "Asked by: sam (what the assistant reported; the executor could not check it)"
+        ),
         "{}",
         text(&good)
     );

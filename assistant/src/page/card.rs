@@ -63,6 +63,9 @@ pub struct Binding {
     /// The names the fresh describe read, as the claims sign them (empty when it failed: the
     /// card is then deny-only).
     pub names: Vec<fleetwatch_protocol::claims::SignedName>,
+    /// Who asked for the change (the chat peer's user name the proposal kept; empty when
+    /// nobody is known, or a name the claims cannot carry).
+    pub asked_by: String,
 }
 
 impl Binding {
@@ -88,6 +91,7 @@ impl Binding {
             field(n.id.as_bytes());
             field(n.name.as_bytes());
         }
+        field(self.asked_by.as_bytes());
         hex(&h.finalize())
     }
 }
@@ -229,6 +233,9 @@ pub fn build(
         names: described
             .as_ref()
             .map(|d| d.names.clone())
+            .unwrap_or_default(),
+        asked_by: Some(proposal.asked_by.clone())
+            .filter(|u| fleetwatch_protocol::claims::is_user_name(u))
             .unwrap_or_default(),
     };
     let mut deny: Vec<String> = Vec::new();

@@ -97,6 +97,7 @@ pub(super) fn claims_bytes(
         approved_at: expires_at.checked_sub(super::approve::APPROVAL_LIFETIME_SECS)?,
         expires_at,
         page_session,
+        asked_by: binding.asked_by.clone(),
     }
     .encode()
     .ok()

@@ -85,6 +85,11 @@ impl Refusal {
             Refusal::PasskeyRequired => {
                 "The approval was not confirmed with an operator's passkey, and this executor requires one. Nothing ran. Approve the change again and confirm it with your passkey; if no one is enrolled yet, an administrator enrols people with `fleetwatch-confirm enrol`."
             }
+            Refusal::PasskeyAskerApproved { have, need } => {
+                return format!(
+                    "The person who asked for this change also confirmed it, and this executor does not count the asker toward their own change (passkeys.asker_counts: false): {have} of the {need} people it needs approved besides them. Nothing ran. Ask another enrolled operator to confirm it."
+                );
+            }
             Refusal::Frozen { until, reason } => {
                 let until = jiff::Timestamp::from_second(*until)
                     .map(crate::fleet::format_time)
