@@ -648,7 +648,7 @@ fn header_check(r: &reqwest::Response) {
         get("content-security-policy"),
         // Forms post to the page itself and hand approvals to the confirm page, nowhere else.
         format!(
-            "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; form-action 'self' {CONFIRM}; frame-ancestors 'none'; base-uri 'none'"
+            "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self' {CONFIRM}; frame-ancestors 'none'; base-uri 'none'"
         ),
         "{}",
         r.url()

@@ -529,8 +529,8 @@ async fn an_injected_device_name_renders_as_text() {
             "Array.from(document.querySelectorAll('script')).map(s => s.getAttribute('src'))"
         )
         .await,
-        json!(["/static/tab.js", "/static/countdown.js"]),
-        "only the page's own two scripts"
+        json!(["/static/tab.js", "/static/countdown.js", "/static/follow.js"]),
+        "only the page's own three scripts"
     );
     assert_ne!(eval(&tab, "document.title").await, json!("pwned"));
     let body = text(&tab).await;
@@ -539,6 +539,80 @@ async fn an_injected_device_name_renders_as_text() {
         "{body}"
     );
     screenshot(&tab, &w.shot("hostile.png")).await;
+    w.finish().await;
+}
+
+/// An open page follows what waits without a reload: a change proposed while it is open is
+/// announced within seconds and the tab's title counts it, but the view changes only when the
+/// person presses Show; a decision made elsewhere leaves this page's card in place, saying it
+/// was decided elsewhere.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_open_page_follows_what_waits_without_a_reload() {
+    let Some(w) = world(SimConfig::demo(), None).await else {
+        return;
+    };
+    let devices = sandbox_devices(&w.h.sim);
+    let tab = w.tab().await;
+    w.login(&tab).await;
+    wait_until(&tab, "document.getElementById('follow')").await;
+    assert_eq!(
+        eval(&tab, "document.getElementById('card-heading') === null").await,
+        json!(true),
+        "nothing waits yet"
+    );
+    let first = w
+        .propose(
+            "batch_recording",
+            record(&format!("{}-1", devices[0])),
+            "while the page is open",
+        )
+        .await;
+    wait_until(
+        &tab,
+        "!document.getElementById('follow-news').hidden && \
+         document.getElementById('follow-text').textContent === '1 new change(s) waiting.'",
+    )
+    .await;
+    wait_until(&tab, "document.title.startsWith('(1) ')").await;
+    // Announced, not swapped in: the page shows the card when the person chooses.
+    assert_eq!(
+        eval(&tab, "document.getElementById('card-heading') === null").await,
+        json!(true)
+    );
+    tab.find_element("#follow-show")
+        .await
+        .expect("Show")
+        .click()
+        .await
+        .expect("click");
+    wait_until(
+        &tab,
+        &format!(
+            "document.getElementById('card-heading') && \
+             document.getElementById('card-heading').textContent.includes('#{first}')"
+        ),
+    )
+    .await;
+    // Decided elsewhere (another session, another tool): this card stays, saying so.
+    assert!(
+        w.store
+            .lock()
+            .expect("store")
+            .deny(first, "page", "", None, now_secs())
+            .expect("deny")
+    );
+    wait_until(
+        &tab,
+        "!document.getElementById('follow-news').hidden && \
+         document.getElementById('follow-text').textContent.includes('decided elsewhere')",
+    )
+    .await;
+    assert_eq!(
+        eval(&tab, "document.getElementById('card-heading').textContent").await,
+        json!(format!("Proposal #{first}"))
+    );
+    wait_until(&tab, "!document.title.startsWith('(')").await;
+    assert_eq!(w.h.writes(), 0);
     w.finish().await;
 }
 

@@ -232,6 +232,7 @@ pub async fn show(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
                 t: lang,
                 notices,
                 pace,
+                follow: super::views::Follow::new(lang, None, &[], false),
             },
         );
     };
@@ -341,6 +342,14 @@ pub async fn show(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
         more: (more > 0).then(|| lang.f("card.more", &[("n", &more.to_string())])),
         deny_token: app.tokens.make(Purpose::Deny, &session, first.id, ""),
         deny_all_token: app.tokens.make(Purpose::DenyAll, &session, first.id, ""),
+        follow: super::views::Follow::new(
+            lang,
+            Some(first.id),
+            &pending.iter().map(|p| p.id).collect::<Vec<_>>(),
+            waiting
+                .as_ref()
+                .is_some_and(|w| w.live() && !w.names.is_empty()),
+        ),
         waiting: waiting
             .filter(|w| w.live() && !w.names.is_empty())
             .map(|w| waiting_line(lang, &w.names, needed.max(2))),
@@ -348,6 +357,43 @@ pub async fn show(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
         card,
     };
     html(StatusCode::OK, &view)
+}
+
+/// `POST /waiting`: what waits now, for an open page to follow without a reload: the pending
+/// proposals' numbers, oldest first, and those waiting for a second person. Numbers only,
+/// behind the session and the tab's value like every form (the middleware checks both).
+pub async fn waiting(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
+    if app.session(&headers).is_none() {
+        return super::server::plain(StatusCode::FORBIDDEN, "Sign in first.");
+    }
+    let listed = {
+        let Ok(mut store) = app.deps.store.lock() else {
+            return super::server::plain(StatusCode::SERVICE_UNAVAILABLE, "The store is busy.");
+        };
+        let _ = store.expire_due(store::now_secs());
+        store.pending().map(|pending| {
+            let waiting: Vec<u64> = pending
+                .iter()
+                .filter(|p| {
+                    store
+                        .waiting(p.id)
+                        .ok()
+                        .flatten()
+                        .is_some_and(|w| w.live() && !w.names.is_empty())
+                })
+                .map(|p| p.id)
+                .collect();
+            (pending.iter().map(|p| p.id).collect::<Vec<u64>>(), waiting)
+        })
+    };
+    match listed {
+        Ok((pending, waiting)) => (
+            [(axum::http::header::CONTENT_TYPE, "application/json")],
+            json!({"pending": pending, "waiting": waiting}).to_string(),
+        )
+            .into_response(),
+        Err(_) => super::server::plain(StatusCode::SERVICE_UNAVAILABLE, "The store is busy."),
+    }
 }
 
 /// Who asked for the proposal and when it expires if nobody decides (its whole lifetime,

@@ -437,6 +437,16 @@ pub const EN: &[(&str, &str)] = &[
         "deny.hourly",
         "The executor has made {n} changes in the last hour, its limit of {limit}, so it would refuse this; try again later.",
     ),
+    ("follow.new", "{n} new change(s) waiting."),
+    (
+        "follow.gone",
+        "This change was decided elsewhere, or it expired: nothing here will run it.",
+    ),
+    (
+        "follow.second",
+        "Someone approved this change; it waits for a second person.",
+    ),
+    ("follow.show", "Show"),
     (
         "deny.frozen",
         "Frozen until {until}: {reason} (the executor holds {holds} until then, so it would refuse this).",
@@ -976,6 +986,16 @@ pub const ES: &[(&str, &str)] = &[
         "deny.hourly",
         "El ejecutor ha hecho {n} cambios en la última hora, su límite de {limit}, así que rechazaría este; inténtalo más tarde.",
     ),
+    ("follow.new", "{n} cambio(s) nuevo(s) en espera."),
+    (
+        "follow.gone",
+        "Este cambio se decidió en otro sitio, o caducó: nada aquí lo ejecutará.",
+    ),
+    (
+        "follow.second",
+        "Alguien aprobó este cambio; espera a una segunda persona.",
+    ),
+    ("follow.show", "Mostrar"),
     (
         "deny.frozen",
         "Congelado hasta {until}: {reason} (el ejecutor retiene {holds} hasta entonces, así que lo rechazaría).",

@@ -40,13 +40,15 @@ const MAX_CONCURRENT: usize = 64;
 pub fn csp(confirm_origin: &str) -> String {
     format!(
         "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; \
-         form-action 'self' {confirm_origin}; frame-ancestors 'none'; base-uri 'none'"
+         connect-src 'self'; form-action 'self' {confirm_origin}; frame-ancestors 'none'; \
+         base-uri 'none'"
     )
 }
 
 const COUNTDOWN_JS: &str = include_str!("../../templates/static/countdown.js");
 const TAB_JS: &str = include_str!("../../templates/static/tab.js");
 const SUBMIT_JS: &str = include_str!("../../templates/static/submit.js");
+const FOLLOW_JS: &str = include_str!("../../templates/static/follow.js");
 const PAGE_CSS: &str = include_str!("../../templates/static/page.css");
 
 /// Shared state of a running page.
@@ -246,6 +248,7 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/confirmed", post(approve::confirmed))
         .route("/deny", post(approve::deny))
         .route("/deny-all", post(approve::deny_all))
+        .route("/waiting", post(approve::waiting))
         .route("/receipt", post(approve::receipt))
         .route(
             "/passkeys",
@@ -254,6 +257,7 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/static/countdown.js", get(|| asset(JS, COUNTDOWN_JS)))
         .route("/static/tab.js", get(|| asset(JS, TAB_JS)))
         .route("/static/submit.js", get(|| asset(JS, SUBMIT_JS)))
+        .route("/static/follow.js", get(|| asset(JS, FOLLOW_JS)))
         .route("/static/page.css", get(|| asset(CSS, PAGE_CSS)))
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(app.clone(), guard))

@@ -27,6 +27,46 @@ pub struct EmptyView {
     pub notices: Vec<String>,
     /// The operator's own pace in the last hour (the header line).
     pub pace: String,
+    /// What the page's script follows.
+    pub follow: Follow,
+}
+
+/// What an open page follows without a reload (`follow.js`): the proposal it shows, the ones
+/// pending when it was drawn, and the words it says when that changes.
+pub struct Follow {
+    /// The proposal shown ("" on the empty page).
+    pub shown: String,
+    /// The pending proposals' numbers, comma-separated.
+    pub pending: String,
+    /// Whether the shown one already waits for a second person.
+    pub waiting: bool,
+    /// "{n} new change(s) waiting."
+    pub new: String,
+    /// "This change was decided elsewhere, or it expired."
+    pub gone: String,
+    /// "… waits for a second person."
+    pub second: String,
+    /// "Show".
+    pub show: String,
+}
+
+impl Follow {
+    /// The words in `lang` for a page showing `shown` (if any) with `pending` waiting.
+    pub fn new(lang: Lang, shown: Option<u64>, pending: &[u64], waiting: bool) -> Follow {
+        Follow {
+            shown: shown.map(|id| id.to_string()).unwrap_or_default(),
+            pending: pending
+                .iter()
+                .map(u64::to_string)
+                .collect::<Vec<_>>()
+                .join(","),
+            waiting,
+            new: lang.t("follow.new").to_owned(),
+            gone: lang.t("follow.gone").to_owned(),
+            second: lang.t("follow.second").to_owned(),
+            show: lang.t("follow.show").to_owned(),
+        }
+    }
 }
 
 /// What the page's script needs to ask the browser for a passkey assertion on this form.
@@ -83,6 +123,8 @@ pub struct CardView {
     /// "Approved by Ana, waiting for a second person", while the change waits for more
     /// operators' passkeys.
     pub waiting: Option<String>,
+    /// What the page's script follows.
+    pub follow: Follow,
 }
 
 /// The second step for a disruptive change.
