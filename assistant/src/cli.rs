@@ -59,6 +59,11 @@ pub enum Command {
         /// The language of the words: en or es (default: from LC_ALL, LC_MESSAGES or LANG).
         #[arg(long, value_name = "en|es")]
         lang: Option<String>,
+        /// After the list, keep watching until Ctrl-C: a line when a change starts waiting,
+        /// gains a person's approval and waits for more, is decided or expires (every two
+        /// seconds).
+        #[arg(long, conflicts_with = "json")]
+        watch: bool,
     },
     /// Deny a waiting proposal; nothing runs. The reason is kept in the audit (secrets masked,
     /// at most 300 characters) and the model of the chat that asked for it sees it with the
@@ -205,8 +210,9 @@ fn lang_arg(lang: Option<&str>) -> Result<fleetwatch_words::Lang, String> {
     }
 }
 
-/// `fleetwatch pending`: what waits, from `serve`.
-async fn pending(json: bool, lang: Option<&str>) -> i32 {
+/// `fleetwatch pending`: what waits, from `serve`; with `--watch`, then a line for each change
+/// as it starts waiting, gains an approval, is decided or expires, until Ctrl-C.
+async fn pending(json: bool, lang: Option<&str>, watch: bool) -> i32 {
     let lang = match lang_arg(lang) {
         Ok(lang) => lang,
         Err(e) => {
@@ -215,23 +221,66 @@ async fn pending(json: bool, lang: Option<&str>) -> i32 {
         }
     };
     let socket = crate::config::chat_socket_from_env();
-    match crate::chat::command(&socket, &crate::chat::ChatCommand::Pending).await {
-        Ok(crate::chat::ChatResponse::Pending(list)) => {
-            if json {
-                match serde_json::to_string_pretty(&list) {
-                    Ok(text) => say!("{text}"),
-                    Err(e) => return fail(e),
-                }
-            } else {
-                say!(
-                    "{}",
-                    crate::pending::render(&list, lang, crate::store::now_secs())
-                );
-            }
-            0
+    let list = match crate::chat::command(&socket, &crate::chat::ChatCommand::Pending).await {
+        Ok(crate::chat::ChatResponse::Pending(list)) => list,
+        Ok(_) => return fail("fleetwatch serve answered something other than the list"),
+        Err(e) => return fail(e),
+    };
+    if json {
+        match serde_json::to_string_pretty(&list) {
+            Ok(text) => say!("{text}"),
+            Err(e) => return fail(e),
         }
-        Ok(_) => fail("fleetwatch serve answered something other than the list"),
-        Err(e) => fail(e),
+        return 0;
+    }
+    say!(
+        "{}",
+        crate::pending::render(&list, lang, crate::store::now_secs())
+    );
+    if !watch {
+        return 0;
+    }
+    say!(
+        "{}",
+        lang.pick(
+            "Watching for changes (Ctrl-C ends it)…",
+            "Vigilando cambios (Ctrl-C termina)…"
+        )
+    );
+    let mut before = list;
+    loop {
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => return 0,
+            () = tokio::time::sleep(std::time::Duration::from_secs(2)) => {}
+        }
+        let now = match crate::chat::command(&socket, &crate::chat::ChatCommand::Pending).await {
+            Ok(crate::chat::ChatResponse::Pending(list)) => list,
+            Ok(_) => return fail("fleetwatch serve answered something other than the list"),
+            Err(e) => return fail(e),
+        };
+        let left: Vec<u64> = before
+            .iter()
+            .map(|w| w.proposal)
+            .filter(|id| !now.iter().any(|w| w.proposal == *id))
+            .collect();
+        let gone = if left.is_empty() {
+            Vec::new()
+        } else {
+            let ask = crate::chat::ChatCommand::Standings {
+                proposals: left.into_iter().take(crate::chat::MAX_WATCHED).collect(),
+            };
+            match crate::chat::command(&socket, &ask).await {
+                Ok(crate::chat::ChatResponse::Standings(list)) => list,
+                Ok(_) => return fail("fleetwatch serve answered something other than standings"),
+                Err(e) => return fail(e),
+            }
+        };
+        for line in
+            crate::pending::watch_lines(&before, &now, &gone, lang, crate::store::now_secs())
+        {
+            say!("{line}");
+        }
+        before = now;
     }
 }
 
@@ -423,7 +472,9 @@ pub async fn run(cli: Cli) -> i32 {
         return i32::from(checks.iter().any(|c| c.level == doctor::Level::Fail));
     }
     match &cli.command {
-        Command::Pending { json, lang } => return pending(*json, lang.as_deref()).await,
+        Command::Pending { json, lang, watch } => {
+            return pending(*json, lang.as_deref(), *watch).await;
+        }
         Command::Deny { proposal, reason } => {
             return deny(*proposal, reason.as_deref().unwrap_or_default()).await;
         }
@@ -435,7 +486,7 @@ pub async fn run(cli: Cli) -> i32 {
     };
     match cli.command {
         // Answered above without the configuration; the same calls, for completeness.
-        Command::Pending { json, lang } => pending(json, lang.as_deref()).await,
+        Command::Pending { json, lang, watch } => pending(json, lang.as_deref(), watch).await,
         Command::Deny { proposal, reason } => {
             deny(proposal, reason.as_deref().unwrap_or_default()).await
         }

@@ -256,6 +256,70 @@ pub fn render(items: &[Waiting], lang: Lang, now: i64) -> String {
     out.join("\n\n")
 }
 
+/// What `fleetwatch pending --watch` says between two looks at what waits: a line for each
+/// change that started waiting, each that gained a person's approval and waits for more, and
+/// (from `gone`, the standings of those no longer waiting) each that was decided or expired.
+pub fn watch_lines(
+    before: &[Waiting],
+    now_waiting: &[Waiting],
+    gone: &[Standing],
+    lang: Lang,
+    now: i64,
+) -> Vec<String> {
+    let now_ts = Timestamp::from_second(now).unwrap_or(Timestamp::UNIX_EPOCH);
+    let mut out = Vec::new();
+    for w in now_waiting {
+        match before.iter().find(|b| b.proposal == w.proposal) {
+            None => {
+                let expires = fleetwatch_words::time::clock(
+                    Timestamp::from_second(w.expires_at).unwrap_or(Timestamp::UNIX_EPOCH),
+                    now_ts,
+                );
+                let change = change_words(&w.tool, &w.arguments, lang);
+                let rooms = rooms_text(&w.rooms, &w.targets);
+                let who = asker_text(&w.asked_by, lang);
+                out.push(match lang {
+                    Lang::En => format!(
+                        "#{} waits: {change} in {rooms}, asked by {who}; expires {expires}",
+                        w.proposal
+                    ),
+                    Lang::Es => format!(
+                        "#{} espera: {change} en {rooms}, pedido por {who}; caduca {expires}",
+                        w.proposal
+                    ),
+                });
+            }
+            Some(b) if w.approved_by.len() > b.approved_by.len() && w.persons_needed > 0 => {
+                let names: Vec<String> = w
+                    .approved_by
+                    .iter()
+                    .map(|n| show_text(n, MAX_NAME_CHARS))
+                    .collect();
+                out.push(match lang {
+                    Lang::En => format!(
+                        "#{} approved by {}; it waits for {} more person(s)",
+                        w.proposal,
+                        names.join(", "),
+                        w.persons_needed
+                    ),
+                    Lang::Es => format!(
+                        "#{} aprobado por {}; espera a {} persona(s) más",
+                        w.proposal,
+                        names.join(", "),
+                        w.persons_needed
+                    ),
+                });
+            }
+            Some(_) => {}
+        }
+    }
+    out.extend(
+        gone.iter()
+            .filter_map(|s| outcome_line(s, Some("pending"), lang)),
+    );
+    out
+}
+
 /// The line the chat's prompt prints when a proposal it raised has moved on from `was`
 /// (`None`: never reported). `None` when there is nothing new to say.
 pub fn outcome_line(s: &Standing, was: Option<&str>, lang: Lang) -> Option<String> {

@@ -276,3 +276,81 @@ async fn pending_and_deny_with_a_reason_reach_the_askers_next_turn_as_data_once(
         .unwrap_or_default();
     assert!(denial.contains("the stage crew asked to wait"), "{story}");
 }
+
+/// `fleetwatch pending --watch` follows what waits from the terminal: a line when a change
+/// starts waiting and when it is denied, in the operator's language, until Ctrl-C, which ends
+/// it with status 0.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn pending_watch_prints_a_line_as_a_change_waits_and_is_decided() {
+    use std::io::BufRead as _;
+    let model = fleetwatch_sim::model::start(Vec::new())
+        .await
+        .expect("model stand-in");
+    let path = PagePath::start_with_model(model).await;
+    let channel = format!("{}-1", sandbox_devices(&path.h.sim)[0]);
+    assert!(path.h.sim.set_recording("sandbox", &channel, false));
+    let mut watch = path
+        .state
+        .command()
+        .args(["pending", "--watch", "--lang", "en"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("pending --watch");
+    let (lines_tx, lines_rx) = std::sync::mpsc::channel::<String>();
+    let stdout = watch.stdout.take().expect("stdout");
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if lines_tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let next_matching = |needle: &str| -> String {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        let mut seen = Vec::new();
+        while let Some(left) = deadline.checked_duration_since(std::time::Instant::now()) {
+            match lines_rx.recv_timeout(left) {
+                Ok(line) if line.contains(needle) => return line,
+                Ok(line) => seen.push(line),
+                Err(_) => break,
+            }
+        }
+        panic!("no line with {needle:?}; printed: {seen:?}")
+    };
+    next_matching("Nothing waits for approval.");
+    next_matching("Watching for changes (Ctrl-C ends it)");
+
+    assert!(path.page.model.push_replies(propose_start(&channel)));
+    printed(
+        path.state
+            .run(&["ask", "start recording in Test Room A"], ""),
+        "ask",
+    );
+    let waits = next_matching("#1 waits:");
+    assert!(
+        waits.starts_with("#1 waits: start recording in “Test Room A”, asked by ")
+            && waits.contains("; expires "),
+        "{waits}"
+    );
+    printed(
+        path.state.run(&["deny", "1", "--reason", "not today"], ""),
+        "deny",
+    );
+    assert_eq!(
+        next_matching("#1 was denied"),
+        "#1 was denied: “not today”. Nothing changed."
+    );
+    // Ctrl-C ends it quietly, with status 0.
+    rustix::process::kill_process(
+        rustix::process::Pid::from_child(&watch),
+        rustix::process::Signal::INT,
+    )
+    .expect("SIGINT");
+    let status = watch.wait().expect("ends");
+    assert!(status.success(), "{status:?}");
+}

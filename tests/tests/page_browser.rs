@@ -529,7 +529,11 @@ async fn an_injected_device_name_renders_as_text() {
             "Array.from(document.querySelectorAll('script')).map(s => s.getAttribute('src'))"
         )
         .await,
-        json!(["/static/tab.js", "/static/countdown.js", "/static/follow.js"]),
+        json!([
+            "/static/tab.js",
+            "/static/countdown.js",
+            "/static/follow.js"
+        ]),
         "only the page's own three scripts"
     );
     assert_ne!(eval(&tab, "document.title").await, json!("pwned"));
