@@ -115,6 +115,7 @@ pub async fn run(config: &Config, env: &crate::service_env::ServiceEnv) -> Vec<C
     });
     out.extend(executor(config).await);
     out.extend(model(env).await);
+    out.push(notify(env));
     out.push(queue(config));
     if let Some(policy) = &policy {
         out.push(grants(config, policy));
@@ -377,6 +378,27 @@ fn origin_held(status: &fleetwatch_protocol::wire::StatusReport) -> Check {
 /// Where the model is and what leaves the machine; for a Chat Completions server, whether it
 /// answers and serves the model named. (Anthropic's service is not asked: a doctor run should
 /// not need the internet, and its key is checked by the first question.)
+/// Where the team's channel hears of waiting changes, and what would leave the machine; sends
+/// nothing.
+fn notify(env: &crate::service_env::ServiceEnv) -> Check {
+    const NAME: &str = "notify";
+    let page = "the approval page's address";
+    match crate::notify::NotifyConfig::from_values(
+        env.get("FLEETWATCH_NOTIFY_URL").as_deref(),
+        env.get("FLEETWATCH_NOTIFY_FORMAT").as_deref(),
+        page,
+        env_lang(),
+    ) {
+        Ok(None) => check(
+            Level::Ok,
+            NAME,
+            "off (FLEETWATCH_NOTIFY_URL unset): nothing is sent about waiting changes",
+        ),
+        Ok(Some(cfg)) => check(Level::Ok, NAME, cfg.describe()),
+        Err(problem) => check(Level::Fail, NAME, problem),
+    }
+}
+
 async fn model(env: &crate::service_env::ServiceEnv) -> Vec<Check> {
     // The service's key file is root's and reaches the service through systemd
     // (LoadCredential=): a doctor run as the service's user cannot read it, and says so.

@@ -42,6 +42,7 @@ pub mod doctor;
 pub mod executor_client;
 pub mod keys;
 pub mod login;
+pub mod notify;
 pub mod page;
 pub mod pending;
 pub mod proposals;

@@ -192,6 +192,20 @@ pub async fn run(
         if config.proposing() { "on" } else { "off" },
     );
     let page = start_page(&config, &store, &policy, key).await;
+    if let Some(page) = &page {
+        let address = format!("http://localhost:{}/", page.addr.port());
+        if let Some(notify) =
+            crate::notify::NotifyConfig::from_env(&address, crate::doctor::env_lang())?
+        {
+            eprintln!("fleetwatch serve: notifying {}", notify.url);
+            crate::notify::spawn(
+                notify,
+                Arc::clone(&store),
+                Arc::clone(&policy),
+                crate::executor_client::ExecutorClient::new(&config.executor_socket),
+            );
+        }
+    }
     serve(
         listener,
         assistant,

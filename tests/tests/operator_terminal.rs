@@ -354,3 +354,122 @@ async fn pending_watch_prints_a_line_as_a_change_waits_and_is_decided() {
     let status = watch.wait().expect("ends");
     assert!(status.success(), "{status:?}");
 }
+
+/// A loopback HTTP receiver for the team's channel: records each request's body and answers
+/// 200.
+async fn channel_receiver() -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let got: std::sync::Arc<std::sync::Mutex<Vec<String>>> = std::sync::Arc::default();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    let seen = std::sync::Arc::clone(&got);
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let seen = std::sync::Arc::clone(&seen);
+            tokio::spawn(async move {
+                let mut buf = Vec::new();
+                let mut chunk = [0u8; 4096];
+                // Headers, then as many body bytes as Content-Length says.
+                loop {
+                    let Ok(n) = stream.read(&mut chunk).await else {
+                        return;
+                    };
+                    if n == 0 {
+                        return;
+                    }
+                    buf.extend_from_slice(&chunk[..n]);
+                    let text = String::from_utf8_lossy(&buf).into_owned();
+                    if let Some(end) = text.find("\r\n\r\n") {
+                        let length = text[..end]
+                            .lines()
+                            .find_map(|l| {
+                                l.to_ascii_lowercase()
+                                    .strip_prefix("content-length:")
+                                    .and_then(|n| n.trim().parse::<usize>().ok())
+                            })
+                            .unwrap_or(0);
+                        if buf.len() >= end + 4 + length {
+                            let body = String::from_utf8_lossy(&buf[end + 4..end + 4 + length])
+                                .into_owned();
+                            seen.lock().expect("seen").push(body);
+                            let _ = stream
+                                .write_all(
+                                    b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+                                )
+                                .await;
+                            return;
+                        }
+                    }
+                }
+            });
+        }
+    });
+    (format!("http://127.0.0.1:{port}/hook"), got)
+}
+
+/// The team's channel through the real `serve`: with `FLEETWATCH_NOTIFY_URL` set, a change the
+/// model proposes is announced there within seconds, and its denial from the terminal too,
+/// from the queue `serve` runs beside the chat and the page.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn serve_tells_the_teams_channel_when_a_change_waits_and_is_decided() {
+    let (url, got) = channel_receiver().await;
+    let model = fleetwatch_sim::model::start(Vec::new())
+        .await
+        .expect("model stand-in");
+    let path = PagePath::start_with_model_env(
+        model,
+        &[
+            ("FLEETWATCH_NOTIFY_URL", &url),
+            ("FLEETWATCH_NOTIFY_FORMAT", "slack"),
+        ],
+    )
+    .await;
+    let channel = format!("{}-1", sandbox_devices(&path.h.sim)[0]);
+    assert!(path.h.sim.set_recording("sandbox", &channel, false));
+    assert!(path.page.model.push_replies(propose_start(&channel)));
+    printed(
+        path.state
+            .run(&["ask", "start recording in Test Room A"], ""),
+        "ask",
+    );
+    let wait_for = |needle: &str| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        loop {
+            let list = got.lock().expect("got").clone();
+            if let Some(found) = list.iter().find(|m| m.contains(needle)) {
+                return found.clone();
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no message with {needle:?}: {list:?}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+    };
+    let waits = wait_for("#1 waits");
+    let message: Value = serde_json::from_str(&waits).expect("slack JSON");
+    assert!(
+        message["text"]
+            .as_str()
+            .expect("text")
+            .starts_with("Fleetwatch #1 waits: start recording in “Test Room A”, asked by "),
+        "{message}"
+    );
+    printed(
+        path.state.run(&["deny", "1", "--reason", "not now"], ""),
+        "deny",
+    );
+    wait_for("#1 was denied: “not now”");
+    // Each message sent is in the assistant's audit.
+    let sent = path
+        .state
+        .store()
+        .audit_rows()
+        .expect("audit")
+        .into_iter()
+        .filter(|r| r.kind == "notify_sent")
+        .count();
+    assert!(sent >= 2, "{sent} notify_sent rows");
+}
