@@ -723,10 +723,59 @@ impl<'r> Script<'r> {
                 "pending does not list proposal #{id} and who asked"
             ));
         }
+        // Another terminal follows what waits, as an approver leaves it open.
+        let mut watch = std::process::Command::new(&fleetwatch)
+            .args(["pending", "--watch", "--lang", "en"])
+            .env("FLEETWATCH_CHAT_SOCKET", &socket)
+            .env("LC_ALL", "C.UTF-8")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .map_err(|e| format!("fleetwatch pending --watch: {e}"))?;
+        let (lines_tx, lines_rx) = std::sync::mpsc::channel::<String>();
+        if let Some(stdout) = watch.stdout.take() {
+            std::thread::spawn(move || {
+                use std::io::BufRead as _;
+                for line in std::io::BufReader::new(stdout)
+                    .lines()
+                    .map_while(Result::ok)
+                {
+                    if lines_tx.send(line).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        let watched = |needle: &str| -> Option<String> {
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+            while let Some(left) = deadline.checked_duration_since(std::time::Instant::now()) {
+                match lines_rx.recv_timeout(left) {
+                    Ok(line) if line.contains(needle) => return Some(line),
+                    Ok(_) => {}
+                    Err(_) => return None,
+                }
+            }
+            None
+        };
+        // The watch has printed the list before anything is denied.
+        let started = watched("Watching for changes");
         let reason = "the keynote runs until 11:00; ask again after it";
         let denied = run(&["deny", &id.to_string(), "--reason", reason])?;
         println!("      $ fleetwatch deny {id} --reason \"{reason}\"");
         say("  ", &denied);
+        let followed = watched(&format!("#{id} was denied"));
+        let _ = watch.kill();
+        let _ = watch.wait();
+        match (started, followed) {
+            (Some(_), Some(line)) => {
+                say(
+                    "$ fleetwatch pending --watch, open in another terminal, printed: ",
+                    &line,
+                );
+            }
+            _ => return Err("fleetwatch pending --watch did not print the denial".to_owned()),
+        }
         if self.status(*id)? != Status::Denied {
             return Err(format!("proposal #{id} is not denied"));
         }

@@ -233,6 +233,7 @@ fn the_scripted_demo_passes_every_step_and_leaves_nothing_behind() {
         "; expires ",
         "$ fleetwatch deny 4 --reason \"the keynote runs until 11:00; ask again after it\"",
         "Proposal #4 denied. Nothing ran.",
+        "$ fleetwatch pending --watch, open in another terminal, printed: #4 was denied: “the keynote runs until 11:00; ask again after it”. Nothing changed.",
         "the asking prompt prints: #4 was denied: “the keynote runs until 11:00; ask again after it”. Nothing changed.",
         "simulator: no new write",
         "Result: all 13 steps happened as expected.",
