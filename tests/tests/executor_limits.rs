@@ -722,6 +722,12 @@ async fn a_freeze_window_holds_what_it_names_until_its_end() {
     );
     // `doctor` runs on the real clock, where the window is still ahead.
     let doctor = String::from_utf8_lossy(&h.cli(&["doctor"], None).stdout).into_owned();
+    for line in doctor
+        .lines()
+        .filter(|l| l.contains("freeze:") || l.contains("audit budget:"))
+    {
+        println!("doctor says: {line}");
+    }
     assert!(
         doctor.lines().any(
             |l| l.contains("freeze: 1 window(s); next: disruptive changes frozen")
