@@ -204,6 +204,8 @@ pub struct Listed {
     pub added: Option<String>,
     /// What the person may approve, in words (`None`: everything, or an assistant key).
     pub scope: Option<String>,
+    /// The user names (Unix accounts) the line says are this person.
+    pub users: Vec<String>,
     /// The 1-based line, and the line of its `# added` comment if any.
     lines: (usize, Option<usize>),
 }
@@ -242,6 +244,7 @@ pub fn list(text: &str) -> Vec<Listed> {
                         credential_id: Some(record.credential_id().to_vec()),
                         added: added_time,
                         scope: record.scope().map(|s| s.words()),
+                        users: record.users().to_vec(),
                         lines: (line, added_line),
                     });
                 }
@@ -265,6 +268,7 @@ pub fn list(text: &str) -> Vec<Listed> {
                         credential_id: None,
                         added: added_time,
                         scope: None,
+                        users: Vec::new(),
                         lines: (line, added_line),
                     });
                 }

@@ -183,8 +183,13 @@ pub fn approvers_list(config: &Config) -> Result<String, String> {
         }
     }
     for (person, name, keys) in &persons {
+        let users = keys
+            .first()
+            .filter(|k| !k.users.is_empty())
+            .map(|k| format!("  users {}", k.users.join(", ")))
+            .unwrap_or_default();
         out.push(format!(
-            "person {}  {name}  may approve {}",
+            "person {}  {name}  may approve {}{users}",
             person.as_deref().unwrap_or("-"),
             keys.first()
                 .and_then(|k| k.scope.clone())

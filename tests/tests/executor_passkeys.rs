@@ -1157,6 +1157,12 @@ async fn the_person_who_asked_does_not_count_when_the_team_says_so() {
         "{:?}",
         h.audit_rows()
     );
+    // `approvers list` says which users are the person.
+    let list = String::from_utf8_lossy(&h.cli(&["approvers", "list"], None).stdout).into_owned();
+    assert!(
+        list.contains("person sam  Sam Ortiz  may approve everything  users sam, sortiz"),
+        "{list}"
+    );
     // Sam approving a change someone else asked for counts.
     let theirs = asked(
         h.claims("batch_recording", &start_recording(&device(&h, 1)))
