@@ -246,3 +246,84 @@ async fn slack_and_ntfy_carry_the_same_words_and_a_bad_address_is_refused() {
         "{described}"
     );
 }
+
+/// The two classes the first test does not make: a change that one person approved and that
+/// waits for a second (the executor's quorum of two), and a change that expires unapproved.
+#[tokio::test]
+async fn a_second_person_needed_and_an_expiry_each_make_their_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Mutex::new(Store::open(dir.path()).unwrap());
+    let policy = common::policy();
+    let now = fleetwatch::store::now_secs();
+    let id = proposal(&mut store.lock().unwrap(), now);
+    let status = fleetwatch_protocol::wire::StatusReport {
+        version: "test".into(),
+        fence_configured: true,
+        sandbox_sign_in: true,
+        key_ids: Vec::new(),
+        policy_digest: [0; 32],
+        chain_head: [0; 32],
+        passkeys_enrolled: 2,
+        approvers: Vec::new(),
+        trial: false,
+        quorums: vec![fleetwatch_protocol::wire::ToolQuorum {
+            tool: "batch_recording".into(),
+            calm: 2,
+            disruptive: 2,
+        }],
+        limits: Default::default(),
+        confirm_origin_not_held: None,
+        freeze: Vec::new(),
+    };
+    let cfg = config("http://127.0.0.1:9/hook", Format::Json);
+    let mut watcher = Watcher::default();
+    let look = |watcher: &mut Watcher, at: i64| {
+        let mut guard = store.lock().unwrap();
+        let waiting = fleetwatch::pending::waiting(&mut guard, &policy, Some(&status), at).unwrap();
+        watcher.look(&cfg, &waiting, &guard, at)
+    };
+    let first = look(&mut watcher, now);
+    assert_eq!(first.len(), 1);
+    assert_eq!(first[0].fields["persons_needed"], json!(2));
+    // Ana approves with her passkey on the page: the change now waits for one more person.
+    {
+        let mut guard = store.lock().unwrap();
+        let approval = "ab".repeat(16);
+        guard.create_approval(&approval, id, "tag", 300).unwrap();
+        let fixed = fleetwatch::store::Fixed {
+            approval_id: approval.clone(),
+            session: "tag".into(),
+            expires_at: now + 300,
+        };
+        let signer = fleetwatch::store::NewSigner {
+            credential_id: "cred-ana",
+            name: "Ana",
+            session: "tag",
+            assertion: "{}",
+        };
+        assert!(matches!(
+            guard
+                .gather(id, &approval, &fixed, &signer, 2, now)
+                .unwrap(),
+            fleetwatch::store::Gathered::Kept(_)
+        ));
+    }
+    let second = look(&mut watcher, now + 1);
+    assert_eq!(second.len(), 1, "{second:?}");
+    assert_eq!(second[0].event, "second_person");
+    assert_eq!(
+        second[0].text,
+        format!(
+            "Fleetwatch #{id} approved by Ana; it waits for 1 more person(s). http://localhost:8767/"
+        )
+    );
+    // Nobody else comes: past its lifetime it expires, and that is said once.
+    let later = look(&mut watcher, now + 4000);
+    let expired: Vec<&str> = later.iter().map(|m| m.event.as_str()).collect();
+    assert_eq!(expired, ["expired"], "{later:?}");
+    assert_eq!(
+        later[0].text,
+        format!("Fleetwatch #{id} expired before anyone decided. Nothing changed.")
+    );
+    assert!(look(&mut watcher, now + 4001).is_empty());
+}
