@@ -376,25 +376,14 @@ pub fn add(
     Ok((text, listed))
 }
 
-/// The user names after `--users` (`users=` optional): 1 to 8, comma-separated.
+/// The user names after `--users` (`users=` optional), read as an approver line's `users=`.
 fn parse_users(text: &str) -> Result<Vec<String>, String> {
     let text = text.trim();
-    let text = text
-        .strip_prefix(fleetwatch_protocol::passkey::USERS_PREFIX)
-        .unwrap_or(text);
-    let users: Vec<String> = text.split(',').map(str::to_owned).collect();
-    if users.is_empty()
-        || users.len() > 8
-        || users
-            .iter()
-            .any(|u| u.is_empty() || !fleetwatch_protocol::claims::is_user_name(u))
-    {
-        return Err(
-            "--users takes 1 to 8 user names (letters, digits, `_`, `.`, `-`), comma-separated"
-                .into(),
-        );
-    }
-    Ok(users)
+    fleetwatch_protocol::passkey::parse_users(
+        text.strip_prefix(fleetwatch_protocol::passkey::USERS_PREFIX)
+            .unwrap_or(text),
+    )
+    .map_err(|e| format!("--users: {e}"))
 }
 
 /// A scope as written after `--may` or in `approvers scope` (`may=` optional).

@@ -676,8 +676,6 @@ pub fn audit_rows(
     rows.collect()
 }
 
-/// The audit detail naming who approved: each passkey's operator name and fingerprint, from
-/// the approver file (never from the request). Empty when no passkey took part.
 /// What an `accepted` row's detail says: `proposal N`, then `; asked by USER` when the claims name
 /// who asked, then `; approved by NAME [FINGERPRINT]…`
 /// when passkeys approved it. `audit show` reads the proposal number back from its start.
@@ -699,6 +697,8 @@ pub fn proposal_detail(proposal_id: u64) -> String {
     format!("proposal {proposal_id}")
 }
 
+/// The audit detail naming who approved: each passkey's operator name and fingerprint, from
+/// the approver file (never from the request). Empty when no passkey took part.
 fn approved_by(passkeys: &[CredentialUse]) -> String {
     if passkeys.is_empty() {
         return String::new();

@@ -562,9 +562,9 @@ impl fmt::Display for PasskeyRecord {
 /// The word that starts an approver line's list of the person's user names.
 pub const USERS_PREFIX: &str = "users=";
 
-/// `users=` as written: 1 to 8 user names ([`crate::claims::is_user_name`], not empty),
-/// comma-separated, none twice.
-fn parse_users(text: &str) -> Result<Vec<String>, RecordError> {
+/// `users=` as written (without the prefix): 1 to 8 user names
+/// ([`crate::claims::is_user_name`], not empty), comma-separated, none twice.
+pub fn parse_users(text: &str) -> Result<Vec<String>, RecordError> {
     let users: Vec<String> = text.split(',').map(str::to_owned).collect();
     let mut seen = std::collections::BTreeSet::new();
     if users.len() > 8
@@ -1134,17 +1134,6 @@ impl VerifiedPasskeys {
             return Err(PasskeyError::OutOfScope { have, need: needed });
         }
         self.require(needed)
-    }
-
-    /// [`VerifiedPasskeys::require_counting`] with every asker counted.
-    pub fn require_in_scope(
-        &self,
-        needed: usize,
-        tool: &str,
-        disruptive: bool,
-        targets: &[String],
-    ) -> Result<(), PasskeyError> {
-        self.require_counting(needed, (tool, disruptive, targets), None)
     }
 
     /// Refuses unless at least `needed` distinct persons' passkeys verified: none at all is

@@ -1323,20 +1323,20 @@ fn a_scope_rides_on_the_approver_line_and_decides_who_counts() {
     let room = vec!["abcdef0123".to_owned()];
     let elsewhere = vec!["abcdef0999".to_owned()];
     assert_eq!(
-        verified.require_in_scope(2, "batch_recording", false, &room),
+        verified.require_counting(2, ("batch_recording", false, &room), None),
         Ok(())
     );
     assert_eq!(
-        verified.require_in_scope(2, "batch_reboot", true, &room),
+        verified.require_counting(2, ("batch_reboot", true, &room), None),
         Err(PasskeyError::OutOfScope { have: 1, need: 2 })
     );
     assert_eq!(
-        verified.require_in_scope(2, "batch_recording", false, &elsewhere),
+        verified.require_counting(2, ("batch_recording", false, &elsewhere), None),
         Err(PasskeyError::OutOfScope { have: 1, need: 2 })
     );
     // Enough persons in scope without them: the out-of-scope assertion does not refuse.
     assert_eq!(
-        verified.require_in_scope(1, "batch_reboot", true, &room),
+        verified.require_counting(1, ("batch_reboot", true, &room), None),
         Ok(())
     );
     assert_eq!(
